@@ -1,0 +1,124 @@
+// gpumemtrace public API: ask the tracer what is live, right now.
+//
+// Works whether libgpumemtrace.so is linked into the program or only preloaded
+// (LD_PRELOAD / `gpumemtrace run`):
+//
+//  * Linked (`target_link_libraries(app gpumemtrace::gpumemtrace)`): call the
+//    functions directly.
+//  * Preloaded only: include this header and build WITHOUT linking the library.
+//    Every declaration below is weak, so the program links and runs on its own;
+//    when the tracer is preloaded the dynamic linker binds the calls to it.
+//    Check gmt::Available() before calling anything else.
+//  * C and Python: the C functions at the end. From Python with ctypes:
+//        lib = ctypes.CDLL(None)               # the process, preload included
+//        f = lib.gmt_snapshot_json; f.restype = ctypes.c_void_p
+//        p = f(); text = ctypes.string_at(p).decode(); lib.gmt_free(p)
+//
+// Example:
+//   if (gmt::Available()) {
+//     gmt::Snapshot before = gmt::snapshot();
+//     train_one_step();
+//     gmt::Snapshot after = gmt::snapshot();
+//     std::printf("%zu bytes more\n", after.live_bytes - before.live_bytes);
+//   }
+//
+// Thread safety: every function may be called from any thread at any time.
+#ifndef GMT_GMT_H_
+#define GMT_GMT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+#include <string>
+#include <vector>
+#endif
+
+#if defined(GMT_BUILDING_LIBRARY)
+#define GMT_API __attribute__((visibility("default")))
+#else
+#define GMT_API __attribute__((weak))
+#endif
+
+#ifdef __cplusplus
+namespace gmt {
+
+// One host frame of a call stack, innermost first.
+struct Frame {
+  uintptr_t address = 0;
+  std::string function;  // demangled; empty when unknown
+  std::string file;      // empty without debug info
+  int line = 0;
+  std::string module;    // e.g. "app", "libtorch_cuda.so"
+};
+
+// One live allocation.
+struct Allocation {
+  uintptr_t address = 0;  // the pointer the program got (a handle for arrays
+                          // and cuMemCreate)
+  size_t bytes = 0;       // what the program asked for
+  int device = -1;        // CUDA device; -1 for host memory
+  std::string api;        // "cudaMalloc", "cuMemAllocAsync", ...
+  std::string kind;       // "device", "managed", "pinned-host", ...
+  uint64_t stream = 0;    // for stream-ordered allocations
+  uint32_t thread = 0;    // the tool's thread number (T1, T2, ...)
+  double time_s = 0;      // seconds after the tool started
+  std::vector<Frame> stack;
+};
+
+// Usage of one device (index -1: pinned host memory).
+struct DeviceUsage {
+  int device = 0;
+  size_t live_bytes = 0;
+  size_t peak_bytes = 0;
+  uint64_t allocations = 0;
+  uint64_t frees = 0;
+};
+
+// What is live at the moment snapshot() was called.
+struct Snapshot {
+  bool active = false;  // false: the tracer is off (enabled=0) or absent
+  std::vector<Allocation> allocations;
+  std::vector<DeviceUsage> devices;  // devices seen so far, then host (-1)
+  size_t live_bytes = 0;             // all devices and host together
+  size_t peak_bytes = 0;             // sum of per-device peaks
+  uint64_t errors = 0;               // errors reported so far
+};
+
+// A copy of the live allocations, with symbolized stacks (the first call
+// symbolizes; later ones reuse the cache). Costs time proportional to the
+// number of live allocations: meant for checkpoints, not inner loops.
+GMT_API Snapshot snapshot();
+
+// Writes the report now, exactly as at exit (format and path from
+// GMT_OPTIONS), without ending anything. Returns the number of errors so far.
+GMT_API uint64_t report();
+
+// True when the tracer is loaded in this process (linked or preloaded).
+inline bool Available() { return &gmt::snapshot != nullptr; }
+
+}  // namespace gmt
+#endif  // __cplusplus
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// The snapshot as a JSON document (same shape as the report's "live" list):
+// {"active":..,"live_bytes":..,"devices":[..],"allocations":[..]}. The string
+// is malloc'd: release it with gmt_free(). Never NULL when the tracer is loaded.
+GMT_API char* gmt_snapshot_json(void);
+// Frees a string returned by gmt_snapshot_json().
+GMT_API void gmt_free(void* p);
+// Writes the report now (see gmt::report()); returns the error count.
+GMT_API uint64_t gmt_report(void);
+// Bytes live on `device` (-1: pinned host memory, -2: everything).
+GMT_API size_t gmt_live_bytes(int device);
+// 1 when the tracer is active.
+GMT_API int gmt_active(void);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // GMT_GMT_H_

@@ -1,0 +1,31 @@
+// Load and exit of the library itself.
+#include "interpose/intercept_scope.h"
+#include "lib/engine.h"
+#include "lib/stack_capture.h"
+
+namespace gmt {
+
+thread_local int t_intercept_depth __attribute__((tls_model("initial-exec"))) = 0;
+
+namespace {
+
+// At load: learn our own text range so captured stacks drop the tool's frames.
+// Nothing else: a program that never touches CUDA pays nothing more.
+__attribute__((constructor)) void OnLoad() {
+  uintptr_t begin = 0, end = 0;
+  if (ModuleTextRange(reinterpret_cast<const void*>(&OnLoad), &begin, &end)) {
+    SetToolTextRange(begin, end);
+  }
+}
+
+// At exit, as late as the loader allows (after the program's static
+// destructors, which may free CUDA memory). Only if some CUDA call created
+// the engine. The report needs no CUDA call, so a driver already torn down
+// does not matter.
+__attribute__((destructor)) void OnUnload() {
+  ++t_intercept_depth;  // CUDA calls made from here on are not the program's
+  if (Engine* engine = Engine::IfCreated()) engine->FinalReport();
+}
+
+}  // namespace
+}  // namespace gmt

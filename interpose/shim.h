@@ -1,0 +1,62 @@
+// What every shim file shares: export macros, and the small recording helpers
+// that turn "this call returned this pointer" into an engine event.
+#ifndef GMT_INTERPOSE_SHIM_H_
+#define GMT_INTERPOSE_SHIM_H_
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "interpose/intercept_scope.h"
+#include "interpose/real_functions.h"
+#include "lib/api.h"
+#include "lib/engine.h"
+
+// A shim is defined under a C++ name of ours and exported under the CUDA
+// symbol through an asm label, so cuda.h's own macros (cuMemAlloc ->
+// cuMemAlloc_v2, _ptsz variants) and declarations cannot clash with it.
+#define GMT_SHIM extern "C" __attribute__((visibility("default")))
+#define GMT_SYMBOL(name) __asm__(name)
+
+namespace gmt {
+
+// Where the call happened: the current context and its device, noted with the
+// engine the first time a device is seen (name, total memory).
+struct CallContext {
+  int device = kHostDevice;
+  uint64_t context = 0;
+};
+CallContext CurrentCallContext();
+
+// Records a successful allocation made in the current context. For host
+// kinds the device is kHostDevice; `device_override` >= 0 names it instead
+// (cuMemCreate's location).
+void RecordAlloc(Api api, uint64_t address, uint64_t bytes, uint64_t stream,
+                 StackId stack, int device_override = -2);
+
+// Names for result codes in reports ("CUDA_ERROR_INVALID_VALUE",
+// "cudaErrorInvalidValue"); only asked on error paths.
+const char* DriverResultName(CUresult result);
+const char* RuntimeResultName(cudaError_t result);
+
+// The shared free protocol (see Engine): remove, call, confirm or restore.
+template <typename Call>
+auto TrackedFree(Api api, uint64_t address, Call&& call, bool driver) {
+  Engine& engine = Engine::Get();
+  StackId stack = engine.CaptureCallStack();
+  FreeTicket ticket = engine.BeginFree(api, address, stack);
+  auto result = call();
+  const bool ok = static_cast<int>(result) == 0;
+  const char* name =
+      ok ? (driver ? "CUDA_SUCCESS" : "cudaSuccess")
+         : (driver ? DriverResultName(static_cast<CUresult>(result))
+                   : RuntimeResultName(static_cast<cudaError_t>(result)));
+  engine.EndFree(ticket, ok, static_cast<int>(result), name);
+  return result;
+}
+
+}  // namespace gmt
+
+#endif  // GMT_INTERPOSE_SHIM_H_

@@ -1,0 +1,434 @@
+#include "absl/strings/string_view.h"
+#include "lib/engine.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "lib/clock.h"
+#include "lib/error_reports.h"
+#include "lib/log.h"
+#include "lib/report_output.h"
+#include "lib/stack_capture.h"
+
+namespace gmt {
+namespace {
+
+std::atomic<Engine*> g_engine{nullptr};
+
+std::vector<std::string> ReadArgv() {
+  std::vector<std::string> argv;
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string arg;
+  while (std::getline(in, arg, '\0')) argv.push_back(arg);
+  return argv;
+}
+
+}  // namespace
+
+Engine& Engine::Get() {
+  static Engine* const engine = [] {
+    NowNs();
+    SinceStartNs(0);  // pins the start time
+    WarmUpStackCapture();
+    auto* e = new Engine(GlobalOptions());
+    g_engine.store(e, std::memory_order_release);
+    LogNote(1, "tracking CUDA allocations (stack_depth=%lld)",
+            static_cast<long long>(e->options().stack_depth));
+    return e;
+  }();
+  return *engine;
+}
+
+Engine* Engine::IfCreated() { return g_engine.load(std::memory_order_acquire); }
+
+Engine::Engine(const Options& options)
+    : options_(options),
+      pointers_(static_cast<size_t>(options.freed_history)),
+      vmm_handles_(static_cast<size_t>(std::min<int64_t>(options.freed_history,
+                                                         4096))) {}
+
+StackId Engine::CaptureCallStack() {
+  if (options_.stack_depth <= 0) return kNoStack;
+  uintptr_t frames[kMaxStackFrames];
+  int n = CaptureStack(frames, static_cast<int>(options_.stack_depth));
+  return depot_.Put(frames, n);
+}
+
+Registry& Engine::RegistryFor(MemoryKind kind) {
+  return kind == MemoryKind::kVmmPhysical ? vmm_handles_ : pointers_;
+}
+
+void Engine::AccountFree(const AllocationRecord& record) {
+  if (CountsTowardsUsage(record.kind)) usage_.Sub(record.device, record.bytes);
+}
+
+void Engine::OnAlloc(const AllocEvent& event) {
+  AllocationRecord record;
+  record.address = event.address;
+  record.bytes = event.bytes;
+  record.stream = event.stream;
+  record.context = event.context;
+  record.time_ns = NowNs();
+  record.stack = event.stack;
+  record.thread = CurrentThreadIndex();
+  record.device = event.device;
+  record.api = event.api;
+  record.kind = ApiMemoryKind(event.api);
+  if (CountsTowardsUsage(record.kind)) usage_.Add(record.device, record.bytes);
+  std::optional<AllocationRecord> replaced = RegistryFor(record.kind).Insert(record);
+  if (replaced) {
+    // CUDA handed out an address we still thought live: its free went unseen
+    // (a path we do not intercept). Count it freed rather than leak it.
+    AccountFree(*replaced);
+    untracked_frees_.fetch_add(1, std::memory_order_relaxed);
+    LogNote(1, "0x%llx reused before a free was seen",
+            static_cast<unsigned long long>(record.address));
+  }
+}
+
+FreeTicket Engine::BeginFree(Api api, uint64_t address, StackId stack) {
+  FreeTicket ticket;
+  ticket.api = api;
+  ticket.address = address;
+  ticket.stack = stack;
+  if (address == 0) return ticket;  // freeing null is a no-op in CUDA
+  const uint32_t releasable = ApiReleasableKinds(api);
+  Registry& registry = releasable == KindBit(MemoryKind::kVmmPhysical)
+                           ? vmm_handles_
+                           : pointers_;
+  std::optional<AllocationRecord> found = registry.Find(address);
+  if (found && (KindBit(found->kind) & releasable) == 0) {
+    ticket.state = FreeTicket::State::kMismatch;
+    ticket.record = *found;
+    return ticket;
+  }
+  if (found) {
+    // Erase may lose a race with another thread's free of the same block;
+    // then this one is the second free.
+    if (std::optional<AllocationRecord> removed = registry.Erase(address)) {
+      ticket.state = FreeTicket::State::kRemoved;
+      ticket.record = *removed;
+      return ticket;
+    }
+  }
+  ticket.state = FreeTicket::State::kUnknown;
+  return ticket;
+}
+
+void Engine::EndFree(const FreeTicket& ticket, bool succeeded, int cuda_result,
+                     const char* cuda_result_name) {
+  switch (ticket.state) {
+    case FreeTicket::State::kIgnored:
+      return;
+    case FreeTicket::State::kRemoved: {
+      Registry& registry = RegistryFor(ticket.record.kind);
+      if (!succeeded) {
+        // CUDA kept the block (e.g. an error from an earlier async launch
+        // surfaced here): so do we.
+        registry.Insert(ticket.record);
+        return;
+      }
+      FreedRecord freed;
+      freed.allocation = ticket.record;
+      freed.free_stack = ticket.stack;
+      freed.free_thread = CurrentThreadIndex();
+      freed.free_time_ns = NowNs();
+      freed.free_api = ticket.api;
+      registry.RememberFreed(freed);
+      if (ticket.record.kind == MemoryKind::kVmmPhysical) {
+        absl::MutexLock lock(&vmm_mu_);
+        if (vmm_map_count_[ticket.address] > 0) {
+          // Released while still mapped: the memory lives until the last
+          // unmap. Keep counting it and remember to stop then.
+          vmm_released_[ticket.address] = true;
+          vmm_handles_.Insert(ticket.record);
+          return;
+        }
+        vmm_map_count_.erase(ticket.address);
+      }
+      AccountFree(ticket.record);
+      return;
+    }
+    case FreeTicket::State::kMismatch: {
+      ReportApiMismatch(*this, ticket.api, ticket.stack, ticket.record,
+                        cuda_result, cuda_result_name);
+      if (succeeded) {
+        // CUDA accepted it anyway: the block is gone.
+        if (RegistryFor(ticket.record.kind).Erase(ticket.address)) {
+          AccountFree(ticket.record);
+        }
+      }
+      return;
+    }
+    case FreeTicket::State::kUnknown: {
+      Registry& registry =
+          ApiReleasableKinds(ticket.api) == KindBit(MemoryKind::kVmmPhysical)
+              ? vmm_handles_
+              : pointers_;
+      if (std::optional<FreedRecord> previous = registry.FindFreed(ticket.address)) {
+        ReportDoubleFree(*this, ticket.api, ticket.address, ticket.stack,
+                         *previous, cuda_result, cuda_result_name);
+        return;
+      }
+      std::optional<AllocationRecord> containing =
+          registry.FindContaining(ticket.address);
+      if (containing) {
+        ReportInvalidFree(*this, ticket.api, ticket.address, ticket.stack,
+                          &*containing, cuda_result, cuda_result_name);
+        return;
+      }
+      if (succeeded) {
+        // CUDA knew the block and we did not (allocated before the tool was
+        // loaded, or by a path we do not see): not the program's error.
+        untracked_frees_.fetch_add(1, std::memory_order_relaxed);
+        LogNote(1, "%s of untracked 0x%llx",
+                std::string(ApiName(ticket.api)).c_str(),
+                static_cast<unsigned long long>(ticket.address));
+        return;
+      }
+      ReportInvalidFree(*this, ticket.api, ticket.address, ticket.stack, nullptr,
+                        cuda_result, cuda_result_name);
+      return;
+    }
+  }
+}
+
+void Engine::OnVmmMap(uint64_t va, uint64_t bytes, uint64_t handle) {
+  absl::MutexLock lock(&vmm_mu_);
+  vmm_mappings_[va] = VmmMapping{bytes, handle};
+  ++vmm_map_count_[handle];
+}
+
+void Engine::FreeVmmHandleIfDone(uint64_t handle) {
+  auto count = vmm_map_count_.find(handle);
+  if (count != vmm_map_count_.end() && count->second > 0) return;
+  auto released = vmm_released_.find(handle);
+  if (released == vmm_released_.end()) return;
+  vmm_released_.erase(released);
+  vmm_map_count_.erase(handle);
+  if (std::optional<AllocationRecord> record = vmm_handles_.Erase(handle)) {
+    AccountFree(*record);
+  }
+}
+
+void Engine::OnVmmUnmap(uint64_t va, uint64_t bytes) {
+  absl::MutexLock lock(&vmm_mu_);
+  std::vector<uint64_t> touched;
+  for (auto it = vmm_mappings_.begin(); it != vmm_mappings_.end();) {
+    if (it->first >= va && it->first < va + bytes) {
+      uint64_t handle = it->second.handle;
+      if (--vmm_map_count_[handle] <= 0) touched.push_back(handle);
+      vmm_mappings_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+  for (uint64_t handle : touched) FreeVmmHandleIfDone(handle);
+}
+
+void Engine::OnContextTeardown(int device, uint64_t context,
+                               absl::string_view reason) {
+  // Contexts to drop: the one named, or every context seen on the device (so
+  // that its pinned host blocks, which carry device -1, go too).
+  absl::flat_hash_map<uint64_t, bool> contexts;
+  if (context != 0) {
+    contexts[context] = true;
+  } else {
+    for (const AllocationRecord& r : pointers_.Live()) {
+      if (r.device == device && r.context != 0) contexts[r.context] = true;
+    }
+  }
+  std::vector<AllocationRecord> dropped =
+      pointers_.EraseIf([&](const AllocationRecord& r) {
+        if (r.kind == MemoryKind::kRegisteredHost) {
+          // The user's own memory: only its registration ends.
+          return r.context != 0 && contexts.contains(r.context);
+        }
+        if (r.context != 0) return contexts.contains(r.context);
+        return context == 0 && r.device == device;
+      });
+  if (dropped.empty()) return;
+  absl::MutexLock lock(&released_mu_);
+  for (const AllocationRecord& r : dropped) {
+    AccountFree(r);
+    released_.push_back(ReleasedBlock{r, std::string(reason)});
+  }
+  LogNote(1, "%s released %zu blocks", std::string(reason).c_str(),
+          dropped.size());
+}
+
+bool Engine::DeviceKnown(int device) const {
+  absl::MutexLock lock(&devices_mu_);
+  return devices_.contains(device);
+}
+
+void Engine::NoteDevice(int device, absl::string_view name, uint64_t total_bytes) {
+  absl::MutexLock lock(&devices_mu_);
+  devices_.try_emplace(device, DeviceInfo{std::string(name), total_bytes});
+}
+
+void Engine::RecordError(ErrorRecord error) {
+  constexpr size_t kMaxStoredErrors = 10000;
+  std::string text;
+  {
+    absl::MutexLock lock(&errors_mu_);
+    if (options_.print_errors) {
+      std::vector<StackId> ids = {error.stack};
+      if (error.allocation) ids.push_back(error.allocation->stack);
+      if (error.previous_free) ids.push_back(error.previous_free->free_stack);
+      SymbolizeInto(ids, &printed_stacks_);
+      text = RenderErrorText(error, printed_stacks_, getpid());
+    }
+    if (errors_.size() < kMaxStoredErrors) {
+      errors_.push_back(std::move(error));
+    } else {
+      ++errors_dropped_;
+    }
+  }
+  if (!text.empty()) WriteStderr(text.data(), text.size());
+  if (options_.halt_on_error) {
+    LogError("halt_on_error=1: writing the report and aborting");
+    FinalReport();
+    std::abort();
+  }
+}
+
+uint64_t Engine::ErrorCount() const {
+  absl::MutexLock lock(&errors_mu_);
+  return errors_.size() + errors_dropped_;
+}
+
+std::vector<AllocationRecord> Engine::LiveAllocations() const {
+  std::vector<AllocationRecord> live = pointers_.Live();
+  std::vector<AllocationRecord> handles = vmm_handles_.Live();
+  live.insert(live.end(), handles.begin(), handles.end());
+  return live;
+}
+
+void Engine::SymbolizeInto(const std::vector<StackId>& ids, StackTable* table) {
+  for (StackId id : ids) {
+    if (id == kNoStack || table->contains(id)) continue;
+    if (options_.symbolize) {
+      (*table)[id] = symbolizer_.SymbolizeStack(depot_.Get(id));
+    } else {
+      std::vector<SymbolizedFrame> frames;
+      for (uintptr_t pc : depot_.Get(id)) frames.push_back({pc, "", "", 0, ""});
+      (*table)[id] = std::move(frames);
+    }
+  }
+}
+
+ReportData Engine::BuildReport(absl::string_view reason) {
+  ReportData data;
+  data.version = GMT_VERSION;
+  data.pid = getpid();
+  data.argv = ReadArgv();
+  data.reason = std::string(reason);
+  data.leak_check = options_.leak_check;
+
+  {
+    absl::MutexLock lock(&devices_mu_);
+    std::map<int, DeviceInfo> ordered(devices_.begin(), devices_.end());
+    for (int d = 0; d < Usage::kMaxDevices; ++d) {
+      if (usage_.Used(d) && !ordered.contains(d)) ordered[d] = DeviceInfo{};
+    }
+    for (const auto& [index, info] : ordered) {
+      if (index < 0) continue;
+      UsageFigures u = usage_.Get(index);
+      data.devices.push_back(ReportData::Device{index, info.name,
+                                                info.total_bytes, u.peak_bytes,
+                                                u.live_bytes, u.allocations,
+                                                u.frees});
+    }
+  }
+  UsageFigures host = usage_.Get(kHostDevice);
+  data.host = ReportData::Device{kHostDevice, "pinned host memory", 0,
+                                 host.peak_bytes, host.live_bytes,
+                                 host.allocations, host.frees};
+  for (const ReportData::Device& d : data.devices) {
+    data.summary.allocations += d.allocations;
+    data.summary.frees += d.frees;
+    data.summary.live_bytes_at_exit += d.live_bytes;
+  }
+  data.summary.allocations += data.host.allocations;
+  data.summary.frees += data.host.frees;
+  data.summary.live_bytes_at_exit += data.host.live_bytes;
+  data.summary.untracked_frees = untracked_frees_.load(std::memory_order_relaxed);
+
+  std::vector<StackId> ids;
+  if (options_.leak_check) {
+    // Group by call site: (stack, api, device, released_by).
+    using Key = std::tuple<StackId, Api, int, std::string>;
+    std::map<Key, ReportData::Leak> groups;
+    auto add = [&](const AllocationRecord& r, const std::string& released_by) {
+      ReportData::Leak& leak = groups[Key{r.stack, r.api, r.device, released_by}];
+      if (leak.count == 0) {
+        leak.api = r.api;
+        leak.kind = r.kind;
+        leak.device = r.device;
+        leak.stack = r.stack;
+        leak.address = r.address;
+        leak.released_by = released_by;
+      }
+      leak.bytes += r.bytes;
+      ++leak.count;
+    };
+    for (const AllocationRecord& r : LiveAllocations()) add(r, "");
+    {
+      absl::MutexLock lock(&released_mu_);
+      for (const ReleasedBlock& b : released_) add(b.record, b.reason);
+    }
+    for (auto& [key, leak] : groups) {
+      data.summary.leaks += leak.count;
+      data.summary.leaked_bytes += leak.bytes;
+      ids.push_back(leak.stack);
+      data.leaks.push_back(std::move(leak));
+    }
+    std::stable_sort(data.leaks.begin(), data.leaks.end(),
+                     [](const ReportData::Leak& a, const ReportData::Leak& b) {
+                       return a.bytes > b.bytes;
+                     });
+  }
+  {
+    absl::MutexLock lock(&errors_mu_);
+    data.errors = errors_;
+    data.errors_dropped = errors_dropped_;
+  }
+  data.summary.errors = data.errors.size() + data.errors_dropped;
+  for (const ErrorRecord& e : data.errors) {
+    ids.push_back(e.stack);
+    if (e.allocation) ids.push_back(e.allocation->stack);
+    if (e.previous_free) ids.push_back(e.previous_free->free_stack);
+  }
+  SymbolizeInto(ids, &data.stacks);
+  if (options_.stack_depth > 0 && options_.symbolize &&
+      !symbolizer_.HasLineInfo()) {
+    data.notes.push_back(
+        "libdw.so.1 could not be loaded: stacks show functions and modules "
+        "without file:line");
+  }
+  return data;
+}
+
+ReportData::Summary Engine::WriteReport(absl::string_view reason) {
+  absl::MutexLock lock(&report_mu_);
+  ReportData data = BuildReport(reason);
+  WriteReportOutputs(data, options_);
+  return data.summary;
+}
+
+void Engine::FinalReport() {
+  if (final_done_.exchange(true)) return;
+  ReportData::Summary summary = WriteReport("exit");
+  if (options_.exitcode != 0 && (summary.errors > 0 || summary.leaks > 0)) {
+    _exit(static_cast<int>(options_.exitcode));
+  }
+}
+
+}  // namespace gmt

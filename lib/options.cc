@@ -1,0 +1,177 @@
+#include "absl/strings/string_view.h"
+#include "lib/options.h"
+
+#include <cstdlib>
+#include <unistd.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "lib/log.h"
+
+namespace gmt {
+namespace {
+
+bool ParseValue(absl::string_view text, bool* out) {
+  if (text == "1" || text == "true" || text == "yes") {
+    *out = true;
+    return true;
+  }
+  if (text == "0" || text == "false" || text == "no") {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+bool ParseValue(absl::string_view text, int64_t* out) {
+  return absl::SimpleAtoi(text, out);
+}
+
+bool ParseValue(absl::string_view text, std::string* out) {
+  *out = std::string(text);
+  return true;
+}
+
+const char* TypeName(const bool*) { return "0 or 1"; }
+const char* TypeName(const int64_t*) { return "an integer"; }
+const char* TypeName(const std::string*) { return "a string"; }
+
+std::string DefaultText(bool v) { return v ? "1" : "0"; }
+std::string DefaultText(int64_t v) { return absl::StrCat(v); }
+std::string DefaultText(const std::string& v) { return v; }
+
+// Range and enumeration checks that the type alone cannot express. Returns an
+// empty string when the value is acceptable.
+std::string CheckValue(absl::string_view key, const Options& o) {
+  auto range = [&](int64_t v, int64_t lo, int64_t hi) -> std::string {
+    if (v < lo || v > hi) {
+      return absl::StrCat("must be between ", lo, " and ", hi);
+    }
+    return "";
+  };
+  if (key == "report") {
+    if (o.report == "none") return "";
+    for (absl::string_view part : absl::StrSplit(o.report, ',')) {
+      if (part != "text" && part != "json") {
+        return absl::StrCat("unknown format '", part,
+                            "' (expected text, json, text,json or none)");
+      }
+    }
+    return "";
+  }
+  if (key == "stack_depth") return range(o.stack_depth, 0, 64);
+  if (key == "freed_history") return range(o.freed_history, 0, 1 << 24);
+  if (key == "exitcode") return range(o.exitcode, 0, 255);
+  if (key == "max_leaks") return range(o.max_leaks, 0, 1 << 30);
+  if (key == "verbosity") return range(o.verbosity, 0, 2);
+  if (key == "report_path" && o.report_path.find('\0') != std::string::npos) {
+    return "contains a NUL byte";
+  }
+  return "";
+}
+
+}  // namespace
+
+bool Options::report_text() const {
+  for (absl::string_view part : absl::StrSplit(report, ',')) {
+    if (part == "text") return true;
+  }
+  return false;
+}
+
+bool Options::report_json() const {
+  for (absl::string_view part : absl::StrSplit(report, ',')) {
+    if (part == "json") return true;
+  }
+  return false;
+}
+
+ParseResult ParseOptions(absl::string_view text) {
+  ParseResult result;
+  Options& o = result.options;
+  const Options defaults;
+  for (absl::string_view piece : absl::StrSplit(text, ':', absl::SkipWhitespace())) {
+    piece = absl::StripAsciiWhitespace(piece);
+    size_t eq = piece.find('=');
+    if (eq == absl::string_view::npos) {
+      result.errors.push_back(absl::StrCat(
+          "option '", piece, "' has no value (expected key=value)"));
+      continue;
+    }
+    absl::string_view key = absl::StripAsciiWhitespace(piece.substr(0, eq));
+    absl::string_view value = absl::StripAsciiWhitespace(piece.substr(eq + 1));
+    bool known = false;
+#define GMT_OPTION(Type, Name, Default, Description)                         \
+  if (key == #Name) {                                                        \
+    known = true;                                                            \
+    if (!ParseValue(value, &o.Name)) {                                       \
+      result.errors.push_back(absl::StrCat("option '" #Name "': '", value,   \
+                                           "' is not ", TypeName(&o.Name),   \
+                                           "; keeping the default"));        \
+      o.Name = defaults.Name;                                                \
+    } else if (std::string why = CheckValue(key, o); !why.empty()) {         \
+      result.errors.push_back(absl::StrCat("option '" #Name "': '", value,   \
+                                           "' ", why,                        \
+                                           "; keeping the default"));        \
+      o.Name = defaults.Name;                                                \
+    }                                                                        \
+  }
+#include "lib/options.inc"
+#undef GMT_OPTION
+    if (!known) {
+      result.errors.push_back(absl::StrCat(
+          "unknown option '", key, "' (ignored); run `gpumemtrace --help-options`"
+          " or see README.md for the list"));
+    }
+  }
+  return result;
+}
+
+std::string OptionsHelp() {
+  std::string out;
+  const Options defaults;
+#define GMT_OPTION(Type, Name, Default, Description) \
+  absl::StrAppend(&out, "  ", #Name, "=", DefaultText(defaults.Name), "\n      ", \
+                  Description, "\n");
+#include "lib/options.inc"
+#undef GMT_OPTION
+  return out;
+}
+
+std::string ExpandPath(absl::string_view pattern, int pid) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size()) {
+      char c = pattern[i + 1];
+      if (c == 'p') {
+        absl::StrAppend(&out, pid);
+        ++i;
+        continue;
+      }
+      if (c == '%') {
+        out.push_back('%');
+        ++i;
+        continue;
+      }
+    }
+    out.push_back(pattern[i]);
+  }
+  return out;
+}
+
+const Options& GlobalOptions() {
+  // Leaked on purpose: reports run from destructors and must still see options.
+  static const Options* const options = [] {
+    const char* env = std::getenv("GMT_OPTIONS");
+    ParseResult parsed = ParseOptions(env ? env : "");
+    for (const std::string& error : parsed.errors) {
+      LogError("GMT_OPTIONS: %s", error.c_str());
+    }
+    return new Options(std::move(parsed.options));
+  }();
+  return *options;
+}
+
+}  // namespace gmt

@@ -1,0 +1,48 @@
+// GMT_OPTIONS: the tool's run-time settings.
+//
+// Parsed once at start-up from the environment variable GMT_OPTIONS, ASan style:
+// `key=value` pairs separated by ':' (e.g. `report=json:report_path=gmt.%p.json`).
+// A bad key or value is reported by name and that key keeps its default; the other
+// keys still apply. The list of keys is options.inc.
+#ifndef GMT_LIB_OPTIONS_H_
+#define GMT_LIB_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+namespace gmt {
+
+struct Options {
+#define GMT_OPTION(Type, Name, Default, Description) Type Name = Default;
+#include "lib/options.inc"
+#undef GMT_OPTION
+
+  // Derived from `report`.
+  bool report_text() const;
+  bool report_json() const;
+};
+
+struct ParseResult {
+  Options options;
+  // One message per rejected key or value, each naming the key.
+  std::vector<std::string> errors;
+};
+
+// Parses a GMT_OPTIONS string. Never fails as a whole: bad pieces are listed in
+// `errors` and leave their keys at the defaults.
+ParseResult ParseOptions(absl::string_view text);
+
+// "key  default  description" lines for every option, for help output.
+std::string OptionsHelp();
+
+// Expands %p (pid) and %% in a report path.
+std::string ExpandPath(absl::string_view pattern, int pid);
+
+// The process-wide options, parsed from the environment on first use. Thread-safe.
+const Options& GlobalOptions();
+
+}  // namespace gmt
+
+#endif  // GMT_LIB_OPTIONS_H_

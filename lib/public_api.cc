@@ -1,0 +1,149 @@
+// include/gmt/gmt.h, implemented on the engine.
+#define GMT_BUILDING_LIBRARY 1
+#include "gmt/gmt.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_format.h"
+#include "lib/clock.h"
+#include "lib/engine.h"
+
+namespace gmt {
+namespace {
+
+Frame ToFrame(const SymbolizedFrame& f) {
+  Frame out;
+  out.address = f.address;
+  out.function = f.function;
+  out.file = f.file;
+  out.line = f.line;
+  out.module = f.module;
+  return out;
+}
+
+}  // namespace
+
+Snapshot snapshot() {
+  Snapshot snap;
+  Engine* engine = Engine::IfCreated();
+  if (engine == nullptr) engine = &Engine::Get();
+  snap.active = engine->tracking();
+  if (!snap.active) return snap;
+  std::vector<AllocationRecord> live = engine->LiveAllocations();
+  std::vector<StackId> ids;
+  ids.reserve(live.size());
+  for (const AllocationRecord& r : live) ids.push_back(r.stack);
+  StackTable stacks;
+  engine->SymbolizeInto(ids, &stacks);
+  snap.allocations.reserve(live.size());
+  for (const AllocationRecord& r : live) {
+    Allocation a;
+    a.address = r.address;
+    a.bytes = r.bytes;
+    a.device = r.device;
+    a.api = std::string(ApiName(r.api));
+    a.kind = std::string(MemoryKindName(r.kind));
+    a.stream = r.stream;
+    a.thread = r.thread;
+    a.time_s = static_cast<double>(SinceStartNs(r.time_ns)) * 1e-9;
+    if (auto it = stacks.find(r.stack); it != stacks.end()) {
+      for (const SymbolizedFrame& f : it->second) a.stack.push_back(ToFrame(f));
+    }
+    snap.allocations.push_back(std::move(a));
+  }
+  for (int d = 0; d < Usage::kMaxDevices; ++d) {
+    UsageFigures u = engine->DeviceUsage(d);
+    if (u.allocations == 0) continue;
+    snap.devices.push_back({d, u.live_bytes, u.peak_bytes, u.allocations, u.frees});
+  }
+  UsageFigures host = engine->DeviceUsage(kHostDevice);
+  if (host.allocations > 0) {
+    snap.devices.push_back({-1, host.live_bytes, host.peak_bytes,
+                            host.allocations, host.frees});
+  }
+  for (const DeviceUsage& d : snap.devices) {
+    snap.live_bytes += d.live_bytes;
+    snap.peak_bytes += d.peak_bytes;
+  }
+  snap.errors = engine->ErrorCount();
+  return snap;
+}
+
+uint64_t report() {
+  Engine& engine = Engine::Get();
+  engine.WriteReport("request");
+  return engine.ErrorCount();
+}
+
+}  // namespace gmt
+
+extern "C" {
+
+char* gmt_snapshot_json(void) {
+  using nlohmann::json;
+  gmt::Snapshot snap = gmt::snapshot();
+  json out = {{"active", snap.active},
+              {"live_bytes", snap.live_bytes},
+              {"peak_bytes", snap.peak_bytes},
+              {"errors", snap.errors}};
+  out["devices"] = json::array();
+  for (const gmt::DeviceUsage& d : snap.devices) {
+    out["devices"].push_back({{"device", d.device},
+                              {"live_bytes", d.live_bytes},
+                              {"peak_bytes", d.peak_bytes},
+                              {"allocations", d.allocations},
+                              {"frees", d.frees}});
+  }
+  out["allocations"] = json::array();
+  for (const gmt::Allocation& a : snap.allocations) {
+    json stack = json::array();
+    for (const gmt::Frame& f : a.stack) {
+      json frame = {{"address", absl::StrFormat("0x%x", f.address)},
+                    {"function", f.function},
+                    {"module", f.module}};
+      if (!f.file.empty()) {
+        frame["file"] = f.file;
+        frame["line"] = f.line;
+      }
+      stack.push_back(std::move(frame));
+    }
+    out["allocations"].push_back({{"address", absl::StrFormat("0x%x", a.address)},
+                                  {"bytes", a.bytes},
+                                  {"device", a.device},
+                                  {"api", a.api},
+                                  {"kind", a.kind},
+                                  {"stream", a.stream},
+                                  {"thread", a.thread},
+                                  {"time_s", a.time_s},
+                                  {"stack", std::move(stack)}});
+  }
+  std::string text = out.dump(-1, ' ', false, json::error_handler_t::replace);
+  char* result = static_cast<char*>(std::malloc(text.size() + 1));
+  if (result == nullptr) return nullptr;
+  std::memcpy(result, text.c_str(), text.size() + 1);
+  return result;
+}
+
+void gmt_free(void* p) { std::free(p); }
+
+uint64_t gmt_report(void) { return gmt::report(); }
+
+size_t gmt_live_bytes(int device) {
+  gmt::Engine* engine = gmt::Engine::IfCreated();
+  if (engine == nullptr) return 0;
+  if (device >= -1) return engine->DeviceUsage(device).live_bytes;
+  size_t total = engine->DeviceUsage(gmt::kHostDevice).live_bytes;
+  for (int d = 0; d < gmt::Usage::kMaxDevices; ++d) {
+    total += engine->DeviceUsage(d).live_bytes;
+  }
+  return total;
+}
+
+int gmt_active(void) {
+  gmt::Engine* engine = gmt::Engine::IfCreated();
+  return engine != nullptr ? engine->tracking() : gmt::GlobalOptions().enabled;
+}
+
+}  // extern "C"

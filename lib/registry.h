@@ -1,0 +1,112 @@
+// Registry: the live allocations, and a bounded memory of freed ones.
+//
+// Sharded by address (64 shards, one absl::Mutex each), so threads allocating
+// different blocks rarely meet on a lock. Each record is ~64 bytes and holds a
+// StackId, never frames.
+//
+// Thread safety: every member is thread-safe.
+#ifndef GMT_LIB_REGISTRY_H_
+#define GMT_LIB_REGISTRY_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "lib/api.h"
+#include "lib/stack_depot.h"
+
+namespace gmt {
+
+// The device index used for memory that lives on the host (pinned, registered).
+inline constexpr int32_t kHostDevice = -1;
+
+struct AllocationRecord {
+  uint64_t address = 0;  // the user's pointer (or handle, for arrays and VMM)
+  uint64_t bytes = 0;    // what the user asked for
+  uint64_t stream = 0;   // for stream-ordered allocations, else 0
+  uint64_t context = 0;  // CUcontext current at the call
+  int64_t time_ns = 0;   // monotonic
+  StackId stack = kNoStack;
+  uint32_t thread = 0;  // CurrentThreadIndex() of the allocating thread
+  int32_t device = kHostDevice;
+  Api api = Api::kUnknown;
+  MemoryKind kind = MemoryKind::kDevice;
+};
+
+struct FreedRecord {
+  AllocationRecord allocation;
+  StackId free_stack = kNoStack;
+  uint32_t free_thread = 0;
+  int64_t free_time_ns = 0;
+  Api free_api = Api::kUnknown;
+};
+
+class Registry {
+ public:
+  // `freed_capacity`: how many freed blocks are remembered in all (FIFO).
+  explicit Registry(size_t freed_capacity);
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  // Adds a live block. If a block was already live at that address (its free
+  // went unseen), it is replaced and returned.
+  std::optional<AllocationRecord> Insert(const AllocationRecord& record);
+
+  // Removes and returns the live block that starts at `address`.
+  std::optional<AllocationRecord> Erase(uint64_t address);
+
+  // The live block that starts at `address`.
+  std::optional<AllocationRecord> Find(uint64_t address) const;
+
+  // The live block whose [address, address + bytes) holds `address`, for
+  // interior-pointer reports. Scans every shard: for error paths only.
+  std::optional<AllocationRecord> FindContaining(uint64_t address) const;
+
+  // Remembers a free for later double-free reports; the oldest is forgotten
+  // once `freed_capacity` is reached.
+  void RememberFreed(const FreedRecord& freed);
+
+  // The most recent remembered free of a block that started at `address`.
+  std::optional<FreedRecord> FindFreed(uint64_t address) const;
+
+  // Removes and returns every live block for which `pred` holds (context
+  // teardown).
+  std::vector<AllocationRecord> EraseIf(
+      const std::function<bool(const AllocationRecord&)>& pred);
+
+  // A copy of every live block, in no particular order.
+  std::vector<AllocationRecord> Live() const;
+
+  size_t live_count() const;
+
+ private:
+  static constexpr int kShards = 64;
+
+  struct Shard {
+    mutable absl::Mutex mu;
+    absl::flat_hash_map<uint64_t, AllocationRecord> live ABSL_GUARDED_BY(mu);
+    // Freed blocks by address, plus FIFO order for eviction. The sequence
+    // number tells a stale FIFO slot from a newer free of the same address.
+    struct Freed {
+      FreedRecord record;
+      uint64_t sequence;
+    };
+    absl::flat_hash_map<uint64_t, Freed> freed ABSL_GUARDED_BY(mu);
+    std::vector<std::pair<uint64_t, uint64_t>> fifo ABSL_GUARDED_BY(mu);
+    size_t fifo_head ABSL_GUARDED_BY(mu) = 0;
+    uint64_t next_sequence ABSL_GUARDED_BY(mu) = 0;
+  };
+
+  static size_t ShardOf(uint64_t address);
+
+  const size_t freed_per_shard_;
+  Shard shards_[kShards];
+};
+
+}  // namespace gmt
+
+#endif  // GMT_LIB_REGISTRY_H_

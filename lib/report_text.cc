@@ -1,0 +1,180 @@
+// The human-readable report: ASan-like, one prefix per line so it greps apart
+// from the program's own output.
+#include <map>
+
+#include "absl/strings/string_view.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "lib/clock.h"
+#include "lib/report.h"
+
+namespace gmt {
+namespace {
+
+class TextOut {
+ public:
+  explicit TextOut(int pid) : prefix_(absl::StrFormat("==%d== ", pid)) {}
+  template <typename... Args>
+  void Line(const absl::FormatSpec<Args...>& format, const Args&... args) {
+    absl::StrAppend(&out_, prefix_, absl::StrFormat(format, args...), "\n");
+  }
+  void Blank() { absl::StrAppend(&out_, prefix_, "\n"); }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  std::string prefix_;
+  std::string out_;
+};
+
+std::string DeviceLabel(int device) {
+  return device < 0 ? std::string("host") : absl::StrCat("device ", device);
+}
+
+std::string ThreadLabel(uint32_t thread) {
+  int os = ThreadOsId(thread);
+  return os != 0 ? absl::StrFormat("T%d (tid %d)", thread, os)
+                 : absl::StrFormat("T%d", thread);
+}
+
+void PrintStack(TextOut& out, StackId id, const StackTable& stacks) {
+  auto it = stacks.find(id);
+  if (id == kNoStack || it == stacks.end() || it->second.empty()) {
+    out.Line("    (no stack: stack_depth=0 or capture failed)");
+    return;
+  }
+  int i = 0;
+  for (const SymbolizedFrame& f : it->second) {
+    std::string where = f.function.empty() ? "??" : f.function;
+    std::string loc;
+    if (!f.file.empty()) loc = absl::StrCat(" ", f.file, ":", f.line);
+    out.Line("    #%d 0x%x in %s%s (%s)", i++, f.address, where, loc,
+             f.module.empty() ? "?" : f.module);
+  }
+}
+
+void PrintError(TextOut& out, const ErrorRecord& e, const StackTable& stacks) {
+  out.Line("ERROR: %s: %s", ErrorKindName(e.kind), ErrorKindMeaning(e.kind));
+  out.Line("  %s", e.detail);
+  if (!e.cuda_result_name.empty() || e.cuda_result != 0) {
+    out.Line("  CUDA returned %d (%s) to the program", e.cuda_result,
+             e.cuda_result_name.empty() ? "?" : e.cuda_result_name);
+  }
+  out.Line("  %s called by thread %s here:", ApiName(e.api),
+           ThreadLabel(e.thread));
+  PrintStack(out, e.stack, stacks);
+  if (e.previous_free) {
+    out.Line("  first freed by %s on thread %s here:",
+             ApiName(e.previous_free->free_api),
+             ThreadLabel(e.previous_free->free_thread));
+    PrintStack(out, e.previous_free->free_stack, stacks);
+  }
+  if (e.allocation) {
+    const AllocationRecord& a = *e.allocation;
+    out.Line("  the block: 0x%x, %d bytes, %s on %s, allocated by thread %s here:",
+             a.address, a.bytes, ApiName(a.api), DeviceLabel(a.device),
+             ThreadLabel(a.thread));
+    PrintStack(out, a.stack, stacks);
+  }
+}
+
+}  // namespace
+
+std::string HumanBytes(uint64_t bytes) {
+  static const char* const kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) return absl::StrCat(bytes, " B");
+  double value = static_cast<double>(bytes) / 1024;
+  int unit = 0;
+  while (value >= 1024 && unit < 3) {
+    value /= 1024;
+    ++unit;
+  }
+  return absl::StrFormat("%.1f %s", value, kUnits[unit]);
+}
+
+std::string RenderErrorText(const ErrorRecord& error, const StackTable& stacks,
+                            int pid) {
+  TextOut out(pid);
+  PrintError(out, error, stacks);
+  out.Blank();
+  return out.Take();
+}
+
+std::string RenderText(const ReportData& data, int64_t max_leaks) {
+  TextOut out(data.pid);
+  out.Line("gpumemtrace %s report (%s) for %s", data.version, data.reason,
+           data.argv.empty() ? std::string("?") : absl::StrJoin(data.argv, " "));
+  for (const ReportData::Device& d : data.devices) {
+    std::string name = d.name.empty() ? "" : absl::StrCat(" ", d.name);
+    std::string total =
+        d.total_bytes ? absl::StrCat(" (", HumanBytes(d.total_bytes), ")") : "";
+    out.Line("device %d%s%s: %d allocations, %d frees, peak %s, in use %s",
+             d.index, name, total, d.allocations, d.frees,
+             HumanBytes(d.peak_bytes), HumanBytes(d.live_bytes));
+  }
+  if (data.host.allocations > 0) {
+    out.Line("pinned host: %d allocations, %d frees, peak %s, in use %s",
+             data.host.allocations, data.host.frees,
+             HumanBytes(data.host.peak_bytes), HumanBytes(data.host.live_bytes));
+  }
+  if (data.devices.empty() && data.host.allocations == 0) {
+    out.Line("no CUDA allocations were seen");
+  }
+  for (const std::string& note : data.notes) out.Line("note: %s", note);
+
+  if (!data.errors.empty()) {
+    out.Blank();
+    for (const ErrorRecord& e : data.errors) {
+      PrintError(out, e, data.stacks);
+      out.Blank();
+    }
+    if (data.errors_dropped > 0) {
+      out.Line("(%d more errors not stored)", data.errors_dropped);
+    }
+  }
+
+  if (data.leak_check && !data.leaks.empty()) {
+    out.Blank();
+    out.Line("LEAKS: %d blocks, %s, from %d call sites (largest first)",
+             data.summary.leaks, HumanBytes(data.summary.leaked_bytes),
+             data.leaks.size());
+    int64_t shown = 0;
+    for (const ReportData::Leak& leak : data.leaks) {
+      if (max_leaks > 0 && shown == max_leaks) {
+        out.Line("... %d more call sites (max_leaks=%d)",
+                 static_cast<int64_t>(data.leaks.size()) - shown, max_leaks);
+        break;
+      }
+      ++shown;
+      std::string released =
+          leak.released_by.empty()
+              ? ""
+              : absl::StrCat(", never freed (released by ", leak.released_by, ")");
+      out.Line("LEAK: %s in %d block%s from %s (%s) on %s%s, allocated here:",
+               HumanBytes(leak.bytes), leak.count, leak.count == 1 ? "" : "s",
+               ApiName(leak.api), MemoryKindName(leak.kind),
+               DeviceLabel(leak.device), released);
+      PrintStack(out, leak.stack, data.stacks);
+    }
+  }
+
+  out.Blank();
+  std::map<absl::string_view, int> by_kind;
+  for (const ErrorRecord& e : data.errors) ++by_kind[ErrorKindName(e.kind)];
+  std::string kinds;
+  for (const auto& [kind, n] : by_kind) {
+    absl::StrAppend(&kinds, kinds.empty() ? " (" : ", ", n, " ", kind);
+  }
+  if (!kinds.empty()) kinds += ")";
+  std::string leaks =
+      data.leak_check
+          ? absl::StrFormat("%d leaked block%s (%s)", data.summary.leaks,
+                            data.summary.leaks == 1 ? "" : "s",
+                            HumanBytes(data.summary.leaked_bytes))
+          : std::string("leak check off");
+  out.Line("SUMMARY: %d error%s%s, %s", data.summary.errors,
+           data.summary.errors == 1 ? "" : "s", kinds, leaks);
+  return out.Take();
+}
+
+}  // namespace gmt

@@ -1,0 +1,85 @@
+#include "lib/stack_capture.h"
+
+#include <execinfo.h>
+#include <link.h>
+
+#include <algorithm>
+#include <atomic>
+
+namespace gmt {
+namespace {
+
+std::atomic<uintptr_t> g_tool_begin{0};
+std::atomic<uintptr_t> g_tool_end{0};
+
+struct RangeQuery {
+  uintptr_t address;
+  uintptr_t begin;
+  uintptr_t end;
+  bool found;
+};
+
+int FindModule(dl_phdr_info* info, size_t, void* data) {
+  auto* query = static_cast<RangeQuery*>(data);
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  bool contains = false;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+    uintptr_t seg_lo = info->dlpi_addr + ph.p_vaddr;
+    uintptr_t seg_hi = seg_lo + ph.p_memsz;
+    lo = std::min(lo, seg_lo);
+    hi = std::max(hi, seg_hi);
+    if (query->address >= seg_lo && query->address < seg_hi) contains = true;
+  }
+  if (!contains) return 0;
+  query->begin = lo;
+  query->end = hi;
+  query->found = true;
+  return 1;
+}
+
+}  // namespace
+
+void SetToolTextRange(uintptr_t begin, uintptr_t end) {
+  g_tool_begin.store(begin, std::memory_order_relaxed);
+  g_tool_end.store(end, std::memory_order_relaxed);
+}
+
+bool ModuleTextRange(const void* address, uintptr_t* begin, uintptr_t* end) {
+  RangeQuery query{reinterpret_cast<uintptr_t>(address), 0, 0, false};
+  dl_iterate_phdr(FindModule, &query);
+  if (!query.found) return false;
+  *begin = query.begin;
+  *end = query.end;
+  return true;
+}
+
+int CaptureStack(uintptr_t* frames, int max_frames) {
+  if (max_frames <= 0) return 0;
+  max_frames = std::min(max_frames, kMaxStackFrames);
+  // Room for the tool's own frames (wrapper, capture) on top of what is kept.
+  constexpr int kToolFrameAllowance = 8;
+  void* raw[kMaxStackFrames + kToolFrameAllowance];
+  int n = backtrace(raw, max_frames + kToolFrameAllowance);
+  uintptr_t begin = g_tool_begin.load(std::memory_order_relaxed);
+  uintptr_t end = g_tool_end.load(std::memory_order_relaxed);
+  int first = 1;  // raw[0] is CaptureStack itself
+  while (first < n) {
+    auto pc = reinterpret_cast<uintptr_t>(raw[first]);
+    if (pc < begin || pc >= end) break;
+    ++first;
+  }
+  int count = std::min(n - first, max_frames);
+  for (int i = 0; i < count; ++i) {
+    frames[i] = reinterpret_cast<uintptr_t>(raw[first + i]);
+  }
+  return count;
+}
+
+void WarmUpStackCapture() {
+  void* raw[4];
+  backtrace(raw, 4);
+}
+
+}  // namespace gmt

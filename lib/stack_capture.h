@@ -1,0 +1,32 @@
+// Capturing the host call stack at an intercepted call: raw return addresses only,
+// no symbols (those come late, in symbolizer.h).
+#ifndef GMT_LIB_STACK_CAPTURE_H_
+#define GMT_LIB_STACK_CAPTURE_H_
+
+#include <cstdint>
+
+namespace gmt {
+
+inline constexpr int kMaxStackFrames = 64;
+
+// Frames whose address lies in [begin, end) are the tool's own and are dropped
+// from the innermost end of every captured stack. The front end registers the
+// text range of the module it lives in; unit tests register none.
+void SetToolTextRange(uintptr_t begin, uintptr_t end);
+
+// Finds the text range of the loaded module that contains `address`.
+bool ModuleTextRange(const void* address, uintptr_t* begin, uintptr_t* end);
+
+// Writes up to `max_frames` return addresses, innermost first, into `frames`,
+// skipping the tool's own frames. Returns the count. Uses the unwind tables
+// (glibc backtrace), so it works for code built without frame pointers.
+int CaptureStack(uintptr_t* frames, int max_frames);
+
+// Loads the unwinder ahead of the first capture: glibc loads libgcc_s lazily,
+// which allocates and takes the loader lock; better at start-up than inside a
+// wrapper.
+void WarmUpStackCapture();
+
+}  // namespace gmt
+
+#endif  // GMT_LIB_STACK_CAPTURE_H_
