@@ -102,22 +102,28 @@ FreeTicket Engine::BeginFree(Api api, uint64_t address, StackId stack) {
   Registry& registry = releasable == KindBit(MemoryKind::kVmmPhysical)
                            ? vmm_handles_
                            : pointers_;
-  std::optional<AllocationRecord> found = registry.Find(address);
-  if (found && (KindBit(found->kind) & releasable) == 0) {
-    ticket.state = FreeTicket::State::kMismatch;
-    ticket.record = *found;
-    return ticket;
-  }
-  if (found) {
-    // Erase may lose a race with another thread's free of the same block;
-    // then this one is the second free.
-    if (std::optional<AllocationRecord> removed = registry.Erase(address)) {
+  // Removed and remembered as freed in one step, before the real free, so the
+  // address cannot be handed out and inserted again in between. If CUDA then
+  // refuses, EndFree puts the block back (the stale history entry is harmless:
+  // history is only consulted for blocks that are not live).
+  FreedRecord freed;
+  freed.free_stack = stack;
+  freed.free_thread = CurrentThreadIndex();
+  freed.free_time_ns = NowNs();
+  freed.free_api = api;
+  Registry::TakeResult taken = registry.Take(address, releasable, freed);
+  switch (taken.outcome) {
+    case Registry::TakeResult::Outcome::kTaken:
       ticket.state = FreeTicket::State::kRemoved;
-      ticket.record = *removed;
-      return ticket;
-    }
+      break;
+    case Registry::TakeResult::Outcome::kWrongKind:
+      ticket.state = FreeTicket::State::kMismatch;
+      break;
+    case Registry::TakeResult::Outcome::kAbsent:
+      ticket.state = FreeTicket::State::kUnknown;
+      break;
   }
-  ticket.state = FreeTicket::State::kUnknown;
+  ticket.record = taken.record;
   return ticket;
 }
 
@@ -134,13 +140,6 @@ void Engine::EndFree(const FreeTicket& ticket, bool succeeded, int cuda_result,
         registry.Insert(ticket.record);
         return;
       }
-      FreedRecord freed;
-      freed.allocation = ticket.record;
-      freed.free_stack = ticket.stack;
-      freed.free_thread = CurrentThreadIndex();
-      freed.free_time_ns = NowNs();
-      freed.free_api = ticket.api;
-      registry.RememberFreed(freed);
       if (ticket.record.kind == MemoryKind::kVmmPhysical) {
         absl::MutexLock lock(&vmm_mu_);
         if (vmm_map_count_[ticket.address] > 0) {

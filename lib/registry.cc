@@ -49,11 +49,36 @@ std::optional<AllocationRecord> Registry::FindContaining(uint64_t address) const
   return std::nullopt;
 }
 
+Registry::TakeResult Registry::Take(uint64_t address, uint32_t kind_mask,
+                                   const FreedRecord& freed_template) {
+  TakeResult result;
+  Shard& shard = shards_[ShardOf(address)];
+  absl::MutexLock lock(&shard.mu);
+  auto it = shard.live.find(address);
+  if (it == shard.live.end()) return result;
+  result.record = it->second;
+  if ((KindBit(it->second.kind) & kind_mask) == 0) {
+    result.outcome = TakeResult::Outcome::kWrongKind;
+    return result;
+  }
+  result.outcome = TakeResult::Outcome::kTaken;
+  shard.live.erase(it);
+  FreedRecord freed = freed_template;
+  freed.allocation = result.record;
+  RememberLocked(shard, freed);
+  return result;
+}
+
 void Registry::RememberFreed(const FreedRecord& freed) {
-  if (freed_per_shard_ == 0) return;
   const uint64_t address = freed.allocation.address;
   Shard& shard = shards_[ShardOf(address)];
   absl::MutexLock lock(&shard.mu);
+  RememberLocked(shard, freed);
+}
+
+void Registry::RememberLocked(Shard& shard, const FreedRecord& freed) {
+  if (freed_per_shard_ == 0) return;
+  const uint64_t address = freed.allocation.address;
   const uint64_t sequence = shard.next_sequence++;
   shard.freed[address] = Shard::Freed{freed, sequence};
   if (shard.fifo.size() < freed_per_shard_) {

@@ -62,6 +62,17 @@ class Registry {
   // The live block that starts at `address`.
   std::optional<AllocationRecord> Find(uint64_t address) const;
 
+  // One free, under one lock: if the live block at `address` is of a kind in
+  // `kind_mask`, removes it and remembers it as freed by `freed_template`
+  // (whose allocation field is filled in); a block of another kind stays.
+  struct TakeResult {
+    enum class Outcome : uint8_t { kTaken, kWrongKind, kAbsent };
+    Outcome outcome = Outcome::kAbsent;
+    AllocationRecord record;  // for kTaken and kWrongKind
+  };
+  TakeResult Take(uint64_t address, uint32_t kind_mask,
+                  const FreedRecord& freed_template);
+
   // The live block whose [address, address + bytes) holds `address`, for
   // interior-pointer reports. Scans every shard: for error paths only.
   std::optional<AllocationRecord> FindContaining(uint64_t address) const;
@@ -102,6 +113,8 @@ class Registry {
   };
 
   static size_t ShardOf(uint64_t address);
+  void RememberLocked(Shard& shard, const FreedRecord& freed)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu);
 
   const size_t freed_per_shard_;
   Shard shards_[kShards];

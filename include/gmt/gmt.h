@@ -95,7 +95,11 @@ GMT_API Snapshot snapshot();
 GMT_API uint64_t report();
 
 // True when the tracer is loaded in this process (linked or preloaded).
+#if defined(GMT_BUILDING_LIBRARY)
+inline bool Available() { return true; }
+#else
 inline bool Available() { return &gmt::snapshot != nullptr; }
+#endif
 
 }  // namespace gmt
 #endif  // __cplusplus
