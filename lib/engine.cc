@@ -385,7 +385,9 @@ ReportData Engine::BuildReport(absl::string_view reason) {
     }
     for (auto& [key, leak] : groups) {
       data.summary.leaks += leak.count;
-      data.summary.leaked_bytes += leak.bytes;
+      // Reservations and registrations take no memory of their own: listed,
+      // not added to the bytes lost.
+      if (CountsTowardsUsage(leak.kind)) data.summary.leaked_bytes += leak.bytes;
       ids.push_back(leak.stack);
       data.leaks.push_back(std::move(leak));
     }

@@ -66,7 +66,10 @@ struct ReportData {
 };
 
 // The human report (what goes to stderr by default). `max_leaks` 0 lists all.
-std::string RenderText(const ReportData& data, int64_t max_leaks);
+// `errors_printed`: each error already went to the same stream in full when it
+// was found, so the report lists them one line each.
+std::string RenderText(const ReportData& data, int64_t max_leaks,
+                       bool errors_printed = false);
 
 // One error as printed when it is found.
 std::string RenderErrorText(const ErrorRecord& error, const StackTable& stacks,

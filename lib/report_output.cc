@@ -68,9 +68,12 @@ void WriteReportOutputs(const ReportData& data, const Options& options) {
   const bool text = options.report_text();
   const bool json = options.report_json();
   if (text) {
-    std::string rendered = RenderText(data, options.max_leaks);
     // The text report goes to the path only when it is the only format.
-    if (!json && !options.report_path.empty()) {
+    const bool to_file = !json && !options.report_path.empty();
+    std::string rendered = RenderText(data, options.max_leaks,
+                                      /*errors_printed=*/!to_file &&
+                                          options.print_errors);
+    if (to_file) {
       std::string path = ExpandPath(options.report_path, data.pid);
       std::string error;
       if (!WriteFileAtomically(path, rendered, &error)) {

@@ -100,7 +100,8 @@ std::string RenderErrorText(const ErrorRecord& error, const StackTable& stacks,
   return out.Take();
 }
 
-std::string RenderText(const ReportData& data, int64_t max_leaks) {
+std::string RenderText(const ReportData& data, int64_t max_leaks,
+                       bool errors_printed) {
   TextOut out(data.pid);
   out.Line("gpumemtrace %s report (%s) for %s", data.version, data.reason,
            data.argv.empty() ? std::string("?") : absl::StrJoin(data.argv, " "));
@@ -125,6 +126,11 @@ std::string RenderText(const ReportData& data, int64_t max_leaks) {
   if (!data.errors.empty()) {
     out.Blank();
     for (const ErrorRecord& e : data.errors) {
+      if (errors_printed) {
+        out.Line("ERROR: %s: %s (details above)", ErrorKindName(e.kind),
+                 e.detail);
+        continue;
+      }
       PrintError(out, e, data.stacks);
       out.Blank();
     }

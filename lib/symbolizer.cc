@@ -182,6 +182,13 @@ std::vector<SymbolizedFrame> Symbolizer::SymbolizeStack(StackView stack) {
     ++first;
   }
   frames.erase(frames.begin(), frames.begin() + static_cast<long>(first));
+  // Below main there is only the C library's start-up code: noise.
+  for (size_t i = 0; i < frames.size(); ++i) {
+    if (frames[i].function == "main") {
+      frames.resize(i + 1);
+      break;
+    }
+  }
   return frames;
 }
 

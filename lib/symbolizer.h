@@ -39,7 +39,8 @@ class Symbolizer {
 
   // Resolves a whole stack, then drops leading frames that belong to the CUDA
   // runtime or driver themselves (statically linked cudart's internals), so the
-  // first frame is the program's own call.
+  // first frame is the program's own call, and frames below main (libc's
+  // start-up code).
   std::vector<SymbolizedFrame> SymbolizeStack(StackView stack);
 
   // Whether file:line information is available (libdw loaded).

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian/Ubuntu machine lacks to build and test
+# gpumemtrace. Idempotent: installs nothing when everything is there.
+# The CUDA toolkit itself (headers, nvcc) is expected at /usr/local/cuda or on
+# PATH; it is not a Debian package of the right version.
+set -euo pipefail
+
+packages=(
+  cmake g++ make pkg-config
+  libabsl-dev          # containers, synchronization, strings, symbolize
+  libgtest-dev googletest
+  libbenchmark-dev
+  nlohmann-json3-dev   # JSON reports
+  libdw-dev            # file:line symbolization (libdw.so.1, loaded at run time)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "setup: warning: no CUDA toolkit found (nvcc); the library needs its" \
+       "headers (/usr/local/cuda/include) to build" >&2
+fi
+echo "setup: ok"
