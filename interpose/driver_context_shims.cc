@@ -47,3 +47,25 @@ CUresult Shim_cuDevicePrimaryCtxReset_v2(CUdevice device) {
   }
   return result;
 }
+
+// Dropping the last reference to a primary context destroys it, and its memory
+// with it. Whether that happened is read back from the driver.
+CUresult Shim_cuDevicePrimaryCtxRelease_v2(CUdevice device) {
+  auto real = gmt::g_real_cuDevicePrimaryCtxRelease_v2.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  InterceptScope scope;
+  if (!scope.Recording()) return real(device);
+  CUresult result = real(device);
+  if (result != CUDA_SUCCESS) return result;
+  static gmt::RealSlot<PFN_cuDevicePrimaryCtxGetState_v7000> get_state(
+      "cuDevicePrimaryCtxGetState", true);
+  unsigned int flags = 0;
+  int active = 1;
+  if (auto get = get_state.Get();
+      get != nullptr && get(device, &flags, &active) == CUDA_SUCCESS &&
+      active == 0) {
+    gmt::Engine::Get().OnContextTeardown(static_cast<int>(device), 0,
+                                         "cuDevicePrimaryCtxRelease");
+  }
+  return result;
+}

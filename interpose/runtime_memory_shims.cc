@@ -1,6 +1,7 @@
 // Runtime API allocation shims: forward, and record what came back. The
 // driver calls these make inside cudart run nested and are not recorded again.
 #include "interpose/runtime_hooks.h"
+#include "lib/log.h"
 
 using gmt::Api;
 using gmt::InterceptScope;
@@ -33,35 +34,46 @@ cudaError_t ForwardFree(Api api, const void* p, Call&& call) {
                           /*driver=*/false);
 }
 
-// What a missing runtime (impossible unless the program calls us without
-// having loaded cudart) returns.
-constexpr cudaError_t kNoRuntime = cudaErrorInitializationError;
+// What the program gets when no CUDA runtime is loaded behind the shim. That
+// happens when the program links libgpumemtrace before libcudart with
+// --as-needed: the linker then drops cudart. Said once, plainly.
+cudaError_t NoRuntime() {
+  static const bool said = [] {
+    gmt::LogError(
+        "a CUDA runtime call reached gpumemtrace but no libcudart is loaded: "
+        "link the CUDA runtime before gpumemtrace, or with -Wl,--no-as-needed "
+        "(README, 'Asking from the program')");
+    return true;
+  }();
+  (void)said;
+  return cudaErrorInitializationError;
+}
 
 }  // namespace
 
 cudaError_t Shim_cudaMalloc(void** p, size_t bytes) {
   auto real = gmt::g_real_cudaMalloc.Get();
-  if (real == nullptr) return kNoRuntime;
+  if (real == nullptr) return NoRuntime();
   return TrackedAlloc(Api::kCudaMalloc, p, bytes, 0,
                       [&] { return real(p, bytes); });
 }
 
 cudaError_t Shim_cudaFree(void* p) {
   auto real = gmt::g_real_cudaFree.Get();
-  if (real == nullptr) return kNoRuntime;
+  if (real == nullptr) return NoRuntime();
   return ForwardFree(Api::kCudaFree, p, [&] { return real(p); });
 }
 
 cudaError_t Shim_cudaMallocManaged(void** p, size_t bytes, unsigned int flags) {
   auto real = gmt::g_real_cudaMallocManaged.Get();
-  if (real == nullptr) return kNoRuntime;
+  if (real == nullptr) return NoRuntime();
   return TrackedAlloc(Api::kCudaMallocManaged, p, bytes, 0,
                       [&] { return real(p, bytes, flags); });
 }
 
 cudaError_t Shim_cudaMallocAsync(void** p, size_t bytes, cudaStream_t stream) {
   auto real = gmt::g_real_cudaMallocAsync.Get();
-  if (real == nullptr) return kNoRuntime;
+  if (real == nullptr) return NoRuntime();
   return TrackedAlloc(Api::kCudaMallocAsync, p, bytes, StreamId(stream),
                       [&] { return real(p, bytes, stream); });
 }
@@ -69,7 +81,7 @@ cudaError_t Shim_cudaMallocAsync(void** p, size_t bytes, cudaStream_t stream) {
 cudaError_t Shim_cudaMallocAsync_ptsz(void** p, size_t bytes,
                                       cudaStream_t stream) {
   auto real = gmt::g_real_cudaMallocAsync_ptsz.Get();
-  if (real == nullptr) return kNoRuntime;
+  if (real == nullptr) return NoRuntime();
   return TrackedAlloc(Api::kCudaMallocAsync, p, bytes, StreamId(stream),
                       [&] { return real(p, bytes, stream); });
 }
@@ -78,7 +90,7 @@ cudaError_t Shim_cudaMallocFromPoolAsync(void** p, size_t bytes,
                                          cudaMemPool_t pool,
                                          cudaStream_t stream) {
   auto real = gmt::g_real_cudaMallocFromPoolAsync.Get();
-  if (real == nullptr) return kNoRuntime;
+  if (real == nullptr) return NoRuntime();
   return TrackedAlloc(Api::kCudaMallocFromPoolAsync, p, bytes, StreamId(stream),
                       [&] { return real(p, bytes, pool, stream); });
 }
@@ -87,27 +99,27 @@ cudaError_t Shim_cudaMallocFromPoolAsync_ptsz(void** p, size_t bytes,
                                               cudaMemPool_t pool,
                                               cudaStream_t stream) {
   auto real = gmt::g_real_cudaMallocFromPoolAsync_ptsz.Get();
-  if (real == nullptr) return kNoRuntime;
+  if (real == nullptr) return NoRuntime();
   return TrackedAlloc(Api::kCudaMallocFromPoolAsync, p, bytes, StreamId(stream),
                       [&] { return real(p, bytes, pool, stream); });
 }
 
 cudaError_t Shim_cudaFreeAsync(void* p, cudaStream_t stream) {
   auto real = gmt::g_real_cudaFreeAsync.Get();
-  if (real == nullptr) return kNoRuntime;
+  if (real == nullptr) return NoRuntime();
   return ForwardFree(Api::kCudaFreeAsync, p, [&] { return real(p, stream); });
 }
 
 cudaError_t Shim_cudaFreeAsync_ptsz(void* p, cudaStream_t stream) {
   auto real = gmt::g_real_cudaFreeAsync_ptsz.Get();
-  if (real == nullptr) return kNoRuntime;
+  if (real == nullptr) return NoRuntime();
   return ForwardFree(Api::kCudaFreeAsync, p, [&] { return real(p, stream); });
 }
 
 cudaError_t Shim_cudaMallocPitch(void** p, size_t* pitch, size_t width,
                                  size_t height) {
   auto real = gmt::g_real_cudaMallocPitch.Get();
-  if (real == nullptr) return kNoRuntime;
+  if (real == nullptr) return NoRuntime();
   InterceptScope scope;
   if (!scope.Recording()) return real(p, pitch, width, height);
   gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
@@ -121,7 +133,7 @@ cudaError_t Shim_cudaMallocPitch(void** p, size_t* pitch, size_t width,
 
 cudaError_t Shim_cudaMalloc3D(cudaPitchedPtr* pitched, cudaExtent extent) {
   auto real = gmt::g_real_cudaMalloc3D.Get();
-  if (real == nullptr) return kNoRuntime;
+  if (real == nullptr) return NoRuntime();
   InterceptScope scope;
   if (!scope.Recording()) return real(pitched, extent);
   gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
@@ -137,27 +149,27 @@ cudaError_t Shim_cudaMalloc3D(cudaPitchedPtr* pitched, cudaExtent extent) {
 
 cudaError_t Shim_cudaMallocHost(void** p, size_t bytes) {
   auto real = gmt::g_real_cudaMallocHost.Get();
-  if (real == nullptr) return kNoRuntime;
+  if (real == nullptr) return NoRuntime();
   return TrackedAlloc(Api::kCudaMallocHost, p, bytes, 0,
                       [&] { return real(p, bytes); });
 }
 
 cudaError_t Shim_cudaHostAlloc(void** p, size_t bytes, unsigned int flags) {
   auto real = gmt::g_real_cudaHostAlloc.Get();
-  if (real == nullptr) return kNoRuntime;
+  if (real == nullptr) return NoRuntime();
   return TrackedAlloc(Api::kCudaHostAlloc, p, bytes, 0,
                       [&] { return real(p, bytes, flags); });
 }
 
 cudaError_t Shim_cudaFreeHost(void* p) {
   auto real = gmt::g_real_cudaFreeHost.Get();
-  if (real == nullptr) return kNoRuntime;
+  if (real == nullptr) return NoRuntime();
   return ForwardFree(Api::kCudaFreeHost, p, [&] { return real(p); });
 }
 
 cudaError_t Shim_cudaHostRegister(void* p, size_t bytes, unsigned int flags) {
   auto real = gmt::g_real_cudaHostRegister.Get();
-  if (real == nullptr) return kNoRuntime;
+  if (real == nullptr) return NoRuntime();
   InterceptScope scope;
   if (!scope.Recording()) return real(p, bytes, flags);
   gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
@@ -171,7 +183,7 @@ cudaError_t Shim_cudaHostRegister(void* p, size_t bytes, unsigned int flags) {
 
 cudaError_t Shim_cudaHostUnregister(void* p) {
   auto real = gmt::g_real_cudaHostUnregister.Get();
-  if (real == nullptr) return kNoRuntime;
+  if (real == nullptr) return NoRuntime();
   return ForwardFree(Api::kCudaHostUnregister, p, [&] { return real(p); });
 }
 
@@ -180,7 +192,7 @@ cudaError_t Shim_cudaMallocArray(cudaArray_t* array,
                                  size_t width, size_t height,
                                  unsigned int flags) {
   auto real = gmt::g_real_cudaMallocArray.Get();
-  if (real == nullptr) return kNoRuntime;
+  if (real == nullptr) return NoRuntime();
   InterceptScope scope;
   if (!scope.Recording()) return real(array, desc, width, height, flags);
   gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
@@ -198,13 +210,13 @@ cudaError_t Shim_cudaMallocArray(cudaArray_t* array,
 
 cudaError_t Shim_cudaFreeArray(cudaArray_t array) {
   auto real = gmt::g_real_cudaFreeArray.Get();
-  if (real == nullptr) return kNoRuntime;
+  if (real == nullptr) return NoRuntime();
   return ForwardFree(Api::kCudaFreeArray, array, [&] { return real(array); });
 }
 
 cudaError_t Shim_cudaDeviceReset() {
   auto real = gmt::g_real_cudaDeviceReset.Get();
-  if (real == nullptr) return kNoRuntime;
+  if (real == nullptr) return NoRuntime();
   InterceptScope scope;
   if (!scope.Recording()) return real();
   // cudaDeviceReset resets the runtime's current device, which is set even

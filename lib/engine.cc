@@ -38,6 +38,7 @@ Engine& Engine::Get() {
     WarmUpStackCapture();
     auto* e = new Engine(GlobalOptions());
     g_engine.store(e, std::memory_order_release);
+
     LogNote(1, "tracking CUDA allocations (stack_depth=%lld)",
             static_cast<long long>(e->options().stack_depth));
     return e;
@@ -69,6 +70,17 @@ void Engine::AccountFree(const AllocationRecord& record) {
 }
 
 void Engine::OnAlloc(const AllocEvent& event) {
+  // cudaMalloc(&p, 0) succeeds with p == nullptr: no block.
+  if (event.address == 0) return;
+  // The first allocation has returned, so the CUDA runtime has initialized and
+  // registered its exit handler: ours, registered now, runs before it.
+  static const bool exit_hook_registered = [] {
+    std::atexit([] {
+      if (Engine* engine = IfCreated()) engine->MarkExiting();
+    });
+    return true;
+  }();
+  (void)exit_hook_registered;
   AllocationRecord record;
   record.address = event.address;
   record.bytes = event.bytes;
@@ -233,6 +245,9 @@ void Engine::OnVmmUnmap(uint64_t va, uint64_t bytes) {
 
 void Engine::OnContextTeardown(int device, uint64_t context,
                                absl::string_view reason) {
+  // During exit the runtime may drop its contexts itself: that is not the
+  // program resetting a device, and what is live then is plainly leaked.
+  if (exiting_.load(std::memory_order_acquire)) return;
   // Contexts to drop: the one named, or every context seen on the device (so
   // that its pinned host blocks, which carry device -1, go too).
   absl::flat_hash_map<uint64_t, bool> contexts;
@@ -255,7 +270,8 @@ void Engine::OnContextTeardown(int device, uint64_t context,
   if (dropped.empty()) return;
   absl::MutexLock lock(&released_mu_);
   for (const AllocationRecord& r : dropped) {
-    AccountFree(r);
+    // Not a free by the program: usage drops, the free count does not.
+    if (CountsTowardsUsage(r.kind)) usage_.Release(r.device, r.bytes);
     released_.push_back(ReleasedBlock{r, std::string(reason)});
   }
   LogNote(1, "%s released %zu blocks", std::string(reason).c_str(),

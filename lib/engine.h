@@ -94,6 +94,10 @@ class Engine {
   // `device`.
   void OnContextTeardown(int device, uint64_t context, absl::string_view reason);
 
+  // exit() has begun: context teardown from here on is the runtime's own
+  // shutdown, not the program's reset.
+  void MarkExiting() { exiting_.store(true, std::memory_order_release); }
+
   // Device facts for reports, noted the first time a device is seen (early:
   // the driver may be gone at exit).
   bool DeviceKnown(int device) const;
@@ -163,6 +167,7 @@ class Engine {
 
   std::atomic<uint64_t> untracked_frees_{0};
   std::atomic<bool> final_done_{false};
+  std::atomic<bool> exiting_{false};
   absl::Mutex report_mu_;  // one report at a time
 };
 

@@ -24,6 +24,10 @@ void Usage::Sub(int device, uint64_t bytes) {
   slot.live.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
+void Usage::Release(int device, uint64_t bytes) {
+  slots_[SlotOf(device)].live.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
 UsageFigures Usage::Get(int device) const {
   const Slot& slot = slots_[SlotOf(device)];
   return UsageFigures{slot.live.load(std::memory_order_relaxed),

@@ -25,6 +25,8 @@ class Usage {
   // `device` -1 is host; devices past kMaxDevices share the last slot.
   void Add(int device, uint64_t bytes);
   void Sub(int device, uint64_t bytes);
+  // Bytes gone without a free by the program (context teardown).
+  void Release(int device, uint64_t bytes);
   UsageFigures Get(int device) const;
   // Whether anything was ever allocated in that slot.
   bool Used(int device) const;

@@ -1,0 +1,96 @@
+// Internal state of the fake CUDA driver (libcuda.so.1 test double): devices,
+// contexts, the memory tables. Shared by the fake_driver_*.cc files only; test
+// programs see nothing but the real cuda.h entry points.
+//
+// The double keeps the real driver's contracts that gpumemtrace depends on:
+//   * two devices ("Fake GPU 0", "Fake GPU 1", 16 GiB each);
+//   * every call but cuInit/cuDriverGetVersion/cuGetErrorName/String/
+//     cuGetProcAddress fails with CUDA_ERROR_NOT_INITIALIZED before cuInit;
+//   * one current context per thread, null until cuCtxSetCurrent (a primary
+//     retain does NOT make it current, as in the real driver);
+//   * device memory is host memory from aligned_alloc(256, round_up(size,
+//   256)),
+//     kept in a table so that unknown, interior and double frees return
+//     CUDA_ERROR_INVALID_VALUE;
+//   * memory belongs to the context current at allocation and disappears when
+//     that context is destroyed or reset.
+#ifndef GMT_TESTS_FAKE_CUDA_FAKE_DRIVER_H_
+#define GMT_TESTS_FAKE_CUDA_FAKE_DRIVER_H_
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+
+// Defines an exported driver entry point under its real symbol name. The C++
+// name is Fake_<name>, so the macros in cuda.h (cuMemAlloc -> cuMemAlloc_v2,
+// cuGetProcAddress -> cuGetProcAddress_v2, ...) cannot rename it:
+//
+//   FAKE_CU_API(cuMemAlloc_v2, (CUdeviceptr* dptr, size_t bytes)) { ... }
+#define FAKE_CU_API(name, params)                   \
+  extern "C" __attribute__((visibility("default"))) \
+  CUresult Fake_##name params __asm__(#name);       \
+  extern "C" CUresult Fake_##name params
+
+namespace fake_cuda {
+
+inline constexpr int kDeviceCount = 2;
+inline constexpr size_t kDeviceBytes = size_t{16} << 30;
+inline constexpr int kDriverVersion = 13000;
+inline constexpr size_t kAlignment = 256;
+inline constexpr size_t kPitchAlignment = 512;
+inline constexpr size_t kVmmGranularity = size_t{2} << 20;
+
+inline size_t RoundUp(size_t value, size_t to) {
+  return (value + to - 1) / to * to;
+}
+
+// A context: the primary context of a device or one made by cuCtxCreate.
+// CUcontext values handed out are pointers to these.
+struct Context {
+  int device = 0;
+  bool primary = false;
+  int primary_refcount = 0;  // primary contexts only
+};
+
+// True once cuInit succeeded.
+bool Initialized();
+// The primary context of `device` (0 <= device < kDeviceCount).
+Context* PrimaryContext(int device);
+// The calling thread's current context, or null.
+Context* CurrentContext();
+// CUDA_SUCCESS and the current context, or NOT_INITIALIZED / INVALID_CONTEXT.
+CUresult RequireContext(Context** ctx);
+// Whether `ctx` is the primary context of a device or a live created context.
+bool IsLiveContext(CUcontext ctx);
+
+// Memory owned by `ctx` (device, managed, pinned, arrays) is freed and removed
+// from the tables; called on context destruction and primary context reset.
+void FreeContextMemory(const Context* ctx);
+// Device bytes in use on `device` (for cuMemGetInfo).
+size_t DeviceBytesInUse(int device);
+// Accounts VMM physical memory against a device's capacity. False when the
+// device has no room (the caller returns CUDA_ERROR_OUT_OF_MEMORY).
+bool ChargeDevice(int device, size_t bytes);
+void UnchargeDevice(int device, size_t bytes);
+
+// VMM address ranges (fake_driver_vmm.cc), for copies and address queries.
+enum class VmmRange { kNotVmm, kMapped, kUnmapped };
+// Whether [address, address + bytes) is inside a reservation and, if so,
+// whether it is wholly mapped; *base / *size get the mapping holding `address`.
+VmmRange CheckVmmRange(uintptr_t address, size_t bytes, uintptr_t* base,
+                       size_t* size);
+
+// Fault injection (FAKE_CUDA_FAIL_ALLOC_AFTER=N, FAKE_CUDA_FAIL_ALLOC_COUNT=K):
+// counts one allocation attempt and returns true when this one must fail with
+// CUDA_ERROR_OUT_OF_MEMORY. See fake_fault_injection.cc.
+bool InjectAllocationFailure();
+
+// Resolves a driver symbol like cuGetProcAddress_v2 does
+// (fake_proc_address.cc).
+CUresult LookupProc(const char* symbol, void** pfn, int cuda_version,
+                    cuuint64_t flags, CUdriverProcAddressQueryResult* status);
+
+}  // namespace fake_cuda
+
+#endif  // GMT_TESTS_FAKE_CUDA_FAKE_DRIVER_H_

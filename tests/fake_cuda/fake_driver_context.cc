@@ -1,0 +1,234 @@
+// Fake driver: initialization, devices and contexts.
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <set>
+
+#include "tests/fake_cuda/fake_driver.h"
+
+namespace fake_cuda {
+namespace {
+
+std::atomic<bool> g_initialized{false};
+std::mutex g_mu;
+Context g_primary[kDeviceCount] = {{0, true, 0}, {1, true, 0}};
+// Contexts made by cuCtxCreate and not destroyed yet (guarded by g_mu).
+std::set<const Context*>* g_created = new std::set<const Context*>();
+thread_local Context* t_current = nullptr;
+
+bool ValidDevice(CUdevice dev) { return dev >= 0 && dev < kDeviceCount; }
+
+}  // namespace
+
+bool Initialized() { return g_initialized.load(std::memory_order_acquire); }
+
+Context* PrimaryContext(int device) { return &g_primary[device]; }
+
+Context* CurrentContext() { return t_current; }
+
+CUresult RequireContext(Context** ctx) {
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (t_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  *ctx = t_current;
+  return CUDA_SUCCESS;
+}
+
+bool IsLiveContext(CUcontext ctx) {
+  auto* c = reinterpret_cast<const Context*>(ctx);
+  for (const Context& p : g_primary) {
+    if (c == &p) return true;
+  }
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_created->count(c) != 0;
+}
+
+}  // namespace fake_cuda
+
+using fake_cuda::Context;
+using fake_cuda::Initialized;
+using fake_cuda::kDeviceCount;
+
+FAKE_CU_API(cuInit, (unsigned int flags)) {
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  fake_cuda::g_initialized.store(true, std::memory_order_release);
+  return CUDA_SUCCESS;
+}
+
+FAKE_CU_API(cuDriverGetVersion, (int* version)) {
+  if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *version = fake_cuda::kDriverVersion;
+  return CUDA_SUCCESS;
+}
+
+FAKE_CU_API(cuDeviceGetCount, (int* count)) {
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *count = kDeviceCount;
+  return CUDA_SUCCESS;
+}
+
+FAKE_CU_API(cuDeviceGet, (CUdevice * device, int ordinal)) {
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!fake_cuda::ValidDevice(ordinal)) return CUDA_ERROR_INVALID_DEVICE;
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+
+FAKE_CU_API(cuDeviceGetName, (char* name, int len, CUdevice dev)) {
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (name == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!fake_cuda::ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  std::snprintf(name, static_cast<size_t>(len), "Fake GPU %d", dev);
+  return CUDA_SUCCESS;
+}
+
+FAKE_CU_API(cuDeviceTotalMem_v2, (size_t * bytes, CUdevice dev)) {
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!fake_cuda::ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  *bytes = fake_cuda::kDeviceBytes;
+  return CUDA_SUCCESS;
+}
+
+FAKE_CU_API(cuCtxGetCurrent, (CUcontext * pctx)) {
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *pctx = reinterpret_cast<CUcontext>(fake_cuda::t_current);
+  return CUDA_SUCCESS;
+}
+
+FAKE_CU_API(cuCtxSetCurrent, (CUcontext ctx)) {
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (ctx != nullptr && !fake_cuda::IsLiveContext(ctx)) {
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  fake_cuda::t_current = reinterpret_cast<Context*>(ctx);
+  return CUDA_SUCCESS;
+}
+
+FAKE_CU_API(cuCtxGetDevice, (CUdevice * device)) {
+  Context* ctx = nullptr;
+  if (CUresult r = fake_cuda::RequireContext(&ctx); r != CUDA_SUCCESS) {
+    return r;
+  }
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *device = ctx->device;
+  return CUDA_SUCCESS;
+}
+
+// CUDA 13: cuGetProcAddress("cuCtxGetDevice", ..., 13000) returns this one.
+FAKE_CU_API(cuCtxGetDevice_v2, (CUdevice * device, CUcontext ctx)) {
+  if (ctx == nullptr) return Fake_cuCtxGetDevice(device);
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!fake_cuda::IsLiveContext(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *device = reinterpret_cast<Context*>(ctx)->device;
+  return CUDA_SUCCESS;
+}
+
+FAKE_CU_API(cuCtxSynchronize, ()) {
+  Context* ctx = nullptr;
+  return fake_cuda::RequireContext(&ctx);
+}
+
+FAKE_CU_API(cuCtxSynchronize_v2, (CUcontext ctx)) {
+  if (ctx == nullptr) return Fake_cuCtxSynchronize();
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  return fake_cuda::IsLiveContext(ctx) ? CUDA_SUCCESS
+                                       : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+FAKE_CU_API(cuStreamSynchronize, (CUstream /*stream*/)) {
+  Context* ctx = nullptr;
+  return fake_cuda::RequireContext(&ctx);
+}
+
+FAKE_CU_API(cuDevicePrimaryCtxRetain, (CUcontext * pctx, CUdevice dev)) {
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!fake_cuda::ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard<std::mutex> lock(fake_cuda::g_mu);
+  ++fake_cuda::g_primary[dev].primary_refcount;
+  *pctx = reinterpret_cast<CUcontext>(&fake_cuda::g_primary[dev]);
+  return CUDA_SUCCESS;
+}
+
+// Dropping the last reference destroys the primary context's memory, as the
+// real driver does.
+FAKE_CU_API(cuDevicePrimaryCtxRelease_v2, (CUdevice dev)) {
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!fake_cuda::ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  Context* ctx = &fake_cuda::g_primary[dev];
+  {
+    std::lock_guard<std::mutex> lock(fake_cuda::g_mu);
+    if (ctx->primary_refcount <= 0) return CUDA_ERROR_INVALID_CONTEXT;
+    if (--ctx->primary_refcount > 0) return CUDA_SUCCESS;
+  }
+  fake_cuda::FreeContextMemory(ctx);
+  return CUDA_SUCCESS;
+}
+
+FAKE_CU_API(cuDevicePrimaryCtxGetState,
+            (CUdevice dev, unsigned int* flags, int* active)) {
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!fake_cuda::ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  if (flags == nullptr || active == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(fake_cuda::g_mu);
+  *flags = 0;
+  *active = fake_cuda::g_primary[dev].primary_refcount > 0 ? 1 : 0;
+  return CUDA_SUCCESS;
+}
+
+// Frees every block made in the primary context of `dev` (device, managed and
+// pinned memory); the context handle stays valid.
+FAKE_CU_API(cuDevicePrimaryCtxReset_v2, (CUdevice dev)) {
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!fake_cuda::ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  fake_cuda::FreeContextMemory(&fake_cuda::g_primary[dev]);
+  return CUDA_SUCCESS;
+}
+
+namespace {
+
+CUresult CreateContext(CUcontext* pctx, CUdevice dev) {
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!fake_cuda::ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  auto* ctx = new Context{dev, false, 0};
+  {
+    std::lock_guard<std::mutex> lock(fake_cuda::g_mu);
+    fake_cuda::g_created->insert(ctx);
+  }
+  fake_cuda::t_current = ctx;  // the new context is made current
+  *pctx = reinterpret_cast<CUcontext>(ctx);
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+FAKE_CU_API(cuCtxCreate_v2,
+            (CUcontext * pctx, unsigned int /*flags*/, CUdevice dev)) {
+  return CreateContext(pctx, dev);
+}
+
+// What cuCtxCreate maps to in CUDA 13's cuda.h.
+FAKE_CU_API(cuCtxCreate_v4, (CUcontext * pctx, CUctxCreateParams* /*params*/,
+                             unsigned int /*flags*/, CUdevice dev)) {
+  return CreateContext(pctx, dev);
+}
+
+FAKE_CU_API(cuCtxDestroy_v2, (CUcontext ctx)) {
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  auto* c = reinterpret_cast<Context*>(ctx);
+  {
+    std::lock_guard<std::mutex> lock(fake_cuda::g_mu);
+    if (c == nullptr || fake_cuda::g_created->erase(c) == 0) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  fake_cuda::FreeContextMemory(c);
+  if (fake_cuda::t_current == c) fake_cuda::t_current = nullptr;
+  delete c;
+  return CUDA_SUCCESS;
+}

@@ -1,0 +1,500 @@
+// Fake driver: device, managed, stream-ordered, pinned and registered host
+// memory, CUDA arrays, and the copies that check them.
+//
+// Device memory is host memory: aligned_alloc(256, round_up(bytes, 256)), so a
+// test program can read and write it. Every block sits in a table keyed by its
+// base address; frees look the pointer up there, so a pointer the table does
+// not hold as a base (unknown, interior, already freed, or from another table)
+// returns CUDA_ERROR_INVALID_VALUE, as the real driver does.
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "tests/fake_cuda/fake_driver.h"
+
+namespace fake_cuda {
+namespace {
+
+enum class Kind { kDevice, kManaged, kPinned, kArray };
+
+struct Block {
+  size_t bytes = 0;     // what the program asked for
+  size_t reserved = 0;  // what is charged to the device
+  Kind kind = Kind::kDevice;
+  int device = 0;
+  const Context* ctx = nullptr;
+  void* memory = nullptr;  // arrays: the backing store behind the handle
+};
+
+// A default memory pool; CUmemoryPool values are pointers to these.
+struct Pool {
+  int device;
+};
+Pool g_pools[kDeviceCount] = {{0}, {1}};
+
+struct Tables {
+  std::mutex mu;
+  std::map<uintptr_t, Block> device;       // kDevice, kManaged
+  std::map<uintptr_t, Block> pinned;       // kPinned
+  std::map<uintptr_t, Block> arrays;       // kArray, keyed by handle
+  std::map<uintptr_t, size_t> registered;  // cuMemHostRegister ranges
+  size_t in_use[kDeviceCount] = {};
+};
+
+// Leaked on purpose: programs may free memory from static destructors.
+Tables& T() {
+  static Tables* const tables = new Tables();
+  return *tables;
+}
+
+// The block of `table` that contains `address`, or end().
+std::map<uintptr_t, Block>::iterator Containing(
+    std::map<uintptr_t, Block>& table, uintptr_t address) {
+  auto it = table.upper_bound(address);
+  if (it == table.begin()) return table.end();
+  --it;
+  size_t extent = it->second.bytes == 0 ? 1 : it->second.bytes;
+  return address - it->first < extent ? it : table.end();
+}
+
+// Charges `bytes` to `device` under T().mu; false when it does not fit.
+bool ChargeLocked(int device, size_t bytes) {
+  Tables& t = T();
+  if (t.in_use[device] + bytes > kDeviceBytes) return false;
+  t.in_use[device] += bytes;
+  return true;
+}
+
+// Allocates a device or managed block in the current context (or, for pools,
+// on `device` >= 0).
+CUresult AllocDevice(CUdeviceptr* dptr, size_t bytes, Kind kind,
+                     int device = -1) {
+  Context* ctx = nullptr;
+  if (CUresult r = RequireContext(&ctx); r != CUDA_SUCCESS) return r;
+  if (dptr == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  const Context* owner = ctx;
+  if (device < 0) {
+    device = ctx->device;
+  } else if (device != ctx->device) {
+    owner = PrimaryContext(device);
+  }
+  if (InjectAllocationFailure()) return CUDA_ERROR_OUT_OF_MEMORY;
+  size_t reserved = RoundUp(bytes, kAlignment);
+  {
+    std::lock_guard<std::mutex> lock(T().mu);
+    if (!ChargeLocked(device, reserved)) return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  void* p = std::aligned_alloc(kAlignment, reserved);
+  std::lock_guard<std::mutex> lock(T().mu);
+  if (p == nullptr) {
+    T().in_use[device] -= reserved;
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  T().device[reinterpret_cast<uintptr_t>(p)] =
+      Block{bytes, reserved, kind, device, owner, nullptr};
+  *dptr = reinterpret_cast<CUdeviceptr>(p);
+  return CUDA_SUCCESS;
+}
+
+CUresult FreeDevice(CUdeviceptr dptr) {
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (dptr == 0) return CUDA_SUCCESS;
+  void* memory = nullptr;
+  {
+    Tables& t = T();
+    std::lock_guard<std::mutex> lock(t.mu);
+    auto it = t.device.find(static_cast<uintptr_t>(dptr));
+    if (it == t.device.end()) return CUDA_ERROR_INVALID_VALUE;
+    t.in_use[it->second.device] -= it->second.reserved;
+    memory = reinterpret_cast<void*>(it->first);
+    t.device.erase(it);
+  }
+  std::free(memory);
+  return CUDA_SUCCESS;
+}
+
+CUresult AllocPinned(void** pp, size_t bytes) {
+  Context* ctx = nullptr;
+  if (CUresult r = RequireContext(&ctx); r != CUDA_SUCCESS) return r;
+  if (pp == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (InjectAllocationFailure()) return CUDA_ERROR_OUT_OF_MEMORY;
+  size_t reserved = RoundUp(bytes, kAlignment);
+  void* p = std::aligned_alloc(kAlignment, reserved);
+  if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::lock_guard<std::mutex> lock(T().mu);
+  T().pinned[reinterpret_cast<uintptr_t>(p)] =
+      Block{bytes, reserved, Kind::kPinned, ctx->device, ctx, nullptr};
+  *pp = p;
+  return CUDA_SUCCESS;
+}
+
+size_t FormatBytes(CUarray_format format) {
+  switch (format) {
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8:
+      return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF:
+      return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_FLOAT:
+      return 4;
+    default:
+      return 0;
+  }
+}
+
+// OK when [address, address + bytes) is host memory the driver does not know
+// (pageable, under unified addressing) or lies inside one known block /
+// mapping. `need_device`: pageable host memory is not acceptable (memset).
+CUresult CheckRange(uintptr_t address, size_t bytes, bool need_device) {
+  Tables& t = T();
+  for (auto* table : {&t.device, &t.pinned}) {
+    auto it = Containing(*table, address);
+    if (it != table->end()) {
+      return address + bytes <= it->first + it->second.bytes
+                 ? CUDA_SUCCESS
+                 : CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  uintptr_t base = 0;
+  size_t size = 0;
+  switch (CheckVmmRange(address, bytes, &base, &size)) {
+    case VmmRange::kMapped:
+      return CUDA_SUCCESS;
+    case VmmRange::kUnmapped:
+      return CUDA_ERROR_INVALID_VALUE;
+    case VmmRange::kNotVmm:
+      break;
+  }
+  return need_device ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+}  // namespace
+
+void FreeContextMemory(const Context* ctx) {
+  std::vector<void*> to_free;
+  {
+    Tables& t = T();
+    std::lock_guard<std::mutex> lock(t.mu);
+    for (auto* table : {&t.device, &t.pinned, &t.arrays}) {
+      for (auto it = table->begin(); it != table->end();) {
+        if (it->second.ctx != ctx) {
+          ++it;
+          continue;
+        }
+        if (it->second.kind != Kind::kPinned) {
+          t.in_use[it->second.device] -= it->second.reserved;
+        }
+        to_free.push_back(it->second.kind == Kind::kArray
+                              ? it->second.memory
+                              : reinterpret_cast<void*>(it->first));
+        if (it->second.kind == Kind::kArray) {
+          delete reinterpret_cast<char*>(it->first);
+        }
+        it = table->erase(it);
+      }
+    }
+  }
+  for (void* p : to_free) std::free(p);
+}
+
+size_t DeviceBytesInUse(int device) {
+  std::lock_guard<std::mutex> lock(T().mu);
+  return T().in_use[device];
+}
+
+bool ChargeDevice(int device, size_t bytes) {
+  std::lock_guard<std::mutex> lock(T().mu);
+  return ChargeLocked(device, bytes);
+}
+
+void UnchargeDevice(int device, size_t bytes) {
+  std::lock_guard<std::mutex> lock(T().mu);
+  T().in_use[device] -= bytes;
+}
+
+}  // namespace fake_cuda
+
+using fake_cuda::Kind;
+
+// ---- Device and managed memory ----------------------------------------------
+
+FAKE_CU_API(cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytes)) {
+  return fake_cuda::AllocDevice(dptr, bytes, Kind::kDevice);
+}
+
+// pitch = round_up(width, 512); the block is pitch * height bytes.
+FAKE_CU_API(cuMemAllocPitch_v2,
+            (CUdeviceptr * dptr, size_t* pitch, size_t width, size_t height,
+             unsigned int element_bytes)) {
+  if (pitch == nullptr || width == 0 || height == 0 ||
+      (element_bytes != 4 && element_bytes != 8 && element_bytes != 16)) {
+    return fake_cuda::Initialized() ? CUDA_ERROR_INVALID_VALUE
+                                    : CUDA_ERROR_NOT_INITIALIZED;
+  }
+  size_t row = fake_cuda::RoundUp(width, fake_cuda::kPitchAlignment);
+  CUresult r = fake_cuda::AllocDevice(dptr, row * height, Kind::kDevice);
+  if (r == CUDA_SUCCESS) *pitch = row;
+  return r;
+}
+
+FAKE_CU_API(cuMemAllocManaged,
+            (CUdeviceptr * dptr, size_t bytes, unsigned int flags)) {
+  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) {
+    return fake_cuda::Initialized() ? CUDA_ERROR_INVALID_VALUE
+                                    : CUDA_ERROR_NOT_INITIALIZED;
+  }
+  return fake_cuda::AllocDevice(dptr, bytes, Kind::kManaged);
+}
+
+FAKE_CU_API(cuMemFree_v2, (CUdeviceptr dptr)) {
+  return fake_cuda::FreeDevice(dptr);
+}
+
+// ---- Stream-ordered allocation
+// ------------------------------------------------ The fake has no streams: the
+// memory is usable at once and freed at once.
+
+FAKE_CU_API(cuMemAllocAsync,
+            (CUdeviceptr * dptr, size_t bytes, CUstream /*stream*/)) {
+  return fake_cuda::AllocDevice(dptr, bytes, Kind::kDevice);
+}
+
+FAKE_CU_API(cuMemAllocAsync_ptsz,
+            (CUdeviceptr * dptr, size_t bytes, CUstream /*stream*/)) {
+  return fake_cuda::AllocDevice(dptr, bytes, Kind::kDevice);
+}
+
+FAKE_CU_API(cuDeviceGetDefaultMemPool, (CUmemoryPool * pool, CUdevice dev)) {
+  if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (dev < 0 || dev >= fake_cuda::kDeviceCount) {
+    return CUDA_ERROR_INVALID_DEVICE;
+  }
+  *pool = reinterpret_cast<CUmemoryPool>(&fake_cuda::g_pools[dev]);
+  return CUDA_SUCCESS;
+}
+
+namespace {
+
+CUresult AllocFromPool(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool) {
+  for (fake_cuda::Pool& p : fake_cuda::g_pools) {
+    if (reinterpret_cast<CUmemoryPool>(&p) == pool) {
+      return fake_cuda::AllocDevice(dptr, bytes, Kind::kDevice, p.device);
+    }
+  }
+  return fake_cuda::Initialized() ? CUDA_ERROR_INVALID_VALUE
+                                  : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+}  // namespace
+
+FAKE_CU_API(cuMemAllocFromPoolAsync, (CUdeviceptr * dptr, size_t bytes,
+                                      CUmemoryPool pool, CUstream /*stream*/)) {
+  return AllocFromPool(dptr, bytes, pool);
+}
+
+FAKE_CU_API(cuMemAllocFromPoolAsync_ptsz,
+            (CUdeviceptr * dptr, size_t bytes, CUmemoryPool pool,
+             CUstream /*stream*/)) {
+  return AllocFromPool(dptr, bytes, pool);
+}
+
+FAKE_CU_API(cuMemFreeAsync, (CUdeviceptr dptr, CUstream /*stream*/)) {
+  return fake_cuda::FreeDevice(dptr);
+}
+
+FAKE_CU_API(cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream /*stream*/)) {
+  return fake_cuda::FreeDevice(dptr);
+}
+
+// ---- Pinned and registered host memory
+// ----------------------------------------
+
+FAKE_CU_API(cuMemHostAlloc, (void** pp, size_t bytes, unsigned int flags)) {
+  constexpr unsigned int kKnown = CU_MEMHOSTALLOC_PORTABLE |
+                                  CU_MEMHOSTALLOC_DEVICEMAP |
+                                  CU_MEMHOSTALLOC_WRITECOMBINED;
+  if ((flags & ~kKnown) != 0) {
+    return fake_cuda::Initialized() ? CUDA_ERROR_INVALID_VALUE
+                                    : CUDA_ERROR_NOT_INITIALIZED;
+  }
+  return fake_cuda::AllocPinned(pp, bytes);
+}
+
+FAKE_CU_API(cuMemAllocHost_v2, (void** pp, size_t bytes)) {
+  return fake_cuda::AllocPinned(pp, bytes);
+}
+
+FAKE_CU_API(cuMemFreeHost, (void* p)) {
+  if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (p == nullptr) return CUDA_SUCCESS;
+  {
+    fake_cuda::Tables& t = fake_cuda::T();
+    std::lock_guard<std::mutex> lock(t.mu);
+    if (t.pinned.erase(reinterpret_cast<uintptr_t>(p)) == 0) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  std::free(p);
+  return CUDA_SUCCESS;
+}
+
+FAKE_CU_API(cuMemHostRegister_v2, (void* p, size_t bytes, unsigned int flags)) {
+  fake_cuda::Context* ctx = nullptr;
+  if (CUresult r = fake_cuda::RequireContext(&ctx); r != CUDA_SUCCESS) return r;
+  (void)flags;
+  if (p == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  auto base = reinterpret_cast<uintptr_t>(p);
+  fake_cuda::Tables& t = fake_cuda::T();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto next = t.registered.lower_bound(base);
+  if (next != t.registered.end() && next->first < base + bytes) {
+    return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+  }
+  if (next != t.registered.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second > base) {
+      return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    }
+  }
+  t.registered[base] = bytes;
+  return CUDA_SUCCESS;
+}
+
+FAKE_CU_API(cuMemHostUnregister, (void* p)) {
+  if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  fake_cuda::Tables& t = fake_cuda::T();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (t.registered.erase(reinterpret_cast<uintptr_t>(p)) == 0) {
+    return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+  }
+  return CUDA_SUCCESS;
+}
+
+// ---- CUDA arrays (behind cudaMallocArray)
+// -------------------------------------
+
+FAKE_CU_API(cuArrayCreate_v2,
+            (CUarray * handle, const CUDA_ARRAY_DESCRIPTOR* desc)) {
+  fake_cuda::Context* ctx = nullptr;
+  if (CUresult r = fake_cuda::RequireContext(&ctx); r != CUDA_SUCCESS) return r;
+  if (handle == nullptr || desc == nullptr || desc->Width == 0 ||
+      desc->NumChannels == 0 || fake_cuda::FormatBytes(desc->Format) == 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  size_t bytes = desc->Width * (desc->Height == 0 ? 1 : desc->Height) *
+                 desc->NumChannels * fake_cuda::FormatBytes(desc->Format);
+  if (fake_cuda::InjectAllocationFailure()) return CUDA_ERROR_OUT_OF_MEMORY;
+  size_t reserved = fake_cuda::RoundUp(bytes, fake_cuda::kAlignment);
+  if (!fake_cuda::ChargeDevice(ctx->device, reserved)) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  void* memory = std::aligned_alloc(fake_cuda::kAlignment, reserved);
+  if (memory == nullptr) {
+    fake_cuda::UnchargeDevice(ctx->device, reserved);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  auto* token = new char(0);  // a distinct handle value
+  fake_cuda::Tables& t = fake_cuda::T();
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.arrays[reinterpret_cast<uintptr_t>(token)] =
+      fake_cuda::Block{bytes, reserved, Kind::kArray, ctx->device, ctx, memory};
+  *handle = reinterpret_cast<CUarray>(token);
+  return CUDA_SUCCESS;
+}
+
+FAKE_CU_API(cuArrayDestroy, (CUarray handle)) {
+  if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  void* memory = nullptr;
+  {
+    fake_cuda::Tables& t = fake_cuda::T();
+    std::lock_guard<std::mutex> lock(t.mu);
+    auto it = t.arrays.find(reinterpret_cast<uintptr_t>(handle));
+    if (it == t.arrays.end()) return CUDA_ERROR_INVALID_HANDLE;
+    t.in_use[it->second.device] -= it->second.reserved;
+    memory = it->second.memory;
+    t.arrays.erase(it);
+  }
+  delete reinterpret_cast<char*>(handle);
+  std::free(memory);
+  return CUDA_SUCCESS;
+}
+
+// ---- Queries and copies
+// ---------------------------------------------------------
+
+FAKE_CU_API(cuMemGetInfo_v2, (size_t * free_bytes, size_t* total_bytes)) {
+  fake_cuda::Context* ctx = nullptr;
+  if (CUresult r = fake_cuda::RequireContext(&ctx); r != CUDA_SUCCESS) return r;
+  if (free_bytes == nullptr || total_bytes == nullptr) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *total_bytes = fake_cuda::kDeviceBytes;
+  *free_bytes =
+      fake_cuda::kDeviceBytes - fake_cuda::DeviceBytesInUse(ctx->device);
+  return CUDA_SUCCESS;
+}
+
+FAKE_CU_API(cuMemGetAddressRange_v2,
+            (CUdeviceptr * base, size_t* size, CUdeviceptr dptr)) {
+  if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  auto address = static_cast<uintptr_t>(dptr);
+  uintptr_t found_base = 0;
+  size_t found_size = 0;
+  {
+    fake_cuda::Tables& t = fake_cuda::T();
+    std::lock_guard<std::mutex> lock(t.mu);
+    auto it = fake_cuda::Containing(t.device, address);
+    if (it != t.device.end()) {
+      found_base = it->first;
+      found_size = it->second.bytes;
+    }
+  }
+  if (found_base == 0 &&
+      fake_cuda::CheckVmmRange(address, 1, &found_base, &found_size) !=
+          fake_cuda::VmmRange::kMapped) {
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  if (base != nullptr) *base = found_base;
+  if (size != nullptr) *size = found_size;
+  return CUDA_SUCCESS;
+}
+
+// Unified addressing: either side may be host or device memory; a device side
+// must lie inside its block.
+FAKE_CU_API(cuMemcpy, (CUdeviceptr dst, CUdeviceptr src, size_t bytes)) {
+  fake_cuda::Context* ctx = nullptr;
+  if (CUresult r = fake_cuda::RequireContext(&ctx); r != CUDA_SUCCESS) return r;
+  if (bytes == 0) return CUDA_SUCCESS;
+  if (dst == 0 || src == 0) return CUDA_ERROR_INVALID_VALUE;
+  {
+    std::lock_guard<std::mutex> lock(fake_cuda::T().mu);
+    if (fake_cuda::CheckRange(dst, bytes, false) != CUDA_SUCCESS ||
+        fake_cuda::CheckRange(src, bytes, false) != CUDA_SUCCESS) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src),
+               bytes);
+  return CUDA_SUCCESS;
+}
+
+FAKE_CU_API(cuMemsetD8_v2, (CUdeviceptr dst, unsigned char value, size_t n)) {
+  fake_cuda::Context* ctx = nullptr;
+  if (CUresult r = fake_cuda::RequireContext(&ctx); r != CUDA_SUCCESS) return r;
+  if (n == 0) return CUDA_SUCCESS;
+  {
+    std::lock_guard<std::mutex> lock(fake_cuda::T().mu);
+    if (fake_cuda::CheckRange(dst, n, true) != CUDA_SUCCESS) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  std::memset(reinterpret_cast<void*>(dst), value, n);
+  return CUDA_SUCCESS;
+}

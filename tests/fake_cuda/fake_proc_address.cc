@@ -1,0 +1,158 @@
+// Fake driver: cuGetProcAddress and cuGetProcAddress_v2, resolving a BASE name
+// ("cuMemAlloc") the way the real driver does:
+//   * the variant chosen is the newest one whose version is <= cudaVersion
+//     ("cuMemAlloc" at 3020+ -> cuMemAlloc_v2; "cuGetProcAddress" at 12000+ ->
+//     cuGetProcAddress_v2; "cuCtxGetDevice" at 13000 -> cuCtxGetDevice_v2);
+//   * with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM the _ptsz/_ptds
+//     variant is chosen where one exists;
+//   * unknown names (including versioned ones like "cuMemAlloc_v2") give
+//     CUDA_ERROR_NOT_FOUND and CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND; a known
+//     name whose oldest variant is newer than cudaVersion gives
+//     CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT.
+// The pointers returned are the library's own definitions: libcuda is linked
+// with -Bsymbolic, so an LD_PRELOADed interposer does not replace them, just
+// as it cannot replace the real driver's internal function pointers.
+#include <cstring>
+
+#include "tests/fake_cuda/fake_driver.h"
+
+// Every variant the table hands out: {base name, exported symbol, version,
+// per-thread-default-stream variant}.
+#define FAKE_CUDA_PROC_TABLE(X)                                            \
+  X(cuInit, cuInit, 2000, false)                                           \
+  X(cuDriverGetVersion, cuDriverGetVersion, 2020, false)                   \
+  X(cuDeviceGet, cuDeviceGet, 2000, false)                                 \
+  X(cuDeviceGetCount, cuDeviceGetCount, 2000, false)                       \
+  X(cuDeviceGetName, cuDeviceGetName, 2000, false)                         \
+  X(cuDeviceTotalMem, cuDeviceTotalMem_v2, 3020, false)                    \
+  X(cuCtxGetCurrent, cuCtxGetCurrent, 4000, false)                         \
+  X(cuCtxSetCurrent, cuCtxSetCurrent, 4000, false)                         \
+  X(cuCtxGetDevice, cuCtxGetDevice, 2000, false)                           \
+  X(cuCtxGetDevice, cuCtxGetDevice_v2, 13000, false)                       \
+  X(cuCtxSynchronize, cuCtxSynchronize, 2000, false)                       \
+  X(cuCtxSynchronize, cuCtxSynchronize_v2, 13000, false)                   \
+  X(cuStreamSynchronize, cuStreamSynchronize, 2000, false)                 \
+  X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, 7000, false)       \
+  X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2, 11000, false) \
+  X(cuDevicePrimaryCtxGetState, cuDevicePrimaryCtxGetState, 7000, false)    \
+  X(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2, 11000, false)     \
+  X(cuCtxCreate, cuCtxCreate_v2, 3020, false)                              \
+  X(cuCtxCreate, cuCtxCreate_v4, 12050, false)                             \
+  X(cuCtxDestroy, cuCtxDestroy_v2, 4000, false)                            \
+  X(cuGetErrorName, cuGetErrorName, 6000, false)                           \
+  X(cuGetErrorString, cuGetErrorString, 6000, false)                       \
+  X(cuMemAlloc, cuMemAlloc_v2, 3020, false)                                \
+  X(cuMemAllocPitch, cuMemAllocPitch_v2, 3020, false)                      \
+  X(cuMemAllocManaged, cuMemAllocManaged, 6000, false)                     \
+  X(cuMemFree, cuMemFree_v2, 3020, false)                                  \
+  X(cuMemAllocAsync, cuMemAllocAsync, 11020, false)                        \
+  X(cuMemAllocAsync, cuMemAllocAsync_ptsz, 11020, true)                    \
+  X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync, 11020, false)        \
+  X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz, 11020, true)    \
+  X(cuMemFreeAsync, cuMemFreeAsync, 11020, false)                          \
+  X(cuMemFreeAsync, cuMemFreeAsync_ptsz, 11020, true)                      \
+  X(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, 11020, false)    \
+  X(cuMemHostAlloc, cuMemHostAlloc, 2020, false)                           \
+  X(cuMemAllocHost, cuMemAllocHost_v2, 3020, false)                        \
+  X(cuMemFreeHost, cuMemFreeHost, 2000, false)                             \
+  X(cuMemHostRegister, cuMemHostRegister_v2, 6050, false)                  \
+  X(cuMemHostUnregister, cuMemHostUnregister, 4000, false)                 \
+  X(cuMemCreate, cuMemCreate, 10020, false)                                \
+  X(cuMemRelease, cuMemRelease, 10020, false)                              \
+  X(cuMemMap, cuMemMap, 10020, false)                                      \
+  X(cuMemUnmap, cuMemUnmap, 10020, false)                                  \
+  X(cuMemAddressReserve, cuMemAddressReserve, 10020, false)                \
+  X(cuMemAddressFree, cuMemAddressFree, 10020, false)                      \
+  X(cuMemSetAccess, cuMemSetAccess, 10020, false)                          \
+  X(cuMemGetAllocationGranularity, cuMemGetAllocationGranularity, 10020,   \
+    false)                                                                 \
+  X(cuMemGetInfo, cuMemGetInfo_v2, 3020, false)                            \
+  X(cuMemGetAddressRange, cuMemGetAddressRange_v2, 3020, false)            \
+  X(cuMemcpy, cuMemcpy, 4000, false)                                       \
+  X(cuMemsetD8, cuMemsetD8_v2, 3020, false)                                \
+  X(cuArrayCreate, cuArrayCreate_v2, 3020, false)                          \
+  X(cuArrayDestroy, cuArrayDestroy, 2000, false)                           \
+  X(cuGetProcAddress, cuGetProcAddress, 11030, false)                      \
+  X(cuGetProcAddress, cuGetProcAddress_v2, 12000, false)
+
+// The exported symbols, declared by assembler name only: we need addresses, and
+// some (the _ptsz variants, cuGetProcAddress v1) cuda.h does not declare.
+#define FAKE_CUDA_DECLARE(base, symbol, version, per_thread) \
+  extern "C" void FakeSym_##symbol() __asm__(#symbol);
+FAKE_CUDA_PROC_TABLE(FAKE_CUDA_DECLARE)
+#undef FAKE_CUDA_DECLARE
+
+namespace fake_cuda {
+namespace {
+
+struct ProcEntry {
+  const char* base;
+  void (*fn)();
+  int version;
+  bool per_thread;
+};
+
+constexpr ProcEntry kProcs[] = {
+#define FAKE_CUDA_ENTRY(base, symbol, version, per_thread) \
+  {#base, &FakeSym_##symbol, version, per_thread},
+    FAKE_CUDA_PROC_TABLE(FAKE_CUDA_ENTRY)
+#undef FAKE_CUDA_ENTRY
+};
+
+// The newest entry for `base` with the given threading flavour and a version
+// <= cuda_version; *known tells whether `base` has such entries at all.
+const ProcEntry* Newest(const char* base, bool per_thread, int cuda_version,
+                        bool* known) {
+  const ProcEntry* best = nullptr;
+  for (const ProcEntry& e : kProcs) {
+    if (e.per_thread != per_thread || std::strcmp(e.base, base) != 0) continue;
+    *known = true;
+    if (e.version <= cuda_version && (!best || e.version > best->version)) {
+      best = &e;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+CUresult LookupProc(const char* symbol, void** pfn, int cuda_version,
+                    cuuint64_t flags, CUdriverProcAddressQueryResult* status) {
+  constexpr cuuint64_t kKnownFlags =
+      CU_GET_PROC_ADDRESS_LEGACY_STREAM |
+      CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+  if (symbol == nullptr || pfn == nullptr || (flags & ~kKnownFlags) != 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *pfn = nullptr;
+  bool known = false;
+  const ProcEntry* entry = nullptr;
+  if (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) {
+    entry = Newest(symbol, true, cuda_version, &known);
+  }
+  if (entry == nullptr) entry = Newest(symbol, false, cuda_version, &known);
+  if (entry == nullptr) {
+    if (status != nullptr) {
+      *status = known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                      : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    }
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  *pfn = reinterpret_cast<void*>(entry->fn);
+  if (status != nullptr) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace fake_cuda
+
+// CUDA 11.3 - 11.8 signature, still exported by the real driver.
+FAKE_CU_API(cuGetProcAddress, (const char* symbol, void** pfn, int cuda_version,
+                               cuuint64_t flags)) {
+  return fake_cuda::LookupProc(symbol, pfn, cuda_version, flags, nullptr);
+}
+
+FAKE_CU_API(cuGetProcAddress_v2,
+            (const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
+             CUdriverProcAddressQueryResult* status)) {
+  return fake_cuda::LookupProc(symbol, pfn, cuda_version, flags, status);
+}

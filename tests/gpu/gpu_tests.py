@@ -1,0 +1,751 @@
+#!/usr/bin/env python3
+"""GPU end-to-end tests: run the example programs under libgpumemtrace.so.
+
+Each case runs one program from examples/ without the tool and with
+LD_PRELOAD=<library> GMT_OPTIONS=report=json:report_path=<dir>/%p.json, then
+checks the JSON report (leaks with the right api, bytes, count and allocating
+function; errors of the right kind; a clean program clean) and that the tool
+changed nothing the program can see (exit code, stdout, the PyTorch loss).
+
+Paths come from arguments or, failing those, the environment, so the same
+script runs from a build tree (CTest, tests/gpu/CMakeLists.txt) and from the
+bundle that tools/device_bundle.sh makes:
+
+  gpu_tests.py --lib LIB --examples-dir DIR --out-dir DIR [--only a,b]
+               [--skip c] [--results FILE] [--python PY] [--list]
+
+  GMT_LIB, GMT_EXAMPLES_DIR, GMT_TEST_OUT   defaults for the three paths
+  GMT_EXTRA_OPTIONS                         appended to GMT_OPTIONS (e.g.
+                                            "stack_depth=32")
+
+Exit status: 0 all selected cases passed, 1 a case failed, 77 every selected
+case was skipped (no CUDA device: CTest's SKIP_RETURN_CODE), 2 bad usage.
+Needs only the Python standard library.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+SKIP = 77
+MiB = 1 << 20
+KiB = 1 << 10
+
+
+class Skip(Exception):
+    """Raised by a case that cannot run here (no torch, say)."""
+
+
+class Run:
+    """One execution of an example program."""
+
+    def __init__(self, rc, stdout, stderr, seconds, report, report_error):
+        self.rc = rc
+        self.stdout = stdout
+        self.stderr = stderr
+        self.seconds = seconds
+        self.report = report
+        self.report_error = report_error
+
+
+class Case:
+    """The checks of one test case; failures are collected, not raised."""
+
+    def __init__(self, name, ctx):
+        self.name = name
+        self.ctx = ctx
+        self.failures = []
+        self.warnings = []
+        self.notes = {}
+        self.dir = os.path.join(ctx.out_dir, name)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir, exist_ok=True)
+
+    # -- checks ------------------------------------------------------------
+    def check(self, condition, message):
+        if not condition:
+            self.failures.append(message)
+        return condition
+
+    def warn(self, message):
+        self.warnings.append(message)
+
+    # -- running -----------------------------------------------------------
+    def run(self, label, argv, tool, timeout=180, extra_env=None):
+        """Runs argv (with the tool when `tool`); logs under <case>/<label>."""
+        run_dir = os.path.join(self.dir, label)
+        shutil.rmtree(run_dir, ignore_errors=True)
+        os.makedirs(run_dir)
+        env = dict(os.environ)
+        # A report from an outer run must not leak into this one.
+        for key in ("LD_PRELOAD", "GMT_OPTIONS"):
+            env.pop(key, None)
+        if extra_env:
+            env.update(extra_env)
+        if tool:
+            env["LD_PRELOAD"] = self.ctx.lib
+            options = "report=json:report_path=%s/%%p.json" % run_dir
+            extra = os.environ.get("GMT_EXTRA_OPTIONS", "")
+            if extra:
+                options += ":" + extra
+            env["GMT_OPTIONS"] = options
+        start = time.monotonic()
+        try:
+            proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, timeout=timeout,
+                                  cwd=run_dir)
+            rc, out, err = proc.returncode, proc.stdout, proc.stderr
+        except subprocess.TimeoutExpired as e:
+            rc, out, err = "timeout", e.stdout or b"", e.stderr or b""
+        seconds = time.monotonic() - start
+        out = out.decode("utf-8", "replace")
+        err = err.decode("utf-8", "replace")
+        with open(os.path.join(run_dir, "stdout.txt"), "w") as f:
+            f.write(out)
+        with open(os.path.join(run_dir, "stderr.txt"), "w") as f:
+            f.write(err)
+        report, report_error = None, None
+        if tool:
+            reports = sorted(glob.glob(os.path.join(run_dir, "*.json")))
+            if not reports:
+                report_error = "no JSON report written in %s" % run_dir
+            else:
+                # One report per process (%p); should the program start
+                # others, prefer the report whose argv[0] is the program.
+                chosen = None
+                for path in reports:
+                    try:
+                        with open(path) as f:
+                            doc = json.load(f)
+                    except (OSError, ValueError) as e:
+                        report_error = "unreadable report %s: %s" % (path, e)
+                        continue
+                    if chosen is None or _argv_matches(doc, argv):
+                        chosen = doc
+                report = chosen
+                if report is not None:
+                    report_error = None
+                if len(reports) > 1:
+                    self.warn("%s: %d reports written (%s)" % (
+                        label, len(reports),
+                        ", ".join(os.path.basename(p) for p in reports)))
+        print("    %-6s %-10s %7.2fs  rc=%s" % (
+            label, "(tool)" if tool else "(no tool)", seconds, rc), flush=True)
+        return Run(rc, out, err, seconds, report, report_error)
+
+    def example(self, program):
+        path = os.path.join(self.ctx.examples_dir, program)
+        if not os.path.isfile(path):
+            raise FileNotFoundError("example binary not found: %s" % path)
+        return path
+
+    def run_pair(self, program, args=(), timeout=180, compare_stdout=True):
+        """Runs an example without and with the tool; checks what must hold
+        for every program. Returns (plain, tool)."""
+        argv = [self.example(program)] + list(args)
+        plain = self.run("plain", argv, tool=False, timeout=timeout)
+        tool = self.run("tool", argv, tool=True, timeout=timeout)
+        self.check(plain.rc == 0, "%s without the tool exited %s: %s" % (
+            program, plain.rc, _tail(plain.stderr)))
+        self.check(tool.rc == plain.rc,
+                   "exit code changed by the tool: %s without, %s with "
+                   "(stderr: %s)" % (plain.rc, tool.rc, _tail(tool.stderr)))
+        if compare_stdout:
+            self.check(tool.stdout == plain.stdout,
+                       "stdout changed by the tool:\n--- without\n%s--- with\n"
+                       "%s" % (plain.stdout, tool.stdout))
+        self.notes["seconds_plain"] = round(plain.seconds, 3)
+        self.notes["seconds_tool"] = round(tool.seconds, 3)
+        self.check_report_shape(tool)
+        return plain, tool
+
+    # -- the report --------------------------------------------------------
+    def check_report_shape(self, run):
+        if not self.check(run.report is not None,
+                          "%s; stderr: %s" % (run.report_error,
+                                              _tail(run.stderr))):
+            return
+        r = run.report
+        self.check(r.get("tool") == "gpumemtrace",
+                   "report.tool is %r" % r.get("tool"))
+        for key in ("version", "pid", "argv", "devices", "summary", "leaks",
+                    "errors"):
+            self.check(key in r, "report has no %r" % key)
+        summary = r.get("summary", {})
+        for key in ("allocations", "frees", "live_bytes_at_exit", "errors",
+                    "leaks", "leaked_bytes"):
+            self.check(key in summary, "report.summary has no %r" % key)
+        devices = r.get("devices", [])
+        if devices:
+            for key in ("index", "name", "total_bytes", "peak_bytes"):
+                self.check(key in devices[0],
+                           "report.devices[0] has no %r" % key)
+        self.check(
+            len(r.get("errors", [])) <= summary.get("errors", 0),
+            "summary.errors %s < %d listed errors" % (summary.get("errors"),
+                                                     len(r.get("errors", []))))
+        listed = sum(l.get("count", 0) for l in r.get("leaks", []))
+        self.check(listed == summary.get("leaks", listed),
+                   "summary.leaks %s != sum of leak counts %d" % (
+                       summary.get("leaks"), listed))
+
+    def expect_leak(self, report, api, function, count, nbytes, device=None,
+                    file_suffix=None, also_allowed=()):
+        """Exactly one leak entry from `function` with `api`, count, bytes,
+        and none from it with another api (a runtime call counted again at
+        the driver level, say) unless listed in `also_allowed`."""
+        if report is None:
+            return None
+        apis = api if isinstance(api, (list, tuple, set)) else [api]
+        others = [l for l in report.get("leaks", [])
+                  if l.get("api") not in apis and
+                  l.get("api") not in also_allowed and
+                  stack_has(l.get("stack"), function)]
+        self.check(not others, "leaks from %s with an unexpected api (counted "
+                   "twice?): %s" % (function,
+                                    describe_leaks({"leaks": others})))
+        sites = [l for l in report.get("leaks", [])
+                 if l.get("api") in apis and stack_has(l.get("stack"),
+                                                       function)]
+        if not self.check(len(sites) == 1,
+                          "expected one %s leak from %s, found %d; leaks: %s"
+                          % ("/".join(apis), function, len(sites),
+                             describe_leaks(report))):
+            return None
+        leak = sites[0]
+        self.check(leak.get("count") == count,
+                   "%s leak from %s: count %s, expected %d" % (
+                       leak.get("api"), function, leak.get("count"), count))
+        self.check(leak.get("bytes") == nbytes,
+                   "%s leak from %s: bytes %s, expected %d" % (
+                       leak.get("api"), function, leak.get("bytes"), nbytes))
+        if device is not None:
+            self.check(leak.get("device") == device,
+                       "%s leak from %s: device %s, expected %d" % (
+                           leak.get("api"), function, leak.get("device"),
+                           device))
+        if file_suffix:
+            frame = next((f for f in leak.get("stack", [])
+                          if function in (f.get("function") or "")), {})
+            if not str(frame.get("file", "")).endswith(file_suffix):
+                self.warn("frame %s has no file:line in %s (frame: %s)" % (
+                    function, file_suffix, json.dumps(frame)))
+        return leak
+
+    def expect_no_leak_from(self, report, function):
+        if report is None:
+            return
+        sites = [l for l in report.get("leaks", [])
+                 if stack_has(l.get("stack"), function)]
+        self.check(not sites, "unexpected leak from %s (freed correctly): %s"
+                   % (function, describe_leaks({"leaks": sites})))
+
+    def expect_errors(self, report, kind, n):
+        if report is None:
+            return []
+        found = [e for e in report.get("errors", []) if e.get("kind") == kind]
+        self.check(len(found) == n, "expected %d %s error(s), found %d; "
+                   "errors: %s" % (n, kind, len(found),
+                                   describe_errors(report)))
+        return found
+
+    def expect_clean_errors(self, report):
+        if report is None:
+            return
+        self.check(report.get("summary", {}).get("errors") == 0,
+                   "expected no errors, summary.errors=%s; errors: %s" % (
+                       report.get("summary", {}).get("errors"),
+                       describe_errors(report)))
+
+
+def _argv_matches(doc, argv):
+    got = doc.get("argv") or []
+    return bool(got) and os.path.basename(str(got[0])) == \
+        os.path.basename(argv[0])
+
+
+def _tail(text, n=600):
+    text = text.strip()
+    return text if len(text) <= n else "..." + text[-n:]
+
+
+def stack_has(stack, function):
+    return any(function in (f.get("function") or "") for f in (stack or []))
+
+
+def short_stack(stack, n=5):
+    out = []
+    for f in (stack or [])[:n]:
+        name = f.get("function") or f.get("address", "?")
+        where = ""
+        if f.get("file"):
+            where = " %s:%s" % (os.path.basename(f["file"]), f.get("line"))
+        elif f.get("module"):
+            where = " (%s)" % os.path.basename(f["module"])
+        out.append(name + where)
+    return " <- ".join(out) if out else "(no stack)"
+
+
+def describe_leaks(report, limit=12):
+    leaks = report.get("leaks", [])
+    if not leaks:
+        return "none"
+    lines = ["\n      %s %s bytes=%s count=%s device=%s%s: %s" % (
+        l.get("api"), l.get("kind", ""), l.get("bytes"), l.get("count"),
+        l.get("device"),
+        " released_by=%s" % l["released_by"] if l.get("released_by") else "",
+        short_stack(l.get("stack"))) for l in leaks[:limit]]
+    if len(leaks) > limit:
+        lines.append("\n      ... %d more" % (len(leaks) - limit))
+    return "".join(lines)
+
+
+def describe_errors(report, limit=12):
+    errors = report.get("errors", [])
+    if not errors:
+        return "none"
+    lines = ["\n      %s api=%s offset=%s bytes=%s: %s" % (
+        e.get("kind"), e.get("api"), e.get("offset"), e.get("bytes"),
+        short_stack(e.get("stack"))) for e in errors[:limit]]
+    return "".join(lines)
+
+
+def parse_results(stdout, prefix):
+    """Lines like '<prefix>: what -> 1 (cudaErrorInvalidValue)' -> {what: 1}."""
+    out = {}
+    for m in re.finditer(r"^%s: (.*) -> (-?\d+) \(" % re.escape(prefix),
+                         stdout, re.M):
+        out[m.group(1)] = int(m.group(2))
+    return out
+
+
+# -- the cases ---------------------------------------------------------------
+
+def case_leak_runtime(c):
+    _, tool = c.run_pair("leak_runtime")
+    r = tool.report
+    c.expect_leak(r, "cudaMalloc", "LeakRuntimeBuffers", 3, 3 * MiB, device=0,
+                  file_suffix="leak_runtime.cu")
+    c.expect_no_leak_from(r, "UseAndFreeScratch")
+    c.expect_clean_errors(r)
+
+
+def case_leak_driver(c):
+    _, tool = c.run_pair("leak_driver")
+    r = tool.report
+    c.expect_leak(r, "cuMemAlloc", "LeakDriverBuffers", 2, 1 * MiB, device=0,
+                  file_suffix="leak_driver.cu")
+    c.expect_no_leak_from(r, "DriverAllocAndFree")
+    c.expect_clean_errors(r)
+
+
+def case_leak_async_pool(c):
+    _, tool = c.run_pair("leak_async_pool")
+    r = tool.report
+    c.expect_leak(r, "cudaMallocAsync", "LeakAsyncBuffers", 4, 1 * MiB,
+                  device=0, file_suffix="leak_async_pool.cu")
+    c.expect_no_leak_from(r, "AsyncAllocAndFree")
+    c.expect_clean_errors(r)
+
+
+def case_leak_pinned_host(c):
+    _, tool = c.run_pair("leak_pinned_host")
+    r = tool.report
+    c.expect_leak(r, "cudaMallocHost", "LeakPinnedWithMallocHost", 2,
+                  128 * KiB, device=-1, file_suffix="leak_pinned_host.cu")
+    c.expect_leak(r, "cudaHostAlloc", "LeakPinnedWithHostAlloc", 1, 256 * KiB,
+                  device=-1)
+    c.expect_no_leak_from(r, "PinnedAllocAndFree")
+    c.expect_clean_errors(r)
+
+
+def case_leak_managed(c):
+    _, tool = c.run_pair("leak_managed")
+    r = tool.report
+    c.expect_leak(r, "cudaMallocManaged", "LeakManagedBuffer", 1, 4 * MiB,
+                  file_suffix="leak_managed.cu")
+    c.expect_no_leak_from(r, "ManagedAllocAndFree")
+    c.expect_clean_errors(r)
+
+
+def case_leak_vmm(c):
+    plain, tool = c.run_pair("leak_vmm")
+    m = re.search(r"leaked (\d+) bytes with cuMemCreate", plain.stdout)
+    if not c.check(m, "leak_vmm printed no size: %r" % plain.stdout):
+        return
+    nbytes = int(m.group(1))
+    c.notes["vmm_bytes"] = nbytes
+    r = tool.report
+    c.expect_leak(r, "cuMemCreate", "LeakVmmMapping", 1, nbytes, device=0,
+                  file_suffix="leak_vmm.cu",
+                  also_allowed=("cuMemAddressReserve",))
+    c.expect_no_leak_from(r, "VmmCreateAndRelease")
+    c.expect_clean_errors(r)
+
+
+def case_double_free(c):
+    plain, tool = c.run_pair("double_free")
+    c.notes["cuda_results"] = parse_results(plain.stdout, "double_free")
+    r = tool.report
+    errors = c.expect_errors(r, "double-free", 1)
+    if errors:
+        e = errors[0]
+        c.check(e.get("api") == "cudaFree", "double-free api %r" % e.get("api"))
+        c.check(stack_has(e.get("stack"), "DoubleFreeSecondRelease"),
+                "double-free stack lacks DoubleFreeSecondRelease: %s" %
+                short_stack(e.get("stack")))
+        alloc = e.get("allocation") or {}
+        c.check(alloc.get("bytes") == 64 * KiB and
+                stack_has(alloc.get("stack"), "DoubleFreeAllocate"),
+                "double-free allocation should be 65536 bytes from "
+                "DoubleFreeAllocate: %s" % json.dumps(alloc)[:400])
+        first = e.get("first_free") or {}
+        c.check(stack_has(first.get("stack"), "DoubleFreeFirstRelease"),
+                "double-free first_free stack lacks DoubleFreeFirstRelease: %s"
+                % short_stack(first.get("stack")))
+    if r is not None:
+        c.check(r.get("summary", {}).get("errors") == 1,
+                "expected exactly 1 error (cudaFree(nullptr) is legal): %s" %
+                describe_errors(r))
+    c.expect_no_leak_from(r, "DoubleFreeAllocate")
+
+
+def case_invalid_free(c):
+    plain, tool = c.run_pair("invalid_free")
+    results = parse_results(plain.stdout, "invalid_free")
+    c.notes["cuda_results"] = results
+    r = tool.report
+    errors = c.expect_errors(r, "invalid-free", 2)
+    interior = [e for e in errors if stack_has(e.get("stack"),
+                                               "InvalidFreeInterior")]
+    host = [e for e in errors if stack_has(e.get("stack"),
+                                           "InvalidFreeHostPointer")]
+    if c.check(len(interior) == 1,
+               "no invalid-free from InvalidFreeInterior: %s" %
+               (describe_errors(r) if r else "")):
+        e = interior[0]
+        c.check(e.get("api") == "cudaFree", "interior free api %r" %
+                e.get("api"))
+        c.check(e.get("offset") == 4096,
+                "interior free offset %r, expected 4096" % e.get("offset"))
+        alloc = e.get("allocation") or {}
+        c.check(alloc.get("bytes") == 64 * KiB and
+                stack_has(alloc.get("stack"), "InvalidFreeAllocate"),
+                "interior free should name the 65536-byte allocation from "
+                "InvalidFreeAllocate: %s" % json.dumps(alloc)[:400])
+    c.check(len(host) == 1, "no invalid-free from InvalidFreeHostPointer: %s"
+            % (describe_errors(r) if r else ""))
+    if r is not None:
+        c.check(r.get("summary", {}).get("errors") == 2,
+                "expected exactly 2 errors: %s" % describe_errors(r))
+    if results.get("cudaFree(base pointer)") == 0:
+        c.expect_no_leak_from(r, "InvalidFreeAllocate")
+
+
+def case_api_mismatch(c):
+    plain, tool = c.run_pair("api_mismatch")
+    results = parse_results(plain.stdout, "api_mismatch")
+    c.notes["cuda_results"] = results
+    r = tool.report
+    errors = c.expect_errors(r, "api-mismatch", 1)
+    if errors:
+        e = errors[0]
+        c.check(e.get("api") == "cudaFreeHost",
+                "api-mismatch api %r, expected cudaFreeHost" % e.get("api"))
+        c.check(stack_has(e.get("stack"), "MismatchFreeHost"),
+                "api-mismatch stack lacks MismatchFreeHost: %s" %
+                short_stack(e.get("stack")))
+        alloc = e.get("allocation") or {}
+        c.check(alloc.get("api") == "cudaMalloc" and
+                alloc.get("bytes") == 128 * KiB and
+                stack_has(alloc.get("stack"), "MismatchAllocate"),
+                "api-mismatch allocation should be the 131072-byte cudaMalloc "
+                "from MismatchAllocate: %s" % json.dumps(alloc)[:400])
+    if results.get("cudaFree(device pointer)") == 0 and r is not None:
+        # The wrong call failed and the right one released the memory.
+        c.expect_no_leak_from(r, "MismatchAllocate")
+        c.check(r.get("summary", {}).get("errors") == 1,
+                "expected only the api-mismatch error: %s" %
+                describe_errors(r))
+
+
+def case_clean_cublas_thrust(c):
+    _, tool = c.run_pair("clean_cublas_thrust", timeout=300)
+    r = tool.report
+    if r is None:
+        return
+    c.expect_clean_errors(r)
+    leaks = r.get("leaks", [])
+    c.notes["leaks"] = [{"api": l.get("api"), "bytes": l.get("bytes"),
+                         "count": l.get("count"),
+                         "released_by": l.get("released_by"),
+                         "stack": short_stack(l.get("stack"), 8)}
+                        for l in leaks]
+    if leaks:
+        # Whatever cuBLAS keeps alive until exit shows up here; the message
+        # carries the stacks so the run says what it was.
+        c.check(False, "clean program has leaks: %s" % describe_leaks(r))
+    c.check(r.get("summary", {}).get("allocations", 0) > 0,
+            "no allocations tracked: the tool saw none of thrust's cudaMalloc")
+
+
+def case_static_cudart(c):
+    _, tool = c.run_pair("static_cudart")
+    r = tool.report
+    c.expect_leak(r, ["cudaMalloc", "cuMemAlloc"], "LeakStaticRuntimeBuffers",
+                  3, 3 * MiB, device=0)
+    c.expect_no_leak_from(r, "StaticUseAndFreeScratch")
+    c.expect_clean_errors(r)
+
+
+def case_snapshot_api(c):
+    plain, tool = c.run_pair("snapshot_api", compare_stdout=False)
+    c.check("gpumemtrace not loaded" in plain.stdout,
+            "without the tool gmt::Available() should be false: %r" %
+            plain.stdout)
+    out = tool.stdout
+    for needle in ("active=1",
+                   "delta: allocations=+3 bytes=+3145728",
+                   "allocations from SnapshotApiAllocate: 3",
+                   "names SnapshotApiAllocate: yes",
+                   "delta after free: allocations=+0 bytes=+0"):
+        c.check(needle in out, "snapshot_api under the tool did not print %r;"
+                " stdout:\n%s" % (needle, out))
+    c.expect_clean_errors(tool.report)
+    if tool.report is not None:
+        c.expect_no_leak_from(tool.report, "SnapshotApiAllocate")
+
+
+def case_churn(c):
+    pairs = int(os.environ.get("GMT_TEST_CHURN_PAIRS", "20000"))
+    plain, tool = c.run_pair("churn", ["--pairs", str(pairs)],
+                             compare_stdout=False)
+    c.notes["plain"] = plain.stdout.strip()
+    c.notes["tool"] = tool.stdout.strip()
+    r = tool.report
+    if r is not None:
+        c.expect_clean_errors(r)
+        c.check(not r.get("leaks"), "churn leaks: %s" % describe_leaks(r))
+        s = r.get("summary", {})
+        c.check(s.get("allocations", 0) >= pairs and
+                s.get("frees", 0) >= pairs,
+                "summary counts %s/%s allocations/frees, expected >= %d" % (
+                    s.get("allocations"), s.get("frees"), pairs))
+    kplain = c.run("kplain", [c.example("churn"), "--kernels", "--launches",
+                              str(pairs)], tool=False)
+    ktool = c.run("ktool", [c.example("churn"), "--kernels", "--launches",
+                            str(pairs)], tool=True)
+    c.check(kplain.rc == 0 and ktool.rc == 0,
+            "churn --kernels exited %s / %s" % (kplain.rc, ktool.rc))
+    c.notes["kernels_plain"] = kplain.stdout.strip()
+    c.notes["kernels_tool"] = ktool.stdout.strip()
+    if c.check(ktool.report is not None, str(ktool.report_error)):
+        c.expect_clean_errors(ktool.report)
+        c.check(not ktool.report.get("leaks"),
+                "churn --kernels leaks: %s" % describe_leaks(ktool.report))
+
+
+def case_pytorch_train(c):
+    script = os.path.join(c.ctx.examples_dir, "pytorch_train.py")
+    if not os.path.isfile(script):
+        raise FileNotFoundError("not found: %s" % script)
+    py = c.ctx.python
+    probe = subprocess.run([py, "-c", "import torch; print(torch.__version__,"
+                            " torch.cuda.is_available())"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    text = probe.stdout.decode("utf-8", "replace").strip()
+    if probe.returncode != 0:
+        last = text.splitlines()[-1] if text else "no output"
+        raise Skip("torch is not importable by %s: %s" % (py, last))
+    c.notes["torch"] = text
+    if not text.endswith("True"):
+        raise Skip("torch sees no CUDA device (%s)" % text)
+    steps = os.environ.get("GMT_TEST_TORCH_STEPS", "200")
+    argv = [py, script, "--steps", steps]
+    env = {"PYTHONUNBUFFERED": "1"}
+    plain = c.run("plain", argv, tool=False, timeout=480, extra_env=env)
+    tool = c.run("tool", argv, tool=True, timeout=480, extra_env=env)
+    losses = []
+    for run in (plain, tool):
+        m = re.search(r"^final loss .*$", run.stdout, re.M)
+        losses.append(m.group(0) if m else None)
+    c.notes["loss_plain"], c.notes["loss_tool"] = losses
+    c.notes["seconds_plain"] = round(plain.seconds, 3)
+    c.notes["seconds_tool"] = round(tool.seconds, 3)
+    c.check(plain.rc == 0 and losses[0],
+            "pytorch_train without the tool failed (rc %s): %s" % (
+                plain.rc, _tail(plain.stderr)))
+    c.check(tool.rc == 0 and losses[1],
+            "pytorch_train with the tool failed (rc %s): %s" % (
+                tool.rc, _tail(tool.stderr)))
+    c.check(losses[0] == losses[1],
+            "loss changed by the tool: %r without, %r with" % tuple(losses))
+    c.check(plain.stdout == tool.stdout,
+            "training log changed by the tool:\n--- without\n%s--- with\n%s"
+            % (plain.stdout, tool.stdout))
+    c.check_report_shape(tool)
+    r = tool.report
+    if r is not None:
+        c.expect_clean_errors(r)
+        s = r.get("summary", {})
+        c.check(s.get("allocations", 0) > 0,
+                "no allocations tracked in PyTorch (its cudaMalloc calls were"
+                " not seen)")
+        # The caching allocator keeps its blocks to the end: informational.
+        c.notes["summary"] = s
+
+
+CASES = [
+    ("leak_runtime", case_leak_runtime),
+    ("leak_driver", case_leak_driver),
+    ("leak_async_pool", case_leak_async_pool),
+    ("leak_pinned_host", case_leak_pinned_host),
+    ("leak_managed", case_leak_managed),
+    ("leak_vmm", case_leak_vmm),
+    ("double_free", case_double_free),
+    ("invalid_free", case_invalid_free),
+    ("api_mismatch", case_api_mismatch),
+    ("clean_cublas_thrust", case_clean_cublas_thrust),
+    ("static_cudart", case_static_cudart),
+    ("snapshot_api", case_snapshot_api),
+    ("churn", case_churn),
+    ("pytorch_train", case_pytorch_train),
+]
+
+
+def cuda_device_present():
+    """(present, reason). nvidia-smi -L first, the driver's proc files next."""
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            p = subprocess.run([smi, "-L"], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, timeout=60)
+            text = p.stdout.decode("utf-8", "replace").strip()
+            if p.returncode == 0 and re.search(r"^GPU \d+:", text, re.M):
+                return True, text.splitlines()[0]
+            return False, "nvidia-smi -L: rc %d, %s" % (p.returncode,
+                                                      _tail(text, 200))
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return False, "nvidia-smi -L failed: %s" % e
+    gpus = "/proc/driver/nvidia/gpus"
+    if os.path.isdir(gpus) and os.listdir(gpus):
+        return True, "%s lists %d GPU(s)" % (gpus, len(os.listdir(gpus)))
+    return False, "no nvidia-smi and no %s" % gpus
+
+
+class Context:
+    def __init__(self, lib, examples_dir, out_dir, python):
+        self.lib = lib
+        self.examples_dir = examples_dir
+        self.out_dir = out_dir
+        self.python = python
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--lib", default=os.environ.get("GMT_LIB"))
+    parser.add_argument("--examples-dir",
+                        default=os.environ.get("GMT_EXAMPLES_DIR"))
+    parser.add_argument("--out-dir", default=os.environ.get("GMT_TEST_OUT"))
+    parser.add_argument("--only", default="",
+                        help="comma-separated case names to run")
+    parser.add_argument("--skip", default="",
+                        help="comma-separated case names not to run")
+    parser.add_argument("--results", help="write a JSON summary here")
+    parser.add_argument("--python", default=os.environ.get(
+        "GMT_TEST_PYTHON", sys.executable or "python3"),
+        help="interpreter for pytorch_train.py")
+    parser.add_argument("--list", action="store_true")
+    args = parser.parse_args(argv)
+
+    names = [n for n, _ in CASES]
+    if args.list:
+        print("\n".join(names))
+        return 0
+    only = [n for n in args.only.split(",") if n]
+    skip = [n for n in args.skip.split(",") if n]
+    unknown = [n for n in only + skip if n not in names]
+    if unknown:
+        print("unknown case(s): %s (known: %s)" % (", ".join(unknown),
+                                                   ", ".join(names)))
+        return 2
+    selected = [(n, f) for n, f in CASES
+                if (not only or n in only) and n not in skip]
+
+    present, reason = cuda_device_present()
+    if not present:
+        print("no CUDA device: skipping %s (%s)" % (
+            ", ".join(n for n, _ in selected), reason))
+        return SKIP
+    print("CUDA device: %s" % reason)
+
+    missing = [k for k in ("lib", "examples_dir", "out_dir")
+               if not getattr(args, k)]
+    if missing:
+        print("missing: %s (arguments or GMT_LIB / GMT_EXAMPLES_DIR / "
+              "GMT_TEST_OUT)" % ", ".join("--" + m.replace("_", "-")
+                                          for m in missing))
+        return 2
+    lib = os.path.abspath(args.lib)
+    if not os.path.isfile(lib):
+        print("FAIL: the library %s does not exist (build target "
+              "gpumemtrace first)" % lib)
+        return 1
+    ctx = Context(lib, os.path.abspath(args.examples_dir),
+                  os.path.abspath(args.out_dir), args.python)
+    os.makedirs(ctx.out_dir, exist_ok=True)
+    print("library:  %s\nexamples: %s\nout:      %s" % (
+        ctx.lib, ctx.examples_dir, ctx.out_dir), flush=True)
+
+    results = []
+    for name, fn in selected:
+        print("[ RUN      ] %s" % name, flush=True)
+        case = Case(name, ctx)
+        start = time.monotonic()
+        status = "pass"
+        try:
+            fn(case)
+        except Skip as e:
+            status = "skip"
+            case.notes["skip_reason"] = str(e)
+        except Exception as e:  # a broken case fails, the others still run
+            case.failures.append("%s: %s" % (type(e).__name__, e))
+        if status != "skip" and case.failures:
+            status = "fail"
+        seconds = time.monotonic() - start
+        for w in case.warnings:
+            print("  warning: %s" % w)
+        for f in case.failures:
+            print("  FAILED: %s" % f)
+        if status == "skip":
+            print("  skipped: %s" % case.notes["skip_reason"])
+        tag = {"pass": "      OK", "fail": "  FAILED", "skip": " SKIPPED"}
+        print("[%s ] %s (%.1f s)" % (tag[status], name, seconds), flush=True)
+        results.append({"case": name, "status": status,
+                        "seconds": round(seconds, 3),
+                        "failures": case.failures,
+                        "warnings": case.warnings, "notes": case.notes})
+
+    passed = sum(r["status"] == "pass" for r in results)
+    failed = sum(r["status"] == "fail" for r in results)
+    skipped = sum(r["status"] == "skip" for r in results)
+    if args.results:
+        with open(args.results, "w") as f:
+            json.dump({"device": reason, "library": ctx.lib,
+                       "results": results}, f, indent=2)
+    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
+    if failed:
+        return 1
+    if skipped and not passed:
+        return SKIP
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""Self-test of gpu_tests.py, with no GPU: a fake nvidia-smi, fake example
+programs and a fake "tool" that writes the JSON report the real one should.
+
+  selftest.py GPU_TESTS_PY WORK_DIR
+
+Checks that (1) ideal reports pass every case, (2) reports with the classic
+mistakes (wrong count, missing stack frame, wrong error kind, changed stdout,
+changed loss) fail the right cases, and (3) without a GPU every case skips
+with exit code 77. Runs on any machine with python3; prints
+'N passed, N failed'.
+"""
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+
+MiB = 1 << 20
+KiB = 1 << 10
+
+# The fake example: prints what the real one prints and, when "preloaded",
+# writes the report the real tool should write. FAKE_BREAK names a mistake.
+FAKE_EXAMPLE = r'''
+import json, os, re, sys
+name = sys.argv[1]
+args = sys.argv[2:]
+brk = os.environ.get("FAKE_BREAK", "")
+tool = bool(os.environ.get("LD_PRELOAD"))
+
+def frame(fn, file=None, line=0):
+    f = {"address": "0x1000", "function": fn, "module": name}
+    if file:
+        f["file"] = "/src/examples/" + file
+        f["line"] = line
+    return f
+
+def stack(fn):
+    return [frame(fn + "(void**, int, unsigned long)", name + ".cu", 30),
+            frame("main", name + ".cu", 50)]
+
+def leak(api, fn, count, nbytes, device=0, kind="device"):
+    return {"api": api, "kind": kind, "bytes": nbytes, "count": count,
+            "address": "0x7f0000000000", "device": device, "stack": stack(fn)}
+
+def err(kind, api, fn, offset=0, alloc=None, first=None):
+    e = {"kind": kind, "api": api, "address": "0x7f0000001000",
+         "offset": offset, "bytes": 0, "detail": "", "stack": stack(fn)}
+    if alloc:
+        e["allocation"] = {"api": alloc[0], "address": "0x7f0000000000",
+                           "bytes": alloc[1], "device": 0,
+                           "stack": stack(alloc[2])}
+    if first:
+        e["first_free"] = {"api": "cudaFree", "stack": stack(first)}
+    return e
+
+out, leaks, errors = "", [], []
+if name == "leak_runtime":
+    out = "leak_runtime: leaked 3 x 1048576 bytes with cudaMalloc\n"
+    leaks = [leak("cudaMalloc", "LeakRuntimeBuffers",
+                  2 if brk == "count" else 3, 3 << 20)]
+    if brk == "frame":
+        leaks[0]["stack"] = stack("SomethingElse")
+    if brk == "twice":
+        leaks.append(leak("cuMemAlloc", "LeakRuntimeBuffers", 3, 3 << 20))
+    if brk == "freed_reported":
+        leaks.append(leak("cudaMalloc", "UseAndFreeScratch", 1, 1 << 19))
+elif name == "leak_driver":
+    out = "leak_driver: leaked 2 x 524288 bytes with cuMemAlloc\n"
+    leaks = [leak("cuMemAlloc", "LeakDriverBuffers", 2, 1 << 20)]
+elif name == "leak_async_pool":
+    out = "leak_async_pool: leaked 4 x 262144 bytes with cudaMallocAsync\n"
+    leaks = [leak("cudaMallocAsync", "LeakAsyncBuffers", 4, 1 << 20)]
+elif name == "leak_pinned_host":
+    out = "leak_pinned_host: leaked\n"
+    leaks = [leak("cudaMallocHost", "LeakPinnedWithMallocHost", 2, 128 << 10,
+                  -1, "pinned-host"),
+             leak("cudaHostAlloc", "LeakPinnedWithHostAlloc", 1, 256 << 10,
+                  -1, "pinned-host")]
+elif name == "leak_managed":
+    out = "leak_managed: leaked 4194304 bytes with cudaMallocManaged\n"
+    leaks = [leak("cudaMallocManaged", "LeakManagedBuffer", 1, 4 << 20, 0,
+                  "managed")]
+elif name == "leak_vmm":
+    out = "leak_vmm: leaked 4194304 bytes with cuMemCreate (granularity 2097152)\n"
+    leaks = [leak("cuMemCreate", "LeakVmmMapping", 1, 4 << 20, 0,
+                  "vmm-physical"),
+             leak("cuMemAddressReserve", "LeakVmmMapping", 1, 4 << 20, 0,
+                  "vmm-reservation")]
+elif name == "double_free":
+    out = ("double_free: first cudaFree -> 0 (cudaSuccess)\n"
+           "double_free: second cudaFree -> 1 (cudaErrorInvalidValue)\n")
+    errors = [err("invalid-free" if brk == "kind" else "double-free",
+                  "cudaFree", "DoubleFreeSecondRelease",
+                  alloc=("cudaMalloc", 64 << 10, "DoubleFreeAllocate"),
+                  first="DoubleFreeFirstRelease")]
+elif name == "invalid_free":
+    out = ("invalid_free: cudaFree(interior pointer) -> 1 (x)\n"
+           "invalid_free: cudaFree(base pointer) -> 0 (cudaSuccess)\n")
+    errors = [err("invalid-free", "cudaFree", "InvalidFreeInterior", 4096,
+                  alloc=("cudaMalloc", 64 << 10, "InvalidFreeAllocate")),
+              err("invalid-free", "cudaFree", "InvalidFreeHostPointer")]
+elif name == "api_mismatch":
+    out = ("api_mismatch: cudaFreeHost(device pointer) -> 1 (x)\n"
+           "api_mismatch: cudaFree(device pointer) -> 0 (cudaSuccess)\n")
+    errors = [err("api-mismatch", "cudaFreeHost", "MismatchFreeHost",
+                  alloc=("cudaMalloc", 128 << 10, "MismatchAllocate"))]
+elif name == "clean_cublas_thrust":
+    out = "clean_cublas_thrust: gemm sum 1.0\n"
+    if brk == "stdout" and tool:
+        out = "clean_cublas_thrust: gemm sum 2.0\n"
+elif name == "static_cudart":
+    out = "static_cudart: leaked\n"
+    leaks = [leak("cuMemAlloc", "LeakStaticRuntimeBuffers", 3, 3 << 20)]
+elif name == "snapshot_api":
+    if tool:
+        out = ("snapshot_api: active=1\n"
+               "snapshot_api: delta: allocations=+3 bytes=+3145728\n"
+               "snapshot_api: allocations from SnapshotApiAllocate: 3\n"
+               "snapshot_api: gmt_snapshot_json: 9 chars, names "
+               "SnapshotApiAllocate: yes\n"
+               "snapshot_api: delta after free: allocations=+0 bytes=+0\n")
+    else:
+        out = "snapshot_api: gpumemtrace not loaded\n"
+elif name == "churn":
+    n = int(args[-1])
+    out = "churn: %d pairs in 1.0 ms\n" % n
+    if tool:
+        summary_override = {"allocations": n, "frees": n}
+elif name == "pytorch_train":
+    out = "step 0 loss 1.0\nfinal loss 0.123456789 (0.12345678901)\n"
+    if brk == "loss" and tool:
+        out = "step 0 loss 1.0\nfinal loss 0.123456788 (0.12345678801)\n"
+sys.stdout.write(out)
+if tool:
+    m = re.search(r"report_path=([^:]+)", os.environ.get("GMT_OPTIONS", ""))
+    path = m.group(1).replace("%p", str(os.getpid()))
+    n_alloc = sum(l["count"] for l in leaks) + 1
+    summary = {"allocations": n_alloc, "frees": 1,
+               "live_bytes_at_exit": sum(l["bytes"] for l in leaks),
+               "errors": len(errors), "leaks": sum(l["count"] for l in leaks),
+               "leaked_bytes": sum(l["bytes"] for l in leaks)}
+    if name == "churn":
+        summary["allocations"] = summary["frees"] = 10 ** 6
+    report = {"tool": "gpumemtrace", "version": "0.1.0", "pid": os.getpid(),
+              "argv": [name] + args,
+              "devices": [{"index": 0, "name": "Fake", "total_bytes": 1,
+                           "peak_bytes": 1, "live_bytes": 0,
+                           "allocations": 1, "frees": 1}],
+              "summary": summary, "leaks": leaks, "errors": errors}
+    if brk == "noreport" and name == "leak_driver":
+        sys.exit(0)
+    with open(path, "w") as f:
+        json.dump(report, f)
+'''
+
+FAKE_PYTHON = r'''#!/bin/sh
+if [ "$1" = "-c" ]; then echo "2.11.0+fake True"; exit 0; fi
+script="$1"; shift
+exec "{py}" "{fake}" pytorch_train "$@"
+'''
+
+
+def write_exec(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP |
+             stat.S_IXOTH)
+
+
+def setup(work):
+    shutil.rmtree(work, ignore_errors=True)
+    bindir = os.path.join(work, "bin")
+    exdir = os.path.join(work, "examples")
+    os.makedirs(bindir)
+    os.makedirs(exdir)
+    fake = os.path.join(work, "fake_example.py")
+    with open(fake, "w") as f:
+        f.write(FAKE_EXAMPLE)
+    write_exec(os.path.join(bindir, "nvidia-smi"),
+               "#!/bin/sh\necho 'GPU 0: Fake H200 (UUID: GPU-fake)'\n")
+    for name in ("leak_runtime", "leak_driver", "leak_async_pool",
+                 "leak_pinned_host", "leak_managed", "leak_vmm",
+                 "double_free", "invalid_free", "api_mismatch",
+                 "clean_cublas_thrust", "static_cudart", "snapshot_api",
+                 "churn"):
+        write_exec(os.path.join(exdir, name),
+                   '#!/bin/sh\nexec "%s" "%s" %s "$@"\n' % (sys.executable,
+                                                            fake, name))
+    with open(os.path.join(exdir, "pytorch_train.py"), "w") as f:
+        f.write("# fake\n")
+    fakepy = os.path.join(bindir, "fakepython")
+    write_exec(fakepy, FAKE_PYTHON.replace("{py}", sys.executable)
+               .replace("{fake}", fake))
+    # LD_PRELOAD of a file that is no ELF object: ld.so warns and goes on.
+    lib = os.path.join(work, "libfake.so")
+    with open(lib, "w") as f:
+        f.write("")
+    return bindir, exdir, fakepy, lib
+
+
+def run(gpu_tests, work, bindir, exdir, fakepy, lib, extra_env, cases,
+        with_gpu=True):
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    env.pop("GMT_OPTIONS", None)
+    path = env.get("PATH", "/usr/bin:/bin")
+    env["PATH"] = (bindir + os.pathsep + path) if with_gpu else path
+    env.update(extra_env)
+    results = os.path.join(work, "results.json")
+    if os.path.exists(results):
+        os.remove(results)
+    argv = [sys.executable, gpu_tests, "--lib", lib, "--examples-dir", exdir,
+            "--out-dir", os.path.join(work, "out"), "--python", fakepy,
+            "--results", results]
+    if cases:
+        argv += ["--only", ",".join(cases)]
+    p = subprocess.run(argv, env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT)
+    text = p.stdout.decode("utf-8", "replace")
+    statuses = {}
+    if os.path.exists(results):
+        with open(results) as f:
+            statuses = {r["case"]: r["status"] for r in json.load(f)["results"]}
+    return p.returncode, text, statuses
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    gpu_tests, work = os.path.abspath(sys.argv[1]), os.path.abspath(
+        sys.argv[2])
+    bindir, exdir, fakepy, lib = setup(work)
+    checks = []
+
+    def expect(label, ok, text):
+        checks.append(ok)
+        print("%s %s" % ("PASS" if ok else "FAIL", label))
+        if not ok:
+            print(text)
+
+    rc, text, st = run(gpu_tests, work, bindir, exdir, fakepy, lib, {}, None)
+    expect("ideal reports pass every case",
+           rc == 0 and len(st) == 14 and set(st.values()) == {"pass"}, text)
+
+    for brk, case in (("count", "leak_runtime"), ("frame", "leak_runtime"),
+                      ("freed_reported", "leak_runtime"),
+                      ("twice", "leak_runtime"),
+                      ("kind", "double_free"),
+                      ("stdout", "clean_cublas_thrust"),
+                      ("noreport", "leak_driver"),
+                      ("loss", "pytorch_train")):
+        rc, text, st = run(gpu_tests, work, bindir, exdir, fakepy, lib,
+                           {"FAKE_BREAK": brk}, [case])
+        expect("mistake '%s' fails %s" % (brk, case),
+               rc == 1 and st.get(case) == "fail", text)
+
+    if shutil.which("nvidia-smi") is None and not os.path.isdir(
+            "/proc/driver/nvidia/gpus"):
+        rc, text, st = run(gpu_tests, work, bindir, exdir, fakepy, lib, {},
+                           None, with_gpu=False)
+        expect("no GPU: exit 77 with a message",
+               rc == 77 and "no CUDA device: skipping" in text, text)
+
+    passed = sum(checks)
+    print("%d passed, %d failed" % (passed, len(checks) - passed))
+    return 0 if passed == len(checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
