@@ -1,0 +1,132 @@
+// churn: allocation-heavy and launch-heavy loops, for measuring the tool's
+// overhead (run it with and without LD_PRELOAD and compare the times).
+//
+//   churn [--pairs N] [--seed S]     N cudaMalloc/cudaFree pairs (default
+//                                    200000), sizes 256 B .. 4 MiB, with up
+//                                    to 64 allocations live at once
+//   churn --kernels [--launches N]   N kernel launches (default 200000) over
+//                                    4 buffers of 64 MiB allocated once
+//
+// Expected report: no leaks and no errors; summary.allocations and
+// summary.frees both count the pairs (plus the few buffers of --kernels mode).
+// Timings go to stdout ("churn: N pairs in X ms (Y us/pair)"), so this
+// program's output differs from run to run.
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "example_check.h"
+
+namespace {
+
+uint64_t NextRandom(uint64_t* state) {
+  // xorshift64*: deterministic sizes for a given seed.
+  *state ^= *state >> 12;
+  *state ^= *state << 25;
+  *state ^= *state >> 27;
+  return *state * 0x2545F4914F6CDD1DULL;
+}
+
+// 256 B .. 4 MiB, log-uniform, so small sizes are as common as large ones.
+size_t RandomSize(uint64_t* state) {
+  uint64_t r = NextRandom(state);
+  int shift = 8 + static_cast<int>(r % 15);  // 2^8 .. 2^22
+  size_t base = size_t{1} << shift;
+  size_t extra = (r >> 8) % base;  // up to 2x the base
+  size_t bytes = base + extra;
+  return bytes > (size_t{4} << 20) ? (size_t{4} << 20) : bytes;
+}
+
+__global__ void AxpyKernel(float* y, const float* x, float a, size_t n) {
+  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+
+}  // namespace
+
+// The loop the tool's per-call overhead shows in: every iteration allocates,
+// and frees the allocation made 64 iterations earlier.
+__attribute__((noinline)) size_t ChurnAllocFreePairs(long pairs,
+                                                     uint64_t seed) {
+  constexpr int kWindow = 64;
+  std::vector<void*> window(kWindow, nullptr);
+  uint64_t state = seed ? seed : 1;
+  size_t total = 0;
+  for (long i = 0; i < pairs; ++i) {
+    void*& slot = window[i % kWindow];
+    if (slot != nullptr) EXAMPLE_CHECK_CUDA(cudaFree(slot));
+    size_t bytes = RandomSize(&state);
+    EXAMPLE_CHECK_CUDA(cudaMalloc(&slot, bytes));
+    total += bytes;
+  }
+  for (void* p : window) {
+    if (p != nullptr) EXAMPLE_CHECK_CUDA(cudaFree(p));
+  }
+  return total;
+}
+
+__attribute__((noinline)) void ChurnKernelLaunches(long launches) {
+  constexpr int kBuffers = 4;
+  constexpr size_t kFloats = (size_t{64} << 20) / sizeof(float);
+  float* buffers[kBuffers] = {};
+  for (float*& b : buffers) {
+    EXAMPLE_CHECK_CUDA(cudaMalloc(&b, kFloats * sizeof(float)));
+    EXAMPLE_CHECK_CUDA(cudaMemset(b, 0, kFloats * sizeof(float)));
+  }
+  // Small grids: the launch path, not the memory bandwidth, is measured.
+  constexpr size_t kTouched = 1 << 16;
+  for (long i = 0; i < launches; ++i) {
+    AxpyKernel<<<kTouched / 256, 256>>>(
+        buffers[i % kBuffers], buffers[(i + 1) % kBuffers], 0.5f, kTouched);
+  }
+  EXAMPLE_CHECK_CUDA(cudaGetLastError());
+  EXAMPLE_CHECK_CUDA(cudaDeviceSynchronize());
+  for (float* b : buffers) EXAMPLE_CHECK_CUDA(cudaFree(b));
+}
+
+int main(int argc, char** argv) {
+  long count = 200000;
+  uint64_t seed = 42;
+  bool kernels = false;
+  for (int i = 1; i < argc; ++i) {
+    if ((!std::strcmp(argv[i], "--pairs") ||
+         !std::strcmp(argv[i], "--launches")) &&
+        i + 1 < argc) {
+      count = std::atol(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) {
+      seed = std::strtoull(argv[++i], nullptr, 10);
+    } else if (!std::strcmp(argv[i], "--kernels")) {
+      kernels = true;
+    } else {
+      std::fprintf(stderr,
+                   "usage: %s [--pairs N] [--seed S] | --kernels "
+                   "[--launches N]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  EXAMPLE_CHECK_CUDA(cudaFree(nullptr));  // create the context before timing
+  using Clock = std::chrono::steady_clock;
+  auto start = Clock::now();
+  if (kernels) {
+    ChurnKernelLaunches(count);
+  } else {
+    ChurnAllocFreePairs(count, seed);
+  }
+  EXAMPLE_CHECK_CUDA(cudaDeviceSynchronize());
+  double ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  if (kernels) {
+    std::printf("churn-kernels: %ld launches in %.1f ms (%.3f us/launch)\n",
+                count, ms, count ? ms * 1000.0 / count : 0.0);
+  } else {
+    std::printf("churn: %ld pairs in %.1f ms (%.3f us/pair)\n", count, ms,
+                count ? ms * 1000.0 / count : 0.0);
+  }
+  return 0;
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""pytorch_train: a small MLP trained on synthetic data, deterministically.
+
+What the tool should report: no errors. PyTorch's caching allocator keeps the
+blocks it got from cudaMalloc until the process ends, so "leaks" (api
+"cudaMalloc", stacks inside libc10_cuda.so / libtorch_cuda.so) are expected
+and are not bugs in this script. The point of this program is that the tool
+changes nothing: the printed "final loss" line must be bit-identical with and
+without LD_PRELOAD=libgpumemtrace.so.
+
+Usage: pytorch_train.py [--steps N] [--seed S]
+"""
+import argparse
+import os
+import sys
+
+# cuBLAS needs a fixed workspace configuration for deterministic results; it
+# must be set before CUDA is initialised.
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=1234)
+    args = parser.parse_args()
+
+    if not torch.cuda.is_available():
+        print("pytorch_train: no CUDA device", file=sys.stderr)
+        return 77
+
+    torch.manual_seed(args.seed)
+    torch.cuda.manual_seed_all(args.seed)
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.use_deterministic_algorithms(True)
+
+    device = torch.device("cuda")
+    generator = torch.Generator().manual_seed(args.seed)
+    # Synthetic regression data made on the CPU, so it does not depend on the
+    # GPU's random number generator.
+    n, d_in, d_hidden, d_out = 4096, 64, 256, 8
+    x = torch.randn(n, d_in, generator=generator)
+    w_true = torch.randn(d_in, d_out, generator=generator)
+    y = torch.tanh(x @ w_true) + 0.05 * torch.randn(n, d_out,
+                                                    generator=generator)
+    x, y = x.to(device), y.to(device)
+
+    model = nn.Sequential(
+        nn.Linear(d_in, d_hidden),
+        nn.ReLU(),
+        nn.Linear(d_hidden, d_hidden),
+        nn.ReLU(),
+        nn.Linear(d_hidden, d_out),
+    ).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = nn.MSELoss()
+
+    batch = 256
+    order = torch.randperm(n, generator=generator).to(device)
+    loss = None
+    for step in range(args.steps):
+        start = (step * batch) % n
+        idx = order[start:start + batch]
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x[idx]), y[idx])
+        loss.backward()
+        optimizer.step()
+        if step % 50 == 0:
+            print(f"step {step} loss {loss.item():.9f}")
+    torch.cuda.synchronize()
+    final = loss.item()
+    # repr() of a float is exact: equal strings mean equal losses.
+    print(f"final loss {final:.9f} ({final!r}, {final.hex()})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
