@@ -9,9 +9,11 @@
 namespace gmt {
 namespace {
 
+// The coarse clock (a few ms of resolution) is enough to tell a person when a
+// block was made, and costs a third of the precise one on every tracked call.
 int64_t ReadMonotonic() {
   timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
   return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
 }
 

@@ -6,7 +6,8 @@
 
 namespace gmt {
 
-// Monotonic nanoseconds (CLOCK_MONOTONIC, a vDSO call: ~20 ns).
+// Monotonic nanoseconds, coarse (CLOCK_MONOTONIC_COARSE: a few ms resolution,
+// a vDSO read of ~7 ns). For reports, not for timing.
 int64_t NowNs();
 // Nanoseconds since the tool started, for reports.
 int64_t SinceStartNs(int64_t monotonic_ns);

@@ -35,6 +35,10 @@ Engine& Engine::Get() {
   static Engine* const engine = [] {
     NowNs();
     SinceStartNs(0);  // pins the start time
+    // Debian's Abseil is built with its mutex deadlock detector on: a global
+    // lock and a graph walk on every lock/unlock, a third of a tracked call.
+    // Our lock order is documented and simple (no nesting but fifo -> none).
+    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
     WarmUpStackCapture();
     auto* e = new Engine(GlobalOptions());
     g_engine.store(e, std::memory_order_release);
@@ -156,9 +160,9 @@ void Engine::EndFree(const FreeTicket& ticket, bool succeeded, int cuda_result,
         absl::MutexLock lock(&vmm_mu_);
         if (vmm_map_count_[ticket.address] > 0) {
           // Released while still mapped: the memory lives until the last
-          // unmap. Keep counting it and remember to stop then.
-          vmm_released_[ticket.address] = true;
-          vmm_handles_.Insert(ticket.record);
+          // unmap. Keep counting it (and listing it as held) until then; the
+          // handle itself is dead, so a second release is a double free.
+          vmm_released_[ticket.address] = ticket.record;
           return;
         }
         vmm_map_count_.erase(ticket.address);
@@ -170,9 +174,17 @@ void Engine::EndFree(const FreeTicket& ticket, bool succeeded, int cuda_result,
       ReportApiMismatch(*this, ticket.api, ticket.stack, ticket.record,
                         cuda_result, cuda_result_name);
       if (succeeded) {
-        // CUDA accepted it anyway: the block is gone.
-        if (RegistryFor(ticket.record.kind).Erase(ticket.address)) {
-          AccountFree(ticket.record);
+        // CUDA accepted it anyway: the block is gone, and a later free of it
+        // is a double free.
+        FreedRecord freed;
+        freed.free_stack = ticket.stack;
+        freed.free_thread = CurrentThreadIndex();
+        freed.free_time_ns = NowNs();
+        freed.free_api = ticket.api;
+        Registry::TakeResult taken = RegistryFor(ticket.record.kind).Take(
+            ticket.address, KindBit(ticket.record.kind), freed);
+        if (taken.outcome == Registry::TakeResult::Outcome::kTaken) {
+          AccountFree(taken.record);
         }
       }
       return;
@@ -182,6 +194,20 @@ void Engine::EndFree(const FreeTicket& ticket, bool succeeded, int cuda_result,
           ApiReleasableKinds(ticket.api) == KindBit(MemoryKind::kVmmPhysical)
               ? vmm_handles_
               : pointers_;
+      // CUDA accepting a synchronous free means it knew a live block there:
+      // the address came back through a path we do not see (graph memory
+      // nodes, a call made before the tool loaded). Not the program's error.
+      // Stream-ordered frees are checked later by CUDA, so their success
+      // proves nothing.
+      const bool async_free =
+          ticket.api == Api::kCudaFreeAsync || ticket.api == Api::kCuMemFreeAsync;
+      if (succeeded && !async_free) {
+        untracked_frees_.fetch_add(1, std::memory_order_relaxed);
+        LogNote(1, "%s of untracked 0x%llx",
+                std::string(ApiName(ticket.api)).c_str(),
+                static_cast<unsigned long long>(ticket.address));
+        return;
+      }
       if (std::optional<FreedRecord> previous = registry.FindFreed(ticket.address)) {
         ReportDoubleFree(*this, ticket.api, ticket.address, ticket.stack,
                          *previous, cuda_result, cuda_result_name);
@@ -195,12 +221,7 @@ void Engine::EndFree(const FreeTicket& ticket, bool succeeded, int cuda_result,
         return;
       }
       if (succeeded) {
-        // CUDA knew the block and we did not (allocated before the tool was
-        // loaded, or by a path we do not see): not the program's error.
         untracked_frees_.fetch_add(1, std::memory_order_relaxed);
-        LogNote(1, "%s of untracked 0x%llx",
-                std::string(ApiName(ticket.api)).c_str(),
-                static_cast<unsigned long long>(ticket.address));
         return;
       }
       ReportInvalidFree(*this, ticket.api, ticket.address, ticket.stack, nullptr,
@@ -221,11 +242,9 @@ void Engine::FreeVmmHandleIfDone(uint64_t handle) {
   if (count != vmm_map_count_.end() && count->second > 0) return;
   auto released = vmm_released_.find(handle);
   if (released == vmm_released_.end()) return;
+  AccountFree(released->second);
   vmm_released_.erase(released);
   vmm_map_count_.erase(handle);
-  if (std::optional<AllocationRecord> record = vmm_handles_.Erase(handle)) {
-    AccountFree(*record);
-  }
 }
 
 void Engine::OnVmmUnmap(uint64_t va, uint64_t bytes) {
@@ -323,6 +342,8 @@ std::vector<AllocationRecord> Engine::LiveAllocations() const {
   std::vector<AllocationRecord> live = pointers_.Live();
   std::vector<AllocationRecord> handles = vmm_handles_.Live();
   live.insert(live.end(), handles.begin(), handles.end());
+  absl::MutexLock lock(&vmm_mu_);
+  for (const auto& [handle, record] : vmm_released_) live.push_back(record);
   return live;
 }
 
@@ -424,6 +445,11 @@ ReportData Engine::BuildReport(absl::string_view reason) {
     if (e.previous_free) ids.push_back(e.previous_free->free_stack);
   }
   SymbolizeInto(ids, &data.stacks);
+  if (options_.stack_depth > 0 && !FastUnwinderLoaded()) {
+    data.notes.push_back(
+        "libunwind.so.8 could not be loaded: stacks were captured with glibc's "
+        "backtrace(), about 10x slower per frame");
+  }
   if (options_.stack_depth > 0 && options_.symbolize &&
       !symbolizer_.HasLineInfo()) {
     data.notes.push_back(

@@ -152,7 +152,9 @@ class Engine {
   mutable absl::Mutex vmm_mu_;
   absl::flat_hash_map<uint64_t, VmmMapping> vmm_mappings_ ABSL_GUARDED_BY(vmm_mu_);
   absl::flat_hash_map<uint64_t, int> vmm_map_count_ ABSL_GUARDED_BY(vmm_mu_);
-  absl::flat_hash_map<uint64_t, bool> vmm_released_ ABSL_GUARDED_BY(vmm_mu_);
+  // Handles released while still mapped: memory held until the last unmap.
+  absl::flat_hash_map<uint64_t, AllocationRecord> vmm_released_
+      ABSL_GUARDED_BY(vmm_mu_);
 
   mutable absl::Mutex devices_mu_;
   absl::flat_hash_map<int, DeviceInfo> devices_ ABSL_GUARDED_BY(devices_mu_);

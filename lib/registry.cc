@@ -2,8 +2,7 @@
 
 namespace gmt {
 
-Registry::Registry(size_t freed_capacity)
-    : freed_per_shard_((freed_capacity + kShards - 1) / kShards) {}
+Registry::Registry(size_t freed_capacity) : freed_capacity_(freed_capacity) {}
 
 size_t Registry::ShardOf(uint64_t address) {
   // CUDA pointers are 256-byte aligned and often 2 MiB apart: mix the bits
@@ -52,48 +51,65 @@ std::optional<AllocationRecord> Registry::FindContaining(uint64_t address) const
 Registry::TakeResult Registry::Take(uint64_t address, uint32_t kind_mask,
                                    const FreedRecord& freed_template) {
   TakeResult result;
-  Shard& shard = shards_[ShardOf(address)];
-  absl::MutexLock lock(&shard.mu);
-  auto it = shard.live.find(address);
-  if (it == shard.live.end()) return result;
-  result.record = it->second;
-  if ((KindBit(it->second.kind) & kind_mask) == 0) {
-    result.outcome = TakeResult::Outcome::kWrongKind;
-    return result;
+  uint64_t sequence = 0;
+  {
+    Shard& shard = shards_[ShardOf(address)];
+    absl::MutexLock lock(&shard.mu);
+    auto it = shard.live.find(address);
+    if (it == shard.live.end()) return result;
+    result.record = it->second;
+    if ((KindBit(it->second.kind) & kind_mask) == 0) {
+      result.outcome = TakeResult::Outcome::kWrongKind;
+      return result;
+    }
+    result.outcome = TakeResult::Outcome::kTaken;
+    shard.live.erase(it);
+    if (freed_capacity_ == 0) return result;
+    FreedRecord freed = freed_template;
+    freed.allocation = result.record;
+    sequence = RememberLocked(shard, freed);
   }
-  result.outcome = TakeResult::Outcome::kTaken;
-  shard.live.erase(it);
-  FreedRecord freed = freed_template;
-  freed.allocation = result.record;
-  RememberLocked(shard, freed);
+  PushFifo(address, sequence);
   return result;
 }
 
 void Registry::RememberFreed(const FreedRecord& freed) {
+  if (freed_capacity_ == 0) return;
   const uint64_t address = freed.allocation.address;
-  Shard& shard = shards_[ShardOf(address)];
-  absl::MutexLock lock(&shard.mu);
-  RememberLocked(shard, freed);
+  uint64_t sequence = 0;
+  {
+    Shard& shard = shards_[ShardOf(address)];
+    absl::MutexLock lock(&shard.mu);
+    sequence = RememberLocked(shard, freed);
+  }
+  PushFifo(address, sequence);
 }
 
-void Registry::RememberLocked(Shard& shard, const FreedRecord& freed) {
-  if (freed_per_shard_ == 0) return;
-  const uint64_t address = freed.allocation.address;
-  const uint64_t sequence = shard.next_sequence++;
-  shard.freed[address] = Shard::Freed{freed, sequence};
-  if (shard.fifo.size() < freed_per_shard_) {
-    shard.fifo.emplace_back(address, sequence);
-    return;
+uint64_t Registry::RememberLocked(Shard& shard, const FreedRecord& freed) {
+  const uint64_t sequence =
+      next_sequence_.fetch_add(1, std::memory_order_relaxed);
+  shard.freed[freed.allocation.address] = Shard::Freed{freed, sequence};
+  return sequence;
+}
+
+void Registry::PushFifo(uint64_t address, uint64_t sequence) {
+  std::pair<uint64_t, uint64_t> evicted;
+  {
+    absl::MutexLock lock(&fifo_mu_);
+    if (fifo_.size() < freed_capacity_) {
+      fifo_.emplace_back(address, sequence);
+      return;
+    }
+    evicted = fifo_[fifo_head_];
+    fifo_[fifo_head_] = {address, sequence};
+    fifo_head_ = (fifo_head_ + 1) % fifo_.size();
   }
-  // Full: evict the oldest slot, unless that address was freed again since
-  // (then the newer free stays).
-  auto& slot = shard.fifo[shard.fifo_head];
-  auto it = shard.freed.find(slot.first);
-  if (it != shard.freed.end() && it->second.sequence == slot.second) {
+  Shard& shard = shards_[ShardOf(evicted.first)];
+  absl::MutexLock lock(&shard.mu);
+  auto it = shard.freed.find(evicted.first);
+  if (it != shard.freed.end() && it->second.sequence == evicted.second) {
     shard.freed.erase(it);
   }
-  slot = {address, sequence};
-  shard.fifo_head = (shard.fifo_head + 1) % shard.fifo.size();
 }
 
 std::optional<FreedRecord> Registry::FindFreed(uint64_t address) const {

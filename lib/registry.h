@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <atomic>
 #include <optional>
 #include <vector>
 
@@ -77,8 +78,9 @@ class Registry {
   // interior-pointer reports. Scans every shard: for error paths only.
   std::optional<AllocationRecord> FindContaining(uint64_t address) const;
 
-  // Remembers a free for later double-free reports; the oldest is forgotten
-  // once `freed_capacity` is reached.
+  // Remembers a free for later double-free reports: the last
+  // `freed_capacity` frees are kept, the oldest forgotten first (one FIFO for
+  // the whole registry).
   void RememberFreed(const FreedRecord& freed);
 
   // The most recent remembered free of a block that started at `address`.
@@ -100,24 +102,30 @@ class Registry {
   struct Shard {
     mutable absl::Mutex mu;
     absl::flat_hash_map<uint64_t, AllocationRecord> live ABSL_GUARDED_BY(mu);
-    // Freed blocks by address, plus FIFO order for eviction. The sequence
-    // number tells a stale FIFO slot from a newer free of the same address.
+    // Freed blocks by address. The sequence number tells a stale FIFO slot
+    // from a newer free of the same address.
     struct Freed {
       FreedRecord record;
       uint64_t sequence;
     };
     absl::flat_hash_map<uint64_t, Freed> freed ABSL_GUARDED_BY(mu);
-    std::vector<std::pair<uint64_t, uint64_t>> fifo ABSL_GUARDED_BY(mu);
-    size_t fifo_head ABSL_GUARDED_BY(mu) = 0;
-    uint64_t next_sequence ABSL_GUARDED_BY(mu) = 0;
   };
 
   static size_t ShardOf(uint64_t address);
-  void RememberLocked(Shard& shard, const FreedRecord& freed)
+  // Stores `freed` in its shard; returns its sequence number.
+  uint64_t RememberLocked(Shard& shard, const FreedRecord& freed)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu);
+  // Appends to the FIFO, then forgets the free that fell out of it (if that
+  // address was not freed again since). Takes no shard lock while holding
+  // fifo_mu_.
+  void PushFifo(uint64_t address, uint64_t sequence);
 
-  const size_t freed_per_shard_;
+  const size_t freed_capacity_;
   Shard shards_[kShards];
+  std::atomic<uint64_t> next_sequence_{0};
+  absl::Mutex fifo_mu_;
+  std::vector<std::pair<uint64_t, uint64_t>> fifo_ ABSL_GUARDED_BY(fifo_mu_);
+  size_t fifo_head_ ABSL_GUARDED_BY(fifo_mu_) = 0;
 };
 
 }  // namespace gmt

@@ -85,7 +85,8 @@ std::string HumanBytes(uint64_t bytes) {
   if (bytes < 1024) return absl::StrCat(bytes, " B");
   double value = static_cast<double>(bytes) / 1024;
   int unit = 0;
-  while (value >= 1024 && unit < 3) {
+  // 1023.96 would print as "1024.0": move up a unit before it does.
+  while (value >= 1023.95 && unit < 3) {
     value /= 1024;
     ++unit;
   }

@@ -1,5 +1,6 @@
 #include "lib/stack_capture.h"
 
+#include <dlfcn.h>
 #include <execinfo.h>
 #include <link.h>
 
@@ -8,6 +9,13 @@
 
 namespace gmt {
 namespace {
+
+// libunwind's unw_backtrace caches each frame's layout and walks a warm stack
+// at ~6 ns a frame, against ~100 ns for glibc's backtrace (libgcc's unwinder
+// reads the DWARF tables anew each time). Loaded at run time, RTLD_LOCAL, so
+// the library does not depend on it and its _Unwind_* never shadow libgcc's.
+using UnwBacktraceFn = int (*)(void**, int);
+std::atomic<UnwBacktraceFn> g_unw_backtrace{nullptr};
 
 std::atomic<uintptr_t> g_tool_begin{0};
 std::atomic<uintptr_t> g_tool_end{0};
@@ -59,9 +67,11 @@ int CaptureStack(uintptr_t* frames, int max_frames) {
   if (max_frames <= 0) return 0;
   max_frames = std::min(max_frames, kMaxStackFrames);
   // Room for the tool's own frames (wrapper, capture) on top of what is kept.
-  constexpr int kToolFrameAllowance = 8;
+  constexpr int kToolFrameAllowance = 6;
   void* raw[kMaxStackFrames + kToolFrameAllowance];
-  int n = backtrace(raw, max_frames + kToolFrameAllowance);
+  UnwBacktraceFn unw = g_unw_backtrace.load(std::memory_order_acquire);
+  int n = unw != nullptr ? unw(raw, max_frames + kToolFrameAllowance) : 0;
+  if (n <= 0) n = backtrace(raw, max_frames + kToolFrameAllowance);
   uintptr_t begin = g_tool_begin.load(std::memory_order_relaxed);
   uintptr_t end = g_tool_end.load(std::memory_order_relaxed);
   int first = 1;  // raw[0] is CaptureStack itself
@@ -80,6 +90,16 @@ int CaptureStack(uintptr_t* frames, int max_frames) {
 void WarmUpStackCapture() {
   void* raw[4];
   backtrace(raw, 4);
+  if (void* handle = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL)) {
+    if (auto fn = reinterpret_cast<UnwBacktraceFn>(dlsym(handle, "unw_backtrace"))) {
+      fn(raw, 4);
+      g_unw_backtrace.store(fn, std::memory_order_release);
+    }
+  }
+}
+
+bool FastUnwinderLoaded() {
+  return g_unw_backtrace.load(std::memory_order_acquire) != nullptr;
 }
 
 }  // namespace gmt

@@ -19,13 +19,18 @@ bool ModuleTextRange(const void* address, uintptr_t* begin, uintptr_t* end);
 
 // Writes up to `max_frames` return addresses, innermost first, into `frames`,
 // skipping the tool's own frames. Returns the count. Uses the unwind tables
-// (glibc backtrace), so it works for code built without frame pointers.
+// (libunwind's unw_backtrace when libunwind.so.8 is present, else glibc's
+// backtrace), so it works for code built without frame pointers.
 int CaptureStack(uintptr_t* frames, int max_frames);
 
 // Loads the unwinder ahead of the first capture: glibc loads libgcc_s lazily,
 // which allocates and takes the loader lock; better at start-up than inside a
 // wrapper.
+// Also loads libunwind.so.8 if the machine has it.
 void WarmUpStackCapture();
+
+// Whether captures use libunwind (fast) rather than glibc's backtrace.
+bool FastUnwinderLoaded();
 
 }  // namespace gmt
 

@@ -26,6 +26,7 @@ struct Symbolizer::DwflApi {
   decltype(&dwfl_linux_proc_find_elf) linux_proc_find_elf;
   decltype(&dwfl_standard_find_debuginfo) standard_find_debuginfo;
   decltype(&dwfl_offline_section_address) offline_section_address;
+  decltype(&dwfl_end) end;
   Dwfl_Callbacks callbacks;
 };
 
@@ -84,7 +85,8 @@ bool Symbolizer::EnsureDwfl() {
             Load(handle, "dwfl_standard_find_debuginfo",
                  &api->standard_find_debuginfo) &&
             Load(handle, "dwfl_offline_section_address",
-                 &api->offline_section_address);
+                 &api->offline_section_address) &&
+            Load(handle, "dwfl_end", &api->end);
   if (!ok) {
     delete api;
     return false;
@@ -100,6 +102,7 @@ bool Symbolizer::EnsureDwfl() {
   }
   api->report_begin(dwfl);
   if (api->linux_proc_report(dwfl, getpid()) != 0) {
+    api->end(dwfl);
     delete api;
     return false;
   }
@@ -108,6 +111,12 @@ bool Symbolizer::EnsureDwfl() {
   dwfl_ = dwfl;
   dwfl_reports_ = 1;
   return true;
+}
+
+Symbolizer::~Symbolizer() {
+  absl::MutexLock lock(&mu_);
+  if (dwfl_ != nullptr) dwfl_api_->end(static_cast<Dwfl*>(dwfl_));
+  delete dwfl_api_;
 }
 
 bool Symbolizer::HasLineInfo() {

@@ -30,6 +30,8 @@ struct SymbolizedFrame {
 class Symbolizer {
  public:
   Symbolizer() = default;
+  // Closes the libdw session (and the ELF files it holds open).
+  ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
 

@@ -1,0 +1,213 @@
+// GMT_OPTIONS parsing: defaults, every key, bad values, ranges, path expansion.
+#include "lib/options.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace gmt {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+
+// The defaults options.inc documents.
+TEST(OptionsTest, Defaults) {
+  const Options o;
+  EXPECT_TRUE(o.enabled);
+  EXPECT_EQ(o.report, "text");
+  EXPECT_EQ(o.report_path, "");
+  EXPECT_TRUE(o.leak_check);
+  EXPECT_EQ(o.stack_depth, 16);
+  EXPECT_EQ(o.freed_history, 65536);
+  EXPECT_TRUE(o.symbolize);
+  EXPECT_TRUE(o.print_errors);
+  EXPECT_FALSE(o.halt_on_error);
+  EXPECT_EQ(o.exitcode, 0);
+  EXPECT_EQ(o.max_leaks, 50);
+  EXPECT_EQ(o.verbosity, 0);
+  EXPECT_TRUE(o.report_text());
+  EXPECT_FALSE(o.report_json());
+}
+
+TEST(OptionsTest, EmptyStringGivesDefaultsAndNoErrors) {
+  ParseResult r = ParseOptions("");
+  EXPECT_THAT(r.errors, IsEmpty());
+  EXPECT_EQ(r.options.stack_depth, 16);
+  EXPECT_EQ(r.options.report, "text");
+}
+
+TEST(OptionsTest, EveryKeyParses) {
+  ParseResult r = ParseOptions(
+      "enabled=0:report=json:report_path=/tmp/r.%p.json:leak_check=0:"
+      "stack_depth=8:freed_history=10:symbolize=0:print_errors=0:"
+      "halt_on_error=1:exitcode=42:max_leaks=7:verbosity=2");
+  EXPECT_THAT(r.errors, IsEmpty());
+  const Options& o = r.options;
+  EXPECT_FALSE(o.enabled);
+  EXPECT_EQ(o.report, "json");
+  EXPECT_EQ(o.report_path, "/tmp/r.%p.json");
+  EXPECT_FALSE(o.leak_check);
+  EXPECT_EQ(o.stack_depth, 8);
+  EXPECT_EQ(o.freed_history, 10);
+  EXPECT_FALSE(o.symbolize);
+  EXPECT_FALSE(o.print_errors);
+  EXPECT_TRUE(o.halt_on_error);
+  EXPECT_EQ(o.exitcode, 42);
+  EXPECT_EQ(o.max_leaks, 7);
+  EXPECT_EQ(o.verbosity, 2);
+}
+
+TEST(OptionsTest, BoolSpellings) {
+  for (const char* v : {"1", "true", "yes"}) {
+    ParseResult r = ParseOptions(absl::StrCat("halt_on_error=", v));
+    EXPECT_THAT(r.errors, IsEmpty()) << v;
+    EXPECT_TRUE(r.options.halt_on_error) << v;
+  }
+  for (const char* v : {"0", "false", "no"}) {
+    ParseResult r = ParseOptions(absl::StrCat("leak_check=", v));
+    EXPECT_THAT(r.errors, IsEmpty()) << v;
+    EXPECT_FALSE(r.options.leak_check) << v;
+  }
+}
+
+TEST(OptionsTest, BadBoolKeepsDefaultAndNamesTheKey) {
+  ParseResult r = ParseOptions("leak_check=maybe:stack_depth=4");
+  ASSERT_THAT(r.errors, SizeIs(1));
+  EXPECT_THAT(r.errors[0], HasSubstr("leak_check"));
+  EXPECT_THAT(r.errors[0], HasSubstr("maybe"));
+  EXPECT_TRUE(r.options.leak_check);
+  // The other keys still apply.
+  EXPECT_EQ(r.options.stack_depth, 4);
+}
+
+TEST(OptionsTest, BadIntKeepsDefaultAndNamesTheKey) {
+  for (const char* v : {"abc", "12abc", "", "1.5", "99999999999999999999999"}) {
+    ParseResult r = ParseOptions(absl::StrCat("max_leaks=", v));
+    ASSERT_THAT(r.errors, SizeIs(1)) << "'" << v << "'";
+    EXPECT_THAT(r.errors[0], HasSubstr("max_leaks")) << v;
+    EXPECT_EQ(r.options.max_leaks, 50) << v;
+  }
+}
+
+TEST(OptionsTest, UnknownKeyIsNamed) {
+  ParseResult r = ParseOptions("stack_depht=3:verbosity=1");
+  ASSERT_THAT(r.errors, SizeIs(1));
+  EXPECT_THAT(r.errors[0], HasSubstr("stack_depht"));
+  EXPECT_EQ(r.options.stack_depth, 16);
+  EXPECT_EQ(r.options.verbosity, 1);
+}
+
+TEST(OptionsTest, PieceWithoutValueIsAnError) {
+  ParseResult r = ParseOptions("symbolize");
+  ASSERT_THAT(r.errors, SizeIs(1));
+  EXPECT_THAT(r.errors[0], HasSubstr("symbolize"));
+  EXPECT_TRUE(r.options.symbolize);
+}
+
+TEST(OptionsTest, Ranges) {
+  struct Case {
+    const char* text;
+    const char* key;
+  };
+  for (const Case& c :
+       std::vector<Case>{{"stack_depth=65", "stack_depth"},
+                         {"stack_depth=-1", "stack_depth"},
+                         {"freed_history=16777217", "freed_history"},
+                         {"freed_history=-5", "freed_history"},
+                         {"exitcode=256", "exitcode"},
+                         {"exitcode=-1", "exitcode"},
+                         {"verbosity=3", "verbosity"},
+                         {"max_leaks=-1", "max_leaks"}}) {
+    ParseResult r = ParseOptions(c.text);
+    ASSERT_THAT(r.errors, SizeIs(1)) << c.text;
+    EXPECT_THAT(r.errors[0], HasSubstr(c.key)) << c.text;
+  }
+  EXPECT_EQ(ParseOptions("stack_depth=65").options.stack_depth, 16);
+  EXPECT_EQ(ParseOptions("exitcode=256").options.exitcode, 0);
+
+  // The ends of each range are accepted.
+  ParseResult ok = ParseOptions(
+      "stack_depth=64:freed_history=16777216:exitcode=255:verbosity=0");
+  EXPECT_THAT(ok.errors, IsEmpty());
+  EXPECT_EQ(ok.options.stack_depth, 64);
+  EXPECT_EQ(ok.options.freed_history, 16777216);
+  EXPECT_EQ(ok.options.exitcode, 255);
+  EXPECT_THAT(ParseOptions("stack_depth=0:freed_history=0").errors, IsEmpty());
+}
+
+TEST(OptionsTest, ReportFormats) {
+  ParseResult both = ParseOptions("report=text,json");
+  EXPECT_THAT(both.errors, IsEmpty());
+  EXPECT_TRUE(both.options.report_text());
+  EXPECT_TRUE(both.options.report_json());
+
+  ParseResult json = ParseOptions("report=json");
+  EXPECT_FALSE(json.options.report_text());
+  EXPECT_TRUE(json.options.report_json());
+
+  ParseResult none = ParseOptions("report=none");
+  EXPECT_THAT(none.errors, IsEmpty());
+  EXPECT_FALSE(none.options.report_text());
+  EXPECT_FALSE(none.options.report_json());
+
+  for (const char* bad :
+       {"report=xml", "report=text,xml", "report=", "report=text,"}) {
+    ParseResult r = ParseOptions(bad);
+    ASSERT_THAT(r.errors, SizeIs(1)) << bad;
+    EXPECT_THAT(r.errors[0], HasSubstr("report")) << bad;
+    EXPECT_EQ(r.options.report, "text") << bad;
+  }
+}
+
+TEST(OptionsTest, WhitespaceAndEmptyPieces) {
+  ParseResult r =
+      ParseOptions("  stack_depth = 8 ::: report = json :  :verbosity=1:");
+  EXPECT_THAT(r.errors, IsEmpty()) << absl::StrJoin(r.errors, "\n");
+  EXPECT_EQ(r.options.stack_depth, 8);
+  EXPECT_EQ(r.options.report, "json");
+  EXPECT_EQ(r.options.verbosity, 1);
+}
+
+TEST(OptionsTest, SeveralErrorsAreAllReported) {
+  ParseResult r = ParseOptions("bogus=1:stack_depth=100:report=xml:enabled=2");
+  EXPECT_THAT(r.errors, SizeIs(4));
+  std::string all = absl::StrJoin(r.errors, "\n");
+  EXPECT_THAT(all, HasSubstr("bogus"));
+  EXPECT_THAT(all, HasSubstr("stack_depth"));
+  EXPECT_THAT(all, HasSubstr("report"));
+  EXPECT_THAT(all, HasSubstr("enabled"));
+  EXPECT_TRUE(r.options.enabled);
+}
+
+TEST(OptionsTest, HelpListsEveryKey) {
+  std::string help = OptionsHelp();
+  for (const char* key :
+       {"enabled", "report", "report_path", "leak_check", "stack_depth",
+        "freed_history", "symbolize", "print_errors", "halt_on_error",
+        "exitcode", "max_leaks", "verbosity"}) {
+    EXPECT_THAT(help, HasSubstr(absl::StrCat("  ", key, "="))) << key;
+  }
+  EXPECT_THAT(help, HasSubstr("stack_depth=16"));
+}
+
+TEST(OptionsTest, ExpandPath) {
+  EXPECT_EQ(ExpandPath("gmt.%p.json", 1234), "gmt.1234.json");
+  EXPECT_EQ(ExpandPath("%p", 7), "7");
+  EXPECT_EQ(ExpandPath("a%%p", 7), "a%p");
+  EXPECT_EQ(ExpandPath("100%%", 7), "100%");
+  EXPECT_EQ(ExpandPath("%p-%p", 42), "42-42");
+  EXPECT_EQ(ExpandPath("no-pattern", 1), "no-pattern");
+  EXPECT_EQ(ExpandPath("", 1), "");
+  // Unknown escapes and a trailing % are kept as they are.
+  EXPECT_EQ(ExpandPath("%x%", 1), "%x%");
+}
+
+}  // namespace
+}  // namespace gmt
