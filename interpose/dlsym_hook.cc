@@ -45,7 +45,8 @@ void* Shim_dlsym(void* handle, const char* name) {
   void* result = handle == RTLD_NEXT
                      ? NextAfter(__builtin_return_address(0), name)
                      : real(handle, name);
-  if (result == nullptr || name == nullptr || name[0] != 'c' || name[1] != 'u') {
+  if (result == nullptr || name == nullptr || name[0] != 'c' ||
+      name[1] != 'u') {
     return result;
   }
   if (const gmt::DriverHook* hook = gmt::HookForSymbol(name)) {

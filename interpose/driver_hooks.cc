@@ -11,13 +11,13 @@ namespace gmt {
 namespace {
 
 const DriverHook kHooks[] = {
-#define GMT_DRIVER_HOOK(Base, Symbol, MinVersion, PerThread, PFN)           \
-  {#Base,                                                                   \
-   #Symbol,                                                                 \
-   MinVersion,                                                              \
-   PerThread,                                                               \
-   reinterpret_cast<void*>(&Shim_##Symbol),                                 \
-   [](void* p) { g_real_##Symbol.Set(p); },                                 \
+#define GMT_DRIVER_HOOK(Base, Symbol, MinVersion, PerThread, PFN) \
+  {#Base,                                                         \
+   #Symbol,                                                       \
+   MinVersion,                                                    \
+   PerThread,                                                     \
+   reinterpret_cast<void*>(&Shim_##Symbol),                       \
+   [](void* p) { g_real_##Symbol.Set(p); },                       \
    []() { return reinterpret_cast<void*>(g_real_##Symbol.Get()); }},
 #include "interpose/driver_hooks.inc"
 };
@@ -27,7 +27,8 @@ const DriverHook kHooks[] = {
 const DriverHook* HookForProcAddress(const char* base, int cuda_version,
                                      uint64_t flags) {
   if (base == nullptr) return nullptr;
-  const bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+  const bool per_thread =
+      (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
   const DriverHook* best = nullptr;
   bool has_per_thread_variant = false;
   for (const DriverHook& hook : kHooks) {

@@ -6,7 +6,9 @@ using gmt::InterceptScope;
 
 namespace {
 
-uint64_t StreamId(CUstream stream) { return reinterpret_cast<uint64_t>(stream); }
+uint64_t StreamId(CUstream stream) {
+  return reinterpret_cast<uint64_t>(stream);
+}
 
 // Forwards an allocating call; on success records *out as `bytes` of `api`.
 template <typename Out, typename Call>
@@ -17,8 +19,9 @@ CUresult TrackedAlloc(Api api, Out* out, uint64_t bytes, uint64_t stream,
   gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
   CUresult result = call();
   if (result == CUDA_SUCCESS && out != nullptr) {
-    gmt::RecordAlloc(api, static_cast<uint64_t>(reinterpret_cast<uintptr_t>(
-                              reinterpret_cast<void*>(*out))),
+    gmt::RecordAlloc(api,
+                     static_cast<uint64_t>(reinterpret_cast<uintptr_t>(
+                         reinterpret_cast<void*>(*out))),
                      bytes, stream, stack);
   }
   return result;
@@ -40,9 +43,8 @@ CUresult Shim_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
                       [&] { return real(dptr, bytes); });
 }
 
-CUresult Shim_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch,
-                                 size_t width, size_t height,
-                                 unsigned int element_size) {
+CUresult Shim_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width,
+                                 size_t height, unsigned int element_size) {
   auto real = gmt::g_real_cuMemAllocPitch_v2.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   InterceptScope scope;
@@ -69,7 +71,8 @@ CUresult Shim_cuMemFree_v2(CUdeviceptr dptr) {
   return ForwardFree(Api::kCuMemFree, dptr, [&] { return real(dptr); });
 }
 
-CUresult Shim_cuMemAllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream stream) {
+CUresult Shim_cuMemAllocAsync(CUdeviceptr* dptr, size_t bytes,
+                              CUstream stream) {
   auto real = gmt::g_real_cuMemAllocAsync.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   return TrackedAlloc(Api::kCuMemAllocAsync, dptr, bytes, StreamId(stream),

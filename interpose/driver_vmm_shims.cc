@@ -30,8 +30,9 @@ CUresult Shim_cuMemRelease(CUmemGenericAllocationHandle handle) {
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   InterceptScope scope;
   if (!scope.Recording()) return real(handle);
-  return gmt::TrackedFree(Api::kCuMemRelease, handle,
-                          [&] { return real(handle); }, /*driver=*/true);
+  return gmt::TrackedFree(
+      Api::kCuMemRelease, handle, [&] { return real(handle); },
+      /*driver=*/true);
 }
 
 CUresult Shim_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
@@ -78,6 +79,7 @@ CUresult Shim_cuMemAddressFree(CUdeviceptr ptr, size_t size) {
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   InterceptScope scope;
   if (!scope.Recording()) return real(ptr, size);
-  return gmt::TrackedFree(Api::kCuMemAddressFree, ptr,
-                          [&] { return real(ptr, size); }, /*driver=*/true);
+  return gmt::TrackedFree(
+      Api::kCuMemAddressFree, ptr, [&] { return real(ptr, size); },
+      /*driver=*/true);
 }

@@ -5,7 +5,8 @@
 
 namespace gmt {
 
-thread_local int t_intercept_depth __attribute__((tls_model("initial-exec"))) = 0;
+thread_local int t_intercept_depth __attribute__((tls_model("initial-exec"))) =
+    0;
 
 namespace {
 

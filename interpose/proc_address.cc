@@ -25,7 +25,8 @@ void WrapDriverPointer(const char* symbol, int cuda_version, uint64_t flags,
 
 // The runtime's own CUDA version, the one cudaGetDriverEntryPoint asks for.
 int RuntimeVersion() {
-  static gmt::RealSlot<cudaError_t (*)(int*)> get("cudaRuntimeGetVersion", false);
+  static gmt::RealSlot<cudaError_t (*)(int*)> get("cudaRuntimeGetVersion",
+                                                  false);
   int version = CUDA_VERSION;
   if (auto f = get.Get(); f == nullptr || f(&version) != cudaSuccess) {
     version = CUDA_VERSION;
@@ -40,7 +41,8 @@ CUresult Shim_cuGetProcAddress(const char* symbol, void** pfn, int cuda_version,
   auto real = gmt::g_real_cuGetProcAddress.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   CUresult result = real(symbol, pfn, cuda_version, flags);
-  if (result == CUDA_SUCCESS) WrapDriverPointer(symbol, cuda_version, flags, pfn);
+  if (result == CUDA_SUCCESS)
+    WrapDriverPointer(symbol, cuda_version, flags, pfn);
   return result;
 }
 

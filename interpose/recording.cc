@@ -8,12 +8,14 @@ namespace {
 
 // The driver calls the tool itself makes. Resolved from the loaded libcuda
 // and called directly (never through a shim).
-RealSlot<PFN_cuCtxGetCurrent_v4000> real_cuCtxGetCurrent("cuCtxGetCurrent", true);
+RealSlot<PFN_cuCtxGetCurrent_v4000> real_cuCtxGetCurrent("cuCtxGetCurrent",
+                                                         true);
 RealSlot<PFN_cuCtxGetDevice_v2000> real_cuCtxGetDevice("cuCtxGetDevice", true);
 RealSlot<PFN_cuDeviceGet_v2000> real_cuDeviceGet("cuDeviceGet", true);
-RealSlot<PFN_cuDeviceGetName_v2000> real_cuDeviceGetName("cuDeviceGetName", true);
-RealSlot<PFN_cuDeviceTotalMem_v3020> real_cuDeviceTotalMem("cuDeviceTotalMem_v2",
-                                                           true);
+RealSlot<PFN_cuDeviceGetName_v2000> real_cuDeviceGetName("cuDeviceGetName",
+                                                         true);
+RealSlot<PFN_cuDeviceTotalMem_v3020> real_cuDeviceTotalMem(
+    "cuDeviceTotalMem_v2", true);
 RealSlot<PFN_cuGetErrorName_v6000> real_cuGetErrorName("cuGetErrorName", true);
 using CudaGetErrorNameFn = const char* (*)(cudaError_t);
 RealSlot<CudaGetErrorNameFn> real_cudaGetErrorName("cudaGetErrorName", false);

@@ -142,7 +142,8 @@ cudaError_t Shim_cudaMalloc3D(cudaPitchedPtr* pitched, cudaExtent extent) {
     const uint64_t bytes = static_cast<uint64_t>(pitched->pitch) *
                            extent.height * (extent.depth ? extent.depth : 1);
     gmt::RecordAlloc(Api::kCudaMalloc3D,
-                     reinterpret_cast<uintptr_t>(pitched->ptr), bytes, 0, stack);
+                     reinterpret_cast<uintptr_t>(pitched->ptr), bytes, 0,
+                     stack);
   }
   return result;
 }
@@ -199,8 +200,8 @@ cudaError_t Shim_cudaMallocArray(cudaArray_t* array,
   cudaError_t result = real(array, desc, width, height, flags);
   if (result == cudaSuccess && array != nullptr && desc != nullptr) {
     // Element size from the channel bits; the driver may pad more.
-    const uint64_t element = (static_cast<uint64_t>(desc->x) + desc->y +
-                              desc->z + desc->w + 7) / 8;
+    const uint64_t element =
+        (static_cast<uint64_t>(desc->x) + desc->y + desc->z + desc->w + 7) / 8;
     const uint64_t bytes = element * width * (height ? height : 1);
     gmt::RecordAlloc(Api::kCudaMallocArray, reinterpret_cast<uintptr_t>(*array),
                      bytes, 0, stack);
@@ -221,9 +222,11 @@ cudaError_t Shim_cudaDeviceReset() {
   if (!scope.Recording()) return real();
   // cudaDeviceReset resets the runtime's current device, which is set even
   // on a thread whose context is not current yet.
-  static gmt::RealSlot<cudaError_t (*)(int*)> get_device("cudaGetDevice", false);
+  static gmt::RealSlot<cudaError_t (*)(int*)> get_device("cudaGetDevice",
+                                                         false);
   int device = gmt::CurrentCallContext().device;
-  if (auto get = get_device.Get(); get != nullptr && get(&device) != cudaSuccess) {
+  if (auto get = get_device.Get();
+      get != nullptr && get(&device) != cudaSuccess) {
     device = gmt::kHostDevice;
   }
   cudaError_t result = real();

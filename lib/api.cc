@@ -1,5 +1,6 @@
-#include "absl/strings/string_view.h"
 #include "lib/api.h"
+
+#include "absl/strings/string_view.h"
 
 namespace gmt {
 namespace {
@@ -35,13 +36,20 @@ bool IsFreeApi(Api api) { return Info(api).is_free; }
 
 absl::string_view MemoryKindName(MemoryKind kind) {
   switch (kind) {
-    case MemoryKind::kDevice: return "device";
-    case MemoryKind::kManaged: return "managed";
-    case MemoryKind::kPinnedHost: return "pinned-host";
-    case MemoryKind::kRegisteredHost: return "registered-host";
-    case MemoryKind::kArray: return "array";
-    case MemoryKind::kVmmPhysical: return "vmm-physical";
-    case MemoryKind::kVmmReservation: return "vmm-reservation";
+    case MemoryKind::kDevice:
+      return "device";
+    case MemoryKind::kManaged:
+      return "managed";
+    case MemoryKind::kPinnedHost:
+      return "pinned-host";
+    case MemoryKind::kRegisteredHost:
+      return "registered-host";
+    case MemoryKind::kArray:
+      return "array";
+    case MemoryKind::kVmmPhysical:
+      return "vmm-physical";
+    case MemoryKind::kVmmReservation:
+      return "vmm-reservation";
   }
   return "unknown";
 }

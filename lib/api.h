@@ -1,24 +1,27 @@
-// Which CUDA entry point made or released a block, and what kind of memory it is.
+// Which CUDA entry point made or released a block, and what kind of memory it
+// is.
 //
-// Records store an `Api` (one byte) rather than a name; `ApiName()` turns it into
-// the text the reports show. The list itself lives in api_list.inc.
+// Records store an `Api` (one byte) rather than a name; `ApiName()` turns it
+// into the text the reports show. The list itself lives in api_list.inc.
 #ifndef GMT_LIB_API_H_
 #define GMT_LIB_API_H_
 
 #include <cstdint>
+
 #include "absl/strings/string_view.h"
 
 namespace gmt {
 
-// What a block of memory is. The kind decides which free APIs may release it and
-// whether its bytes count towards a device's usage.
+// What a block of memory is. The kind decides which free APIs may release it
+// and whether its bytes count towards a device's usage.
 enum class MemoryKind : uint8_t {
   kDevice,          // cudaMalloc & co, stream-ordered pools included
   kManaged,         // cudaMallocManaged / cuMemAllocManaged
   kPinnedHost,      // cudaMallocHost / cudaHostAlloc / cuMemHostAlloc
-  kRegisteredHost,  // cudaHostRegister: the user's memory, pinned; never guarded
-  kArray,           // cudaMallocArray: an opaque handle, size from the descriptor
-  kVmmPhysical,     // cuMemCreate: physical memory behind a handle
+  kRegisteredHost,  // cudaHostRegister: the user's memory, pinned; never
+                    // guarded
+  kArray,        // cudaMallocArray: an opaque handle, size from the descriptor
+  kVmmPhysical,  // cuMemCreate: physical memory behind a handle
   kVmmReservation,  // cuMemAddressReserve: virtual address space only
 };
 inline constexpr int kMemoryKindCount = 7;
@@ -51,8 +54,9 @@ uint32_t ApiReleasableKinds(Api api);
 bool IsFreeApi(Api api);
 // "device", "managed", "pinned-host", ...
 absl::string_view MemoryKindName(MemoryKind kind);
-// Whether a kind's bytes count towards device (or pinned host) usage. Registered
-// host memory and virtual reservations do not: they take no new memory.
+// Whether a kind's bytes count towards device (or pinned host) usage.
+// Registered host memory and virtual reservations do not: they take no new
+// memory.
 bool CountsTowardsUsage(MemoryKind kind);
 
 }  // namespace gmt

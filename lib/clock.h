@@ -14,8 +14,8 @@ int64_t SinceStartNs(int64_t monotonic_ns);
 // Wall-clock seconds since the epoch at which the tool started.
 double StartWallSeconds();
 
-// A small per-thread number (1, 2, ...) in order of first use, cached in TLS; the
-// OS thread id is kept beside it for reports.
+// A small per-thread number (1, 2, ...) in order of first use, cached in TLS;
+// the OS thread id is kept beside it for reports.
 uint32_t CurrentThreadIndex();
 int ThreadOsId(uint32_t thread_index);
 

@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "lib/engine.h"
 
 #include <unistd.h>
@@ -10,6 +9,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "lib/clock.h"
 #include "lib/error_reports.h"
 #include "lib/log.h"
@@ -55,8 +55,9 @@ Engine* Engine::IfCreated() { return g_engine.load(std::memory_order_acquire); }
 Engine::Engine(const Options& options)
     : options_(options),
       pointers_(static_cast<size_t>(options.freed_history)),
-      vmm_handles_(static_cast<size_t>(std::min<int64_t>(options.freed_history,
-                                                         4096))) {}
+      vmm_handles_(
+          static_cast<size_t>(std::min<int64_t>(options.freed_history, 4096))) {
+}
 
 StackId Engine::CaptureCallStack() {
   if (options_.stack_depth <= 0) return kNoStack;
@@ -97,7 +98,8 @@ void Engine::OnAlloc(const AllocEvent& event) {
   record.api = event.api;
   record.kind = ApiMemoryKind(event.api);
   if (CountsTowardsUsage(record.kind)) usage_.Add(record.device, record.bytes);
-  std::optional<AllocationRecord> replaced = RegistryFor(record.kind).Insert(record);
+  std::optional<AllocationRecord> replaced =
+      RegistryFor(record.kind).Insert(record);
   if (replaced) {
     // CUDA handed out an address we still thought live: its free went unseen
     // (a path we do not intercept). Count it freed rather than leak it.
@@ -181,8 +183,9 @@ void Engine::EndFree(const FreeTicket& ticket, bool succeeded, int cuda_result,
         freed.free_thread = CurrentThreadIndex();
         freed.free_time_ns = NowNs();
         freed.free_api = ticket.api;
-        Registry::TakeResult taken = RegistryFor(ticket.record.kind).Take(
-            ticket.address, KindBit(ticket.record.kind), freed);
+        Registry::TakeResult taken =
+            RegistryFor(ticket.record.kind)
+                .Take(ticket.address, KindBit(ticket.record.kind), freed);
         if (taken.outcome == Registry::TakeResult::Outcome::kTaken) {
           AccountFree(taken.record);
         }
@@ -199,8 +202,8 @@ void Engine::EndFree(const FreeTicket& ticket, bool succeeded, int cuda_result,
       // nodes, a call made before the tool loaded). Not the program's error.
       // Stream-ordered frees are checked later by CUDA, so their success
       // proves nothing.
-      const bool async_free =
-          ticket.api == Api::kCudaFreeAsync || ticket.api == Api::kCuMemFreeAsync;
+      const bool async_free = ticket.api == Api::kCudaFreeAsync ||
+                              ticket.api == Api::kCuMemFreeAsync;
       if (succeeded && !async_free) {
         untracked_frees_.fetch_add(1, std::memory_order_relaxed);
         LogNote(1, "%s of untracked 0x%llx",
@@ -208,7 +211,8 @@ void Engine::EndFree(const FreeTicket& ticket, bool succeeded, int cuda_result,
                 static_cast<unsigned long long>(ticket.address));
         return;
       }
-      if (std::optional<FreedRecord> previous = registry.FindFreed(ticket.address)) {
+      if (std::optional<FreedRecord> previous =
+              registry.FindFreed(ticket.address)) {
         ReportDoubleFree(*this, ticket.api, ticket.address, ticket.stack,
                          *previous, cuda_result, cuda_result_name);
         return;
@@ -224,8 +228,8 @@ void Engine::EndFree(const FreeTicket& ticket, bool succeeded, int cuda_result,
         untracked_frees_.fetch_add(1, std::memory_order_relaxed);
         return;
       }
-      ReportInvalidFree(*this, ticket.api, ticket.address, ticket.stack, nullptr,
-                        cuda_result, cuda_result_name);
+      ReportInvalidFree(*this, ticket.api, ticket.address, ticket.stack,
+                        nullptr, cuda_result, cuda_result_name);
       return;
     }
   }
@@ -302,7 +306,8 @@ bool Engine::DeviceKnown(int device) const {
   return devices_.contains(device);
 }
 
-void Engine::NoteDevice(int device, absl::string_view name, uint64_t total_bytes) {
+void Engine::NoteDevice(int device, absl::string_view name,
+                        uint64_t total_bytes) {
   absl::MutexLock lock(&devices_mu_);
   devices_.try_emplace(device, DeviceInfo{std::string(name), total_bytes});
 }
@@ -377,16 +382,15 @@ ReportData Engine::BuildReport(absl::string_view reason) {
     for (const auto& [index, info] : ordered) {
       if (index < 0) continue;
       UsageFigures u = usage_.Get(index);
-      data.devices.push_back(ReportData::Device{index, info.name,
-                                                info.total_bytes, u.peak_bytes,
-                                                u.live_bytes, u.allocations,
-                                                u.frees});
+      data.devices.push_back(
+          ReportData::Device{index, info.name, info.total_bytes, u.peak_bytes,
+                             u.live_bytes, u.allocations, u.frees});
     }
   }
   UsageFigures host = usage_.Get(kHostDevice);
-  data.host = ReportData::Device{kHostDevice, "pinned host memory", 0,
-                                 host.peak_bytes, host.live_bytes,
-                                 host.allocations, host.frees};
+  data.host = ReportData::Device{
+      kHostDevice,     "pinned host memory", 0,         host.peak_bytes,
+      host.live_bytes, host.allocations,     host.frees};
   for (const ReportData::Device& d : data.devices) {
     data.summary.allocations += d.allocations;
     data.summary.frees += d.frees;
@@ -395,7 +399,8 @@ ReportData Engine::BuildReport(absl::string_view reason) {
   data.summary.allocations += data.host.allocations;
   data.summary.frees += data.host.frees;
   data.summary.live_bytes_at_exit += data.host.live_bytes;
-  data.summary.untracked_frees = untracked_frees_.load(std::memory_order_relaxed);
+  data.summary.untracked_frees =
+      untracked_frees_.load(std::memory_order_relaxed);
 
   std::vector<StackId> ids;
   if (options_.leak_check) {
@@ -403,7 +408,8 @@ ReportData Engine::BuildReport(absl::string_view reason) {
     using Key = std::tuple<StackId, Api, int, std::string>;
     std::map<Key, ReportData::Leak> groups;
     auto add = [&](const AllocationRecord& r, const std::string& released_by) {
-      ReportData::Leak& leak = groups[Key{r.stack, r.api, r.device, released_by}];
+      ReportData::Leak& leak =
+          groups[Key{r.stack, r.api, r.device, released_by}];
       if (leak.count == 0) {
         leak.api = r.api;
         leak.kind = r.kind;
@@ -424,7 +430,8 @@ ReportData Engine::BuildReport(absl::string_view reason) {
       data.summary.leaks += leak.count;
       // Reservations and registrations take no memory of their own: listed,
       // not added to the bytes lost.
-      if (CountsTowardsUsage(leak.kind)) data.summary.leaked_bytes += leak.bytes;
+      if (CountsTowardsUsage(leak.kind))
+        data.summary.leaked_bytes += leak.bytes;
       ids.push_back(leak.stack);
       data.leaks.push_back(std::move(leak));
     }

@@ -15,11 +15,11 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "lib/api.h"
 #include "lib/errors.h"
@@ -92,7 +92,8 @@ class Engine {
   // in it. They leave the live set (their addresses may be reused) and are kept
   // as leaks "released by <reason>". `context` 0 means every context on
   // `device`.
-  void OnContextTeardown(int device, uint64_t context, absl::string_view reason);
+  void OnContextTeardown(int device, uint64_t context,
+                         absl::string_view reason);
 
   // exit() has begun: context teardown from here on is the runtime's own
   // shutdown, not the program's reset.
@@ -150,7 +151,8 @@ class Engine {
   Registry vmm_handles_;  // cuMemCreate handles: a different key space
 
   mutable absl::Mutex vmm_mu_;
-  absl::flat_hash_map<uint64_t, VmmMapping> vmm_mappings_ ABSL_GUARDED_BY(vmm_mu_);
+  absl::flat_hash_map<uint64_t, VmmMapping> vmm_mappings_
+      ABSL_GUARDED_BY(vmm_mu_);
   absl::flat_hash_map<uint64_t, int> vmm_map_count_ ABSL_GUARDED_BY(vmm_mu_);
   // Handles released while still mapped: memory held until the last unmap.
   absl::flat_hash_map<uint64_t, AllocationRecord> vmm_released_

@@ -32,9 +32,9 @@ void ReportDoubleFree(Engine& engine, Api api, uint64_t address, StackId stack,
   e.previous_free = previous;
   e.bytes = previous.allocation.bytes;
   e.detail = absl::StrFormat(
-      "%s of 0x%x, a %s block of %d bytes that %s already freed",
-      ApiName(api), address, ApiName(previous.allocation.api),
-      previous.allocation.bytes, ApiName(previous.free_api));
+      "%s of 0x%x, a %s block of %d bytes that %s already freed", ApiName(api),
+      address, ApiName(previous.allocation.api), previous.allocation.bytes,
+      ApiName(previous.free_api));
   engine.RecordError(std::move(e));
 }
 
@@ -67,9 +67,9 @@ void ReportApiMismatch(Engine& engine, Api api, StackId stack,
                        cuda_result, cuda_result_name);
   e.allocation = block;
   e.bytes = block.bytes;
-  e.detail = absl::StrFormat(
-      "%s cannot release 0x%x: it is %s memory from %s", ApiName(api),
-      block.address, MemoryKindName(block.kind), ApiName(block.api));
+  e.detail = absl::StrFormat("%s cannot release 0x%x: it is %s memory from %s",
+                             ApiName(api), block.address,
+                             MemoryKindName(block.kind), ApiName(block.api));
   engine.RecordError(std::move(e));
 }
 

@@ -1,5 +1,6 @@
-#include "absl/strings/string_view.h"
 #include "lib/errors.h"
+
+#include "absl/strings/string_view.h"
 
 namespace gmt {
 namespace {

@@ -7,23 +7,23 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
 
+#include "absl/strings/string_view.h"
 #include "lib/registry.h"
 
 namespace gmt {
 
 // GMT_ERROR_KIND(Enum, "json-name", "what it means, for the text report")
-#define GMT_ERROR_KINDS(X)                                                   \
-  X(kOobWrite, "oob-write", "write past the end of an allocation")           \
+#define GMT_ERROR_KINDS(X)                                                     \
+  X(kOobWrite, "oob-write", "write past the end of an allocation")             \
   X(kOobUnderflow, "oob-underflow", "write before the start of an allocation") \
-  X(kUafWrite, "uaf-write", "write into freed memory")                       \
-  X(kDoubleFree, "double-free", "memory freed twice")                        \
-  X(kInvalidFree, "invalid-free",                                            \
-    "free of a pointer that is not the start of a live allocation")          \
-  X(kApiBounds, "api-bounds", "copy or set past the end of an allocation")   \
-  X(kOom, "oom", "allocation failed: out of memory")                         \
-  X(kApiMismatch, "api-mismatch",                                            \
+  X(kUafWrite, "uaf-write", "write into freed memory")                         \
+  X(kDoubleFree, "double-free", "memory freed twice")                          \
+  X(kInvalidFree, "invalid-free",                                              \
+    "free of a pointer that is not the start of a live allocation")            \
+  X(kApiBounds, "api-bounds", "copy or set past the end of an allocation")     \
+  X(kOom, "oom", "allocation failed: out of memory")                           \
+  X(kApiMismatch, "api-mismatch",                                              \
     "memory released by an API that does not match its allocator")
 
 enum class ErrorKind : uint8_t {
@@ -46,9 +46,9 @@ struct ErrorRecord {
   StackId stack = kNoStack;                    // where the call was made
   uint32_t thread = 0;
   int64_t time_ns = 0;
-  int cuda_result = 0;       // what CUDA returned to the program
+  int cuda_result = 0;  // what CUDA returned to the program
   std::string cuda_result_name;
-  std::string detail;        // one plain sentence
+  std::string detail;  // one plain sentence
 };
 
 }  // namespace gmt

@@ -16,7 +16,8 @@ void VLog(const char* kind, const char* format, va_list args) {
   int n = snprintf(buffer, sizeof(buffer), "==%d== gpumemtrace: %s", getpid(),
                    kind);
   if (n < 0) return;
-  size_t used = static_cast<size_t>(n) < sizeof(buffer) ? n : sizeof(buffer) - 1;
+  size_t used =
+      static_cast<size_t>(n) < sizeof(buffer) ? n : sizeof(buffer) - 1;
   int m = vsnprintf(buffer + used, sizeof(buffer) - used, format, args);
   if (m > 0) used += static_cast<size_t>(m);
   if (used > sizeof(buffer) - 2) used = sizeof(buffer) - 2;

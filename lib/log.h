@@ -1,6 +1,6 @@
 // The tool's own messages (not reports): one line each on stderr, prefixed with
-// "==<pid>== gpumemtrace: ". Formats into a stack buffer and write()s it, so it is
-// safe from any wrapper, under any lock, and does not allocate.
+// "==<pid>== gpumemtrace: ". Formats into a stack buffer and write()s it, so it
+// is safe from any wrapper, under any lock, and does not allocate.
 #ifndef GMT_LIB_LOG_H_
 #define GMT_LIB_LOG_H_
 

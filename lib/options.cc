@@ -1,12 +1,13 @@
-#include "absl/strings/string_view.h"
 #include "lib/options.h"
 
-#include <cstdlib>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "lib/log.h"
 
@@ -92,7 +93,8 @@ ParseResult ParseOptions(absl::string_view text) {
   ParseResult result;
   Options& o = result.options;
   const Options defaults;
-  for (absl::string_view piece : absl::StrSplit(text, ':', absl::SkipWhitespace())) {
+  for (absl::string_view piece :
+       absl::StrSplit(text, ':', absl::SkipWhitespace())) {
     piece = absl::StripAsciiWhitespace(piece);
     size_t eq = piece.find('=');
     if (eq == absl::string_view::npos) {
@@ -103,27 +105,28 @@ ParseResult ParseOptions(absl::string_view text) {
     absl::string_view key = absl::StripAsciiWhitespace(piece.substr(0, eq));
     absl::string_view value = absl::StripAsciiWhitespace(piece.substr(eq + 1));
     bool known = false;
-#define GMT_OPTION(Type, Name, Default, Description)                         \
-  if (key == #Name) {                                                        \
-    known = true;                                                            \
-    if (!ParseValue(value, &o.Name)) {                                       \
-      result.errors.push_back(absl::StrCat("option '" #Name "': '", value,   \
-                                           "' is not ", TypeName(&o.Name),   \
-                                           "; keeping the default"));        \
-      o.Name = defaults.Name;                                                \
-    } else if (std::string why = CheckValue(key, o); !why.empty()) {         \
-      result.errors.push_back(absl::StrCat("option '" #Name "': '", value,   \
-                                           "' ", why,                        \
-                                           "; keeping the default"));        \
-      o.Name = defaults.Name;                                                \
-    }                                                                        \
+#define GMT_OPTION(Type, Name, Default, Description)                       \
+  if (key == #Name) {                                                      \
+    known = true;                                                          \
+    if (!ParseValue(value, &o.Name)) {                                     \
+      result.errors.push_back(absl::StrCat("option '" #Name "': '", value, \
+                                           "' is not ", TypeName(&o.Name), \
+                                           "; keeping the default"));      \
+      o.Name = defaults.Name;                                              \
+    } else if (std::string why = CheckValue(key, o); !why.empty()) {       \
+      result.errors.push_back(absl::StrCat("option '" #Name "': '", value, \
+                                           "' ", why,                      \
+                                           "; keeping the default"));      \
+      o.Name = defaults.Name;                                              \
+    }                                                                      \
   }
 #include "lib/options.inc"
 #undef GMT_OPTION
     if (!known) {
-      result.errors.push_back(absl::StrCat(
-          "unknown option '", key, "' (ignored); run `gpumemtrace --help-options`"
-          " or see README.md for the list"));
+      result.errors.push_back(
+          absl::StrCat("unknown option '", key,
+                       "' (ignored); run `gpumemtrace --help-options`"
+                       " or see README.md for the list"));
     }
   }
   return result;
@@ -132,9 +135,9 @@ ParseResult ParseOptions(absl::string_view text) {
 std::string OptionsHelp() {
   std::string out;
   const Options defaults;
-#define GMT_OPTION(Type, Name, Default, Description) \
-  absl::StrAppend(&out, "  ", #Name, "=", DefaultText(defaults.Name), "\n      ", \
-                  Description, "\n");
+#define GMT_OPTION(Type, Name, Default, Description)                  \
+  absl::StrAppend(&out, "  ", #Name, "=", DefaultText(defaults.Name), \
+                  "\n      ", Description, "\n");
 #include "lib/options.inc"
 #undef GMT_OPTION
   return out;

@@ -1,16 +1,18 @@
 // GMT_OPTIONS: the tool's run-time settings.
 //
-// Parsed once at start-up from the environment variable GMT_OPTIONS, ASan style:
-// `key=value` pairs separated by ':' (e.g. `report=json:report_path=gmt.%p.json`).
-// A bad key or value is reported by name and that key keeps its default; the other
-// keys still apply. The list of keys is options.inc.
+// Parsed once at start-up from the environment variable GMT_OPTIONS, ASan
+// style: `key=value` pairs separated by ':' (e.g.
+// `report=json:report_path=gmt.%p.json`). A bad key or value is reported by
+// name and that key keeps its default; the other keys still apply. The list of
+// keys is options.inc.
 #ifndef GMT_LIB_OPTIONS_H_
 #define GMT_LIB_OPTIONS_H_
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
+
+#include "absl/strings/string_view.h"
 
 namespace gmt {
 
@@ -40,7 +42,8 @@ std::string OptionsHelp();
 // Expands %p (pid) and %% in a report path.
 std::string ExpandPath(absl::string_view pattern, int pid);
 
-// The process-wide options, parsed from the environment on first use. Thread-safe.
+// The process-wide options, parsed from the environment on first use.
+// Thread-safe.
 const Options& GlobalOptions();
 
 }  // namespace gmt

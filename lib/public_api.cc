@@ -1,12 +1,11 @@
 // include/gmt/gmt.h, implemented on the engine.
 #define GMT_BUILDING_LIBRARY 1
-#include "gmt/gmt.h"
-
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_format.h"
+#include "gmt/gmt.h"
 #include "lib/clock.h"
 #include "lib/engine.h"
 
@@ -56,12 +55,13 @@ Snapshot snapshot() {
   for (int d = 0; d < Usage::kMaxDevices; ++d) {
     UsageFigures u = engine->DeviceUsage(d);
     if (u.allocations == 0) continue;
-    snap.devices.push_back({d, u.live_bytes, u.peak_bytes, u.allocations, u.frees});
+    snap.devices.push_back(
+        {d, u.live_bytes, u.peak_bytes, u.allocations, u.frees});
   }
   UsageFigures host = engine->DeviceUsage(kHostDevice);
   if (host.allocations > 0) {
-    snap.devices.push_back({-1, host.live_bytes, host.peak_bytes,
-                            host.allocations, host.frees});
+    snap.devices.push_back(
+        {-1, host.live_bytes, host.peak_bytes, host.allocations, host.frees});
   }
   for (const DeviceUsage& d : snap.devices) {
     snap.live_bytes += d.live_bytes;
@@ -109,15 +109,16 @@ char* gmt_snapshot_json(void) {
       }
       stack.push_back(std::move(frame));
     }
-    out["allocations"].push_back({{"address", absl::StrFormat("0x%x", a.address)},
-                                  {"bytes", a.bytes},
-                                  {"device", a.device},
-                                  {"api", a.api},
-                                  {"kind", a.kind},
-                                  {"stream", a.stream},
-                                  {"thread", a.thread},
-                                  {"time_s", a.time_s},
-                                  {"stack", std::move(stack)}});
+    out["allocations"].push_back(
+        {{"address", absl::StrFormat("0x%x", a.address)},
+         {"bytes", a.bytes},
+         {"device", a.device},
+         {"api", a.api},
+         {"kind", a.kind},
+         {"stream", a.stream},
+         {"thread", a.thread},
+         {"time_s", a.time_s},
+         {"stack", std::move(stack)}});
   }
   std::string text = out.dump(-1, ' ', false, json::error_handler_t::replace);
   char* result = static_cast<char*>(std::malloc(text.size() + 1));

@@ -10,7 +10,8 @@ size_t Registry::ShardOf(uint64_t address) {
   return static_cast<size_t>((address * 0x9E3779B97F4A7C15ull) >> 58);
 }
 
-std::optional<AllocationRecord> Registry::Insert(const AllocationRecord& record) {
+std::optional<AllocationRecord> Registry::Insert(
+    const AllocationRecord& record) {
   Shard& shard = shards_[ShardOf(record.address)];
   absl::MutexLock lock(&shard.mu);
   auto [it, inserted] = shard.live.try_emplace(record.address, record);
@@ -38,7 +39,8 @@ std::optional<AllocationRecord> Registry::Find(uint64_t address) const {
   return it->second;
 }
 
-std::optional<AllocationRecord> Registry::FindContaining(uint64_t address) const {
+std::optional<AllocationRecord> Registry::FindContaining(
+    uint64_t address) const {
   for (const Shard& shard : shards_) {
     absl::MutexLock lock(&shard.mu);
     for (const auto& [start, record] : shard.live) {
@@ -49,7 +51,7 @@ std::optional<AllocationRecord> Registry::FindContaining(uint64_t address) const
 }
 
 Registry::TakeResult Registry::Take(uint64_t address, uint32_t kind_mask,
-                                   const FreedRecord& freed_template) {
+                                    const FreedRecord& freed_template) {
   TakeResult result;
   uint64_t sequence = 0;
   {

@@ -8,9 +8,9 @@
 #ifndef GMT_LIB_REGISTRY_H_
 #define GMT_LIB_REGISTRY_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
-#include <atomic>
 #include <optional>
 #include <vector>
 

@@ -23,8 +23,8 @@ struct ReportData {
   std::string reason;  // "exit", "request", "error"
 
   struct Device {
-    int index = 0;           // -1: pinned host memory
-    std::string name;        // "NVIDIA H200"; empty when unknown
+    int index = 0;     // -1: pinned host memory
+    std::string name;  // "NVIDIA H200"; empty when unknown
     uint64_t total_bytes = 0;
     uint64_t peak_bytes = 0;
     uint64_t live_bytes = 0;
@@ -39,7 +39,7 @@ struct ReportData {
     uint64_t frees = 0;
     uint64_t live_bytes_at_exit = 0;
     uint64_t errors = 0;
-    uint64_t leaks = 0;          // leaked blocks
+    uint64_t leaks = 0;  // leaked blocks
     uint64_t leaked_bytes = 0;
     uint64_t untracked_frees = 0;  // frees CUDA accepted of blocks we never saw
   } summary;

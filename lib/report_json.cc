@@ -106,12 +106,13 @@ std::string RenderJson(const ReportData& data) {
               {"time_s", static_cast<double>(SinceStartNs(e.time_ns)) * 1e-9},
               {"kernels", json::array()},
               {"stack", StackJson(e.stack, data.stacks)}};
-    if (e.allocation) j["allocation"] = AllocationJson(*e.allocation, data.stacks);
+    if (e.allocation)
+      j["allocation"] = AllocationJson(*e.allocation, data.stacks);
     if (e.previous_free) {
-      j["first_free"] = {{"api", std::string(ApiName(e.previous_free->free_api))},
-                         {"thread", e.previous_free->free_thread},
-                         {"stack", StackJson(e.previous_free->free_stack,
-                                             data.stacks)}};
+      j["first_free"] = {
+          {"api", std::string(ApiName(e.previous_free->free_api))},
+          {"thread", e.previous_free->free_thread},
+          {"stack", StackJson(e.previous_free->free_stack, data.stacks)}};
     }
     out["errors"].push_back(std::move(j));
   }

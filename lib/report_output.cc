@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "lib/report_output.h"
 
 #include <fcntl.h>
@@ -9,6 +8,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "lib/log.h"
 
 namespace gmt {
@@ -70,9 +70,9 @@ void WriteReportOutputs(const ReportData& data, const Options& options) {
   if (text) {
     // The text report goes to the path only when it is the only format.
     const bool to_file = !json && !options.report_path.empty();
-    std::string rendered = RenderText(data, options.max_leaks,
-                                      /*errors_printed=*/!to_file &&
-                                          options.print_errors);
+    std::string rendered =
+        RenderText(data, options.max_leaks,
+                   /*errors_printed=*/!to_file && options.print_errors);
     if (to_file) {
       std::string path = ExpandPath(options.report_path, data.pid);
       std::string error;
@@ -87,8 +87,8 @@ void WriteReportOutputs(const ReportData& data, const Options& options) {
   if (json) {
     std::string rendered = RenderJson(data);
     rendered.push_back('\n');
-    std::string pattern =
-        options.report_path.empty() ? "gpumemtrace.%p.json" : options.report_path;
+    std::string pattern = options.report_path.empty() ? "gpumemtrace.%p.json"
+                                                      : options.report_path;
     std::string path = ExpandPath(pattern, data.pid);
     std::string error;
     if (WriteFileAtomically(path, rendered, &error)) {

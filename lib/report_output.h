@@ -7,8 +7,8 @@
 #define GMT_LIB_REPORT_OUTPUT_H_
 
 #include <string>
-#include "absl/strings/string_view.h"
 
+#include "absl/strings/string_view.h"
 #include "lib/options.h"
 #include "lib/report.h"
 

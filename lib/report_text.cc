@@ -2,10 +2,10 @@
 // from the program's own output.
 #include <map>
 
-#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "lib/clock.h"
 #include "lib/report.h"
 
@@ -71,9 +71,10 @@ void PrintError(TextOut& out, const ErrorRecord& e, const StackTable& stacks) {
   }
   if (e.allocation) {
     const AllocationRecord& a = *e.allocation;
-    out.Line("  the block: 0x%x, %d bytes, %s on %s, allocated by thread %s here:",
-             a.address, a.bytes, ApiName(a.api), DeviceLabel(a.device),
-             ThreadLabel(a.thread));
+    out.Line(
+        "  the block: 0x%x, %d bytes, %s on %s, allocated by thread %s here:",
+        a.address, a.bytes, ApiName(a.api), DeviceLabel(a.device),
+        ThreadLabel(a.thread));
     PrintStack(out, a.stack, stacks);
   }
 }
@@ -104,8 +105,9 @@ std::string RenderErrorText(const ErrorRecord& error, const StackTable& stacks,
 std::string RenderText(const ReportData& data, int64_t max_leaks,
                        bool errors_printed) {
   TextOut out(data.pid);
-  out.Line("gpumemtrace %s report (%s) for %s", data.version, data.reason,
-           data.argv.empty() ? std::string("?") : absl::StrJoin(data.argv, " "));
+  out.Line(
+      "gpumemtrace %s report (%s) for %s", data.version, data.reason,
+      data.argv.empty() ? std::string("?") : absl::StrJoin(data.argv, " "));
   for (const ReportData::Device& d : data.devices) {
     std::string name = d.name.empty() ? "" : absl::StrCat(" ", d.name);
     std::string total =
@@ -117,7 +119,8 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
   if (data.host.allocations > 0) {
     out.Line("pinned host: %d allocations, %d frees, peak %s, in use %s",
              data.host.allocations, data.host.frees,
-             HumanBytes(data.host.peak_bytes), HumanBytes(data.host.live_bytes));
+             HumanBytes(data.host.peak_bytes),
+             HumanBytes(data.host.live_bytes));
   }
   if (data.devices.empty() && data.host.allocations == 0) {
     out.Line("no CUDA allocations were seen");
@@ -153,10 +156,10 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
         break;
       }
       ++shown;
-      std::string released =
-          leak.released_by.empty()
-              ? ""
-              : absl::StrCat(", never freed (released by ", leak.released_by, ")");
+      std::string released = leak.released_by.empty()
+                                 ? ""
+                                 : absl::StrCat(", never freed (released by ",
+                                                leak.released_by, ")");
       out.Line("LEAK: %s in %d block%s from %s (%s) on %s%s, allocated here:",
                HumanBytes(leak.bytes), leak.count, leak.count == 1 ? "" : "s",
                ApiName(leak.api), MemoryKindName(leak.kind),

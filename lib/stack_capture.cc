@@ -91,7 +91,8 @@ void WarmUpStackCapture() {
   void* raw[4];
   backtrace(raw, 4);
   if (void* handle = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL)) {
-    if (auto fn = reinterpret_cast<UnwBacktraceFn>(dlsym(handle, "unw_backtrace"))) {
+    if (auto fn =
+            reinterpret_cast<UnwBacktraceFn>(dlsym(handle, "unw_backtrace"))) {
       fn(raw, 4);
       g_unw_backtrace.store(fn, std::memory_order_release);
     }

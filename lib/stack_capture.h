@@ -1,5 +1,5 @@
-// Capturing the host call stack at an intercepted call: raw return addresses only,
-// no symbols (those come late, in symbolizer.h).
+// Capturing the host call stack at an intercepted call: raw return addresses
+// only, no symbols (those come late, in symbolizer.h).
 #ifndef GMT_LIB_STACK_CAPTURE_H_
 #define GMT_LIB_STACK_CAPTURE_H_
 

@@ -2,16 +2,16 @@
 //
 // Records hold a StackId rather than frames (LLVM sanitizers' depot idea), so a
 // million allocations from one call site cost one stack. Put() is the hot path:
-// a hash, a shard lock and a lookup. Stored stacks are never freed; the depot is
-// process-lifetime, leaked at exit on purpose.
+// a hash, a shard lock and a lookup. Stored stacks are never freed; the depot
+// is process-lifetime, leaked at exit on purpose.
 //
 //   StackId id = depot.Put(frames, n);
 //   StackView v = depot.Get(id);   // frames stay valid forever
 #ifndef GMT_LIB_STACK_DEPOT_H_
 #define GMT_LIB_STACK_DEPOT_H_
 
-#include <cstdint>
 #include <atomic>
+#include <cstdint>
 #include <span>
 
 #include "absl/base/thread_annotations.h"

@@ -73,20 +73,21 @@ bool Symbolizer::EnsureDwfl() {
   void* handle = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) return false;
   auto* api = new DwflApi();
-  bool ok = Load(handle, "dwfl_begin", &api->begin) &&
-            Load(handle, "dwfl_linux_proc_report", &api->linux_proc_report) &&
-            Load(handle, "dwfl_report_begin", &api->report_begin) &&
-            Load(handle, "dwfl_report_end", &api->report_end) &&
-            Load(handle, "dwfl_addrmodule", &api->addrmodule) &&
-            Load(handle, "dwfl_module_getsrc", &api->module_getsrc) &&
-            Load(handle, "dwfl_lineinfo", &api->lineinfo) &&
-            Load(handle, "dwfl_module_addrname", &api->module_addrname) &&
-            Load(handle, "dwfl_linux_proc_find_elf", &api->linux_proc_find_elf) &&
-            Load(handle, "dwfl_standard_find_debuginfo",
-                 &api->standard_find_debuginfo) &&
-            Load(handle, "dwfl_offline_section_address",
-                 &api->offline_section_address) &&
-            Load(handle, "dwfl_end", &api->end);
+  bool ok =
+      Load(handle, "dwfl_begin", &api->begin) &&
+      Load(handle, "dwfl_linux_proc_report", &api->linux_proc_report) &&
+      Load(handle, "dwfl_report_begin", &api->report_begin) &&
+      Load(handle, "dwfl_report_end", &api->report_end) &&
+      Load(handle, "dwfl_addrmodule", &api->addrmodule) &&
+      Load(handle, "dwfl_module_getsrc", &api->module_getsrc) &&
+      Load(handle, "dwfl_lineinfo", &api->lineinfo) &&
+      Load(handle, "dwfl_module_addrname", &api->module_addrname) &&
+      Load(handle, "dwfl_linux_proc_find_elf", &api->linux_proc_find_elf) &&
+      Load(handle, "dwfl_standard_find_debuginfo",
+           &api->standard_find_debuginfo) &&
+      Load(handle, "dwfl_offline_section_address",
+           &api->offline_section_address) &&
+      Load(handle, "dwfl_end", &api->end);
   if (!ok) {
     delete api;
     return false;
@@ -203,7 +204,8 @@ std::vector<SymbolizedFrame> Symbolizer::SymbolizeStack(StackView stack) {
 
 bool IsCudaInternalFrame(const SymbolizedFrame& frame) {
   const std::string& m = frame.module;
-  if (absl::StartsWith(m, "libcudart.so") || absl::StartsWith(m, "libcuda.so")) {
+  if (absl::StartsWith(m, "libcudart.so") ||
+      absl::StartsWith(m, "libcuda.so")) {
     return true;
   }
   // Statically linked cudart lives in the program's own module; its symbols say

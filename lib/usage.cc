@@ -13,8 +13,8 @@ void Usage::Add(int device, uint64_t bytes) {
   const uint64_t now =
       slot.live.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   uint64_t peak = slot.peak.load(std::memory_order_relaxed);
-  while (now > peak &&
-         !slot.peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  while (now > peak && !slot.peak.compare_exchange_weak(
+                           peak, now, std::memory_order_relaxed)) {
   }
 }
 

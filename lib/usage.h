@@ -1,8 +1,8 @@
 // Usage: bytes in use and peak per device, lock-free.
 //
 // Slot 0 is host memory (pinned), slots 1..kMaxDevices are CUDA devices 0..N-1.
-// Add/Sub are a couple of relaxed atomics; the peak is a CAS-max, so it is exact
-// for the order in which the additions land.
+// Add/Sub are a couple of relaxed atomics; the peak is a CAS-max, so it is
+// exact for the order in which the additions land.
 #ifndef GMT_LIB_USAGE_H_
 #define GMT_LIB_USAGE_H_
 

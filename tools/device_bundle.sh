@@ -135,8 +135,9 @@ copy_deps() {
     copied[$name]="$path"
   done < <(ldd "$file" 2>/dev/null | sed 's/^[[:space:]]*//')
 }
-# libdw/libelf are dlopen()ed by the symbolizer, so ldd cannot see them.
-for extra in libdw.so.1 libelf.so.1; do
+# libdw/libelf (symbolizer) and libunwind (fast stack capture) are dlopen()ed,
+# so ldd cannot see them.
+for extra in libdw.so.1 libelf.so.1 libunwind.so.8; do
   path="$(ldconfig -p | awk -v n="$extra" '$1 == n && /x86-64/ {print $NF; exit}')"
   if [ -n "$path" ]; then
     cp -L "$path" "$BUNDLE/lib/$extra"

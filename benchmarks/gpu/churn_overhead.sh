@@ -65,22 +65,28 @@ sys.exit(0 if s["errors"] == 0 and s["leaks"] == 0 else 1)' "$report"; then
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0) printf "%.2f", b / a;
                                             else print "nan" }'; }
 
-echo "churn overhead: $PAIRS pairs, $LAUNCHES launches, $CHURN"
-run_one pairs-plain 0 "" --pairs "$PAIRS"
-p_plain="$US"
-run_one pairs-tool 1 "" --pairs "$PAIRS"
-p_tool="$US"
-run_one pairs-nostack 1 stack_depth=0 --pairs "$PAIRS"
-p_nostack="$US"
-run_one launches-plain 0 "" --kernels --launches "$LAUNCHES"
-k_plain="$US"
-run_one launches-tool 1 "" --kernels --launches "$LAUNCHES"
-k_tool="$US"
+ROUNDS="${GMT_CHURN_ROUNDS:-3}"
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {
+  if (NR == 0) print "nan"; else if (NR % 2) print v[(NR+1)/2];
+  else printf "%.3f", (v[NR/2] + v[NR/2+1]) / 2 }'; }
 
-echo "RESULT churn_pairs plain_us=${p_plain:-nan} tool_us=${p_tool:-nan}" \
-  "ratio=$(ratio "${p_plain:-0}" "${p_tool:-0}")" \
-  "nostack_us=${p_nostack:-nan}" \
-  "nostack_ratio=$(ratio "${p_plain:-0}" "${p_nostack:-0}")"
-echo "RESULT churn_launches plain_us=${k_plain:-nan} tool_us=${k_tool:-nan}" \
-  "ratio=$(ratio "${k_plain:-0}" "${k_tool:-0}")"
+# Configurations run interleaved, ROUNDS times each, and compared by median:
+# one run after another on a GPU drifts by more than the tool costs.
+echo "churn overhead: $PAIRS pairs, $LAUNCHES launches, $ROUNDS interleaved rounds, $CHURN"
+p_plain=""; p_tool=""; p_nostack=""; k_plain=""; k_tool=""
+for round in $(seq 1 "$ROUNDS"); do
+  run_one "pairs-plain-$round" 0 "" --pairs "$PAIRS"; p_plain+=" $US"
+  run_one "pairs-tool-$round" 1 "" --pairs "$PAIRS"; p_tool+=" $US"
+  run_one "pairs-nostack-$round" 1 stack_depth=0 --pairs "$PAIRS"; p_nostack+=" $US"
+  run_one "launches-plain-$round" 0 "" --kernels --launches "$LAUNCHES"; k_plain+=" $US"
+  run_one "launches-tool-$round" 1 "" --kernels --launches "$LAUNCHES"; k_tool+=" $US"
+done
+p_plain="$(echo "$p_plain" | median)"; p_tool="$(echo "$p_tool" | median)"
+p_nostack="$(echo "$p_nostack" | median)"
+k_plain="$(echo "$k_plain" | median)"; k_tool="$(echo "$k_tool" | median)"
+echo "RESULT churn_pairs plain_us=$p_plain tool_us=$p_tool" \
+  "ratio=$(ratio "$p_plain" "$p_tool") nostack_us=$p_nostack" \
+  "nostack_ratio=$(ratio "$p_plain" "$p_nostack") (medians of $ROUNDS)"
+echo "RESULT churn_launches plain_us=$k_plain tool_us=$k_tool" \
+  "ratio=$(ratio "$k_plain" "$k_tool") (medians of $ROUNDS; no call in this loop is intercepted)"
 exit "$status"

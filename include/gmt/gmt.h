@@ -49,7 +49,7 @@ struct Frame {
   std::string function;  // demangled; empty when unknown
   std::string file;      // empty without debug info
   int line = 0;
-  std::string module;    // e.g. "app", "libtorch_cuda.so"
+  std::string module;  // e.g. "app", "libtorch_cuda.so"
 };
 
 // One live allocation.
@@ -110,7 +110,8 @@ extern "C" {
 
 // The snapshot as a JSON document (same shape as the report's "live" list):
 // {"active":..,"live_bytes":..,"devices":[..],"allocations":[..]}. The string
-// is malloc'd: release it with gmt_free(). Never NULL when the tracer is loaded.
+// is malloc'd: release it with gmt_free(). Never NULL when the tracer is
+// loaded.
 GMT_API char* gmt_snapshot_json(void);
 // Frees a string returned by gmt_snapshot_json().
 GMT_API void gmt_free(void* p);
