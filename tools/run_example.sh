@@ -16,8 +16,9 @@ if nvidia-smi -L >/dev/null 2>&1 && [ -x "$build/examples/leak_runtime" ]; then
   echo "== tracing $build/examples/leak_runtime on $(nvidia-smi -L | head -1)"
   LD_PRELOAD="$lib" "$build/examples/leak_runtime"
 else
-  demo="$build/tests/interpose/programs/leak_families"
-  fake="$build/tests/fake_cuda"
+  # A leak from each API family (tests/interpose/programs/leak_program.cc).
+  demo="$build/tests/interpose/gmt_leak_program"
+  fake="$build/tests/fake_cuda/lib"
   echo "== no GPU here: tracing $demo against the CPU test double ($fake)"
-  LD_PRELOAD="$lib" LD_LIBRARY_PATH="$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$demo"
+  LD_PRELOAD="$lib" LD_LIBRARY_PATH="$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$demo" all
 fi
