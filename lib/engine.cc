@@ -54,6 +54,7 @@ Engine* Engine::IfCreated() { return g_engine.load(std::memory_order_acquire); }
 
 Engine::Engine(const Options& options)
     : options_(options),
+      owner_pid_(getpid()),
       pointers_(static_cast<size_t>(options.freed_history)),
       vmm_handles_(
           static_cast<size_t>(std::min<int64_t>(options.freed_history, 4096))) {
@@ -475,6 +476,13 @@ ReportData::Summary Engine::WriteReport(absl::string_view reason) {
 
 void Engine::FinalReport() {
   if (final_done_.exchange(true)) return;
+  // A fork()ed child inherits the parent's picture; CUDA does not work in it,
+  // so an exit report there would repeat the parent's leaks as its own.
+  if (getpid() != owner_pid_) {
+    LogNote(1, "forked child %d: no exit report (the parent writes it)",
+            getpid());
+    return;
+  }
   ReportData::Summary summary = WriteReport("exit");
   if (options_.exitcode != 0 && (summary.errors > 0 || summary.leaks > 0)) {
     _exit(static_cast<int>(options_.exitcode));

@@ -144,6 +144,7 @@ class Engine {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(vmm_mu_);
 
   const Options options_;
+  const int owner_pid_;  // the process that created the engine (not a fork)
   StackDepot depot_;
   Symbolizer symbolizer_;
   Usage usage_;
