@@ -42,6 +42,29 @@ struct AllocEvent {
   StackId stack = kNoStack;
 };
 
+// A live block as the program sees it, and the raw block behind it when the
+// tool added redzones (raw_address == user_address, raw_bytes == user_bytes
+// otherwise).
+struct BlockView {
+  uint64_t user_address = 0;
+  uint64_t user_bytes = 0;
+  uint64_t raw_address = 0;
+  uint64_t raw_bytes = 0;
+  bool guarded = false;
+  Api api = Api::kUnknown;
+  MemoryKind kind = MemoryKind::kDevice;
+  int32_t device = kHostDevice;
+  uint64_t context = 0;
+};
+
+// What a copy/set shim does after Engine::CheckAccess.
+enum class AccessVerdict : uint8_t {
+  kForward,  // call CUDA as the program asked
+  kReject,   // return CUDA's invalid-value code without calling: the range
+             // leaves the user's block but stays inside the tool's redzone,
+             // where CUDA would wrongly accept it
+};
+
 struct FreeTicket {
   enum class State : uint8_t {
     kIgnored,   // null pointer, or tracking off: nothing to do
@@ -54,6 +77,10 @@ struct FreeTicket {
   uint64_t address = 0;
   StackId stack = kNoStack;
   AllocationRecord record;  // the block, for kRemoved / kMismatch
+  // The pointer to hand to CUDA's free: the raw block for a guarded one.
+  uint64_t real_address = 0;
+  // The tool keeps the block (quarantine): do not call CUDA; report success.
+  bool held = false;
 };
 
 class Engine {
@@ -82,6 +109,50 @@ class Engine {
   FreeTicket BeginFree(Api api, uint64_t address, StackId stack);
   void EndFree(const FreeTicket& ticket, bool succeeded, int cuda_result,
                const char* cuda_result_name);
+
+  // ---- Guard zones (lib/guard.h) ------------------------------------------
+  // The live block (device, managed or pinned) whose user range holds
+  // `address`, or whose raw range does for a guarded block.
+  std::optional<BlockView> FindBlock(uint64_t address) const;
+
+  // A copy or set through `call` (e.g. "cudaMemcpyAsync") touches
+  // [address, address + bytes) of device/managed memory. Reports `api-bounds`
+  // when the range leaves the block that holds `address`; see AccessVerdict.
+  // Untracked addresses are kForward.
+  AccessVerdict CheckAccess(absl::string_view call, uint64_t address,
+                            uint64_t bytes);
+
+  // Kernel names: an id per distinct demangled name (cheap to keep per launch).
+  uint32_t InternKernel(absl::string_view name);
+  std::string KernelName(uint32_t id) const;
+
+  // Around every kernel launch on `stream` (0: the legacy stream) of
+  // `context`: Before flushes pending canary fills; After logs the kernel for
+  // attribution and, with check=kernel, enqueues a check on `stream`.
+  void BeforeLaunch(uint64_t context, uint64_t stream);
+  void AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel);
+
+  // A synchronizing call (cudaDeviceSynchronize, cudaStreamSynchronize,
+  // cuCtxSynchronize, ...) returned success in `context`: with check=sync or
+  // kernel, every zone of the context is checked.
+  void OnSynchronized(uint64_t context);
+
+  // Checks every zone now (snapshot, exit, teardown) and reports what
+  // changed. `reason` names the check in reports ("snapshot", "exit", ...).
+  void CheckAllZones(absl::string_view reason);
+
+  // IPC: before cudaIpcGetMemHandle / cuIpcGetMemHandle of `user_address`,
+  // writes a header into the block's front redzone so that a traced peer can
+  // find the user's start. Returns the raw address to pass to CUDA.
+  uint64_t PrepareIpcExport(uint64_t user_address);
+  // In the peer, after cudaIpcOpenMemHandle mapped `raw_base` in `context`:
+  // the user's start if the exporter left a header, else raw_base.
+  uint64_t IpcUserAddress(uint64_t context, uint64_t raw_base);
+
+  // A context is about to be destroyed or reset (context 0: every context on
+  // `device`): take the final picture of its zones while the driver still
+  // answers, then forget its tool state.
+  void BeforeContextTeardown(int device, uint64_t context);
 
   // Virtual memory management: physical memory (a cuMemCreate handle) is gone
   // only when it has been released and its last mapping unmapped.
