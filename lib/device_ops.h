@@ -46,6 +46,12 @@ class DeviceOps {
   virtual bool Fill(uint64_t context, uint64_t stream,
                     absl::Span<const GmtZone> zones) = 0;
 
+  // Makes the program's `stream` wait (cuStreamWaitEvent) for every Fill
+  // already enqueued on the tool's stream of `context`, so the program's next
+  // kernel runs after the canaries are in place. No-op when there is nothing
+  // to wait for. False if the wait could not be enqueued.
+  virtual bool OrderAfterFills(uint64_t context, uint64_t stream) = 0;
+
   // Checks every zone against its pattern on `stream` of `context` and waits
   // for the result. On success `results` has one entry per zone (all zero for
   // a clean zone). False if the check could not run (results untouched).
@@ -72,7 +78,8 @@ class DeviceOps {
   // Frees a raw block the tool held back (quarantine), with the real free
   // function that matches `alloc_api` (cudaFree for runtime allocations,
   // cuMemFree for driver ones). Returns the CUDA result code.
-  virtual int Release(Api alloc_api, uint64_t context, uint64_t raw_address) = 0;
+  virtual int Release(Api alloc_api, uint64_t context,
+                      uint64_t raw_address) = 0;
 
   // Copies `bytes` from device/managed memory at `address` to `out` and waits.
   virtual bool Read(uint64_t context, uint64_t address, void* out,

@@ -52,12 +52,16 @@ Engine& Engine::Get() {
 
 Engine* Engine::IfCreated() { return g_engine.load(std::memory_order_acquire); }
 
-Engine::Engine(const Options& options)
+Engine::Engine(const Options& options, DeviceOps* ops)
     : options_(options),
       owner_pid_(getpid()),
       pointers_(static_cast<size_t>(options.freed_history)),
       vmm_handles_(
-          static_cast<size_t>(std::min<int64_t>(options.freed_history, 4096))) {
+          static_cast<size_t>(std::min<int64_t>(options.freed_history, 4096))),
+      guard_(options, options.enabled ? ops : nullptr) {}
+
+void Engine::ReportFindings(const std::vector<GuardFinding>& findings) {
+  for (const GuardFinding& f : findings) ReportGuardFinding(*this, f);
 }
 
 StackId Engine::CaptureCallStack() {
@@ -82,7 +86,12 @@ void Engine::OnAlloc(const AllocEvent& event) {
   // registered its exit handler: ours, registered now, runs before it.
   static const bool exit_hook_registered = [] {
     std::atexit([] {
-      if (Engine* engine = IfCreated()) engine->MarkExiting();
+      if (Engine* engine = IfCreated()) {
+        engine->MarkExiting();
+        // The last check while the runtime still answers: its own exit
+        // handler, registered before ours, runs after this one.
+        engine->CheckAllZones("exit");
+      }
     });
     return true;
   }();
@@ -90,6 +99,8 @@ void Engine::OnAlloc(const AllocEvent& event) {
   AllocationRecord record;
   record.address = event.address;
   record.bytes = event.bytes;
+  record.raw_address = event.raw_address;
+  record.raw_bytes = event.raw_bytes;
   record.stream = event.stream;
   record.context = event.context;
   record.time_ns = NowNs();
@@ -109,12 +120,15 @@ void Engine::OnAlloc(const AllocEvent& event) {
     LogNote(1, "0x%llx reused before a free was seen",
             static_cast<unsigned long long>(record.address));
   }
+  if (record.guarded()) guard_.Arm(record);
 }
 
-FreeTicket Engine::BeginFree(Api api, uint64_t address, StackId stack) {
+FreeTicket Engine::BeginFree(Api api, uint64_t address, StackId stack,
+                             uint64_t stream) {
   FreeTicket ticket;
   ticket.api = api;
   ticket.address = address;
+  ticket.real_address = address;
   ticket.stack = stack;
   if (address == 0) return ticket;  // freeing null is a no-op in CUDA
   const uint32_t releasable = ApiReleasableKinds(api);
@@ -143,6 +157,18 @@ FreeTicket Engine::BeginFree(Api api, uint64_t address, StackId stack) {
       break;
   }
   ticket.record = taken.record;
+  if (ticket.state == FreeTicket::State::kRemoved && ticket.record.guarded()) {
+    ticket.real_address = ticket.record.raw_address;
+    std::vector<GuardFinding> findings;
+    const bool synchronous_free =
+        api == Api::kCudaFree || api == Api::kCuMemFree;
+    if (synchronous_free && guard_.TryHold(ticket.record, freed, &findings)) {
+      ticket.held = true;
+    } else {
+      guard_.BeforeRealFree(ticket.record, stream, &findings);
+    }
+    ReportFindings(findings);
+  }
   return ticket;
 }
 
@@ -153,6 +179,17 @@ void Engine::EndFree(const FreeTicket& ticket, bool succeeded, int cuda_result,
       return;
     case FreeTicket::State::kRemoved: {
       Registry& registry = RegistryFor(ticket.record.kind);
+      if (ticket.held) {
+        // In quarantine: freed for the program; CUDA gets it back later.
+        AccountFree(ticket.record);
+        std::vector<GuardFinding> findings;
+        guard_.EvictOverBudget(&findings);
+        ReportFindings(findings);
+        return;
+      }
+      if (ticket.record.guarded()) {
+        guard_.AfterRealFree(ticket.record, succeeded);
+      }
       if (!succeeded) {
         // CUDA kept the block (e.g. an error from an earlier async launch
         // surfaced here): so do we.
@@ -447,6 +484,37 @@ ReportData Engine::BuildReport(absl::string_view reason) {
     data.errors_dropped = errors_dropped_;
   }
   data.summary.errors = data.errors.size() + data.errors_dropped;
+  {
+    GuardStats g = guard_.Stats();
+    data.guard.enabled = guard_.ops() != nullptr;
+    data.guard.check = options_.check;
+    data.guard.guarded = g.guarded;
+    data.guard.unguarded_oom = g.unguarded_oom;
+    data.guard.unguarded_capture = g.unguarded_capture;
+    data.guard.checks = g.checks;
+    data.guard.check_failures = g.check_failures;
+    data.guard.bytes_checked = g.bytes_checked;
+    data.guard.quarantine_bytes = g.held_bytes;
+    data.guard.evicted = g.evicted;
+    if (g.unguarded_oom > 0) {
+      data.notes.push_back(absl::StrCat(
+          g.unguarded_oom,
+          " allocations got no redzones (no memory for them) and were not "
+          "guarded"));
+    }
+    if (g.unguarded_capture > 0) {
+      data.notes.push_back(absl::StrCat(
+          g.unguarded_capture,
+          " stream-ordered allocations made during graph capture were not "
+          "guarded"));
+    }
+    if (g.check_failures > 0) {
+      data.notes.push_back(absl::StrCat(
+          g.check_failures,
+          " guard-zone checks could not run on the GPU: redzones were not "
+          "verified then"));
+    }
+  }
   for (const ErrorRecord& e : data.errors) {
     ids.push_back(e.stack);
     if (e.allocation) ids.push_back(e.allocation->stack);

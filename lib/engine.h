@@ -23,6 +23,8 @@
 #include "absl/synchronization/mutex.h"
 #include "lib/api.h"
 #include "lib/errors.h"
+#include "lib/guard.h"
+#include "lib/kernel_names.h"
 #include "lib/options.h"
 #include "lib/registry.h"
 #include "lib/report.h"
@@ -40,6 +42,9 @@ struct AllocEvent {
   uint64_t stream = 0;
   uint64_t context = 0;
   StackId stack = kNoStack;
+  // Guarded: the raw block CUDA returned (address is the user's pointer).
+  uint64_t raw_address = 0;
+  uint64_t raw_bytes = 0;
 };
 
 // A live block as the program sees it, and the raw block behind it when the
@@ -92,7 +97,8 @@ class Engine {
   // programs that never touch CUDA).
   static Engine* IfCreated();
 
-  explicit Engine(const Options& options);
+  // `ops`: the GPU side of guard zones (null: no redzones).
+  explicit Engine(const Options& options, DeviceOps* ops = GetDeviceOps());
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
@@ -105,12 +111,23 @@ class Engine {
   // A successful allocation.
   void OnAlloc(const AllocEvent& event);
 
-  // See the free protocol above. `cuda_result_name` may be null.
-  FreeTicket BeginFree(Api api, uint64_t address, StackId stack);
+  // See the free protocol above. `cuda_result_name` may be null. `stream`:
+  // for stream-ordered frees.
+  FreeTicket BeginFree(Api api, uint64_t address, StackId stack,
+                       uint64_t stream = 0);
   void EndFree(const FreeTicket& ticket, bool succeeded, int cuda_result,
                const char* cuda_result_name);
 
   // ---- Guard zones (lib/guard.h) ------------------------------------------
+  // The layout for a linear allocation of `bytes` by `api` on `stream`, or
+  // nullopt when it is not guarded (policy, size 0, stream capture).
+  std::optional<GuardLayout> PlanGuard(Api api, uint64_t bytes,
+                                       uint64_t stream = 0);
+  // Out of memory with redzones: gives the quarantine back to CUDA. Returns
+  // whether anything was released (a retry may succeed).
+  bool ReleaseQuarantine();
+  GuardManager& guard() { return guard_; }
+
   // The live block (device, managed or pinned) whose user range holds
   // `address`, or whose raw range does for a guarded block.
   std::optional<BlockView> FindBlock(uint64_t address) const;
@@ -136,6 +153,10 @@ class Engine {
   // cuCtxSynchronize, ...) returned success in `context`: with check=sync or
   // kernel, every zone of the context is checked.
   void OnSynchronized(uint64_t context);
+  // The same after a call that waited for one stream (cudaStreamSynchronize,
+  // cuStreamSynchronize): blocks filled on other streams wait for a wider
+  // synchronization.
+  void OnStreamSynchronized(uint64_t context, uint64_t stream);
 
   // Checks every zone now (snapshot, exit, teardown) and reports what
   // changed. `reason` names the check in reports ("snapshot", "exit", ...).
@@ -210,6 +231,7 @@ class Engine {
   };
 
   Registry& RegistryFor(MemoryKind kind);
+  void ReportFindings(const std::vector<GuardFinding>& findings);
   void AccountFree(const AllocationRecord& record);
   void FreeVmmHandleIfDone(uint64_t handle)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(vmm_mu_);
@@ -240,6 +262,9 @@ class Engine {
   std::vector<ErrorRecord> errors_ ABSL_GUARDED_BY(errors_mu_);
   uint64_t errors_dropped_ ABSL_GUARDED_BY(errors_mu_) = 0;
   StackTable printed_stacks_ ABSL_GUARDED_BY(errors_mu_);
+
+  GuardManager guard_;
+  KernelNames kernel_names_;
 
   std::atomic<uint64_t> untracked_frees_{0};
   std::atomic<bool> final_done_{false};

@@ -1,15 +1,41 @@
-// Engine members for guard zones. (Placeholder bodies: the guard manager
-// replaces them.)
+// Engine members for guard zones: thin glue between the front ends and the
+// GuardManager, plus the reports of what it finds.
 #include "lib/engine.h"
+#include "lib/error_reports.h"
 
 namespace gmt {
+
+std::optional<GuardLayout> Engine::PlanGuard(Api api, uint64_t bytes,
+                                             uint64_t stream) {
+  // Size 0 gives a null pointer in CUDA; absurd sizes fail there unchanged.
+  if (!guard_.Guards(api) || bytes == 0 || bytes > (uint64_t{1} << 52)) {
+    return std::nullopt;
+  }
+  if (FamilyOf(api) == GuardFamily::kAsync &&
+      guard_.ops()->StreamCapturing(stream)) {
+    // Canaries cannot be written into a graph being captured.
+    guard_.NoteUnguardedCapture();
+    return std::nullopt;
+  }
+  return PlanLinear(guard_.policy(), bytes);
+}
+
+bool Engine::ReleaseQuarantine() {
+  std::vector<GuardFinding> findings;
+  uint64_t released = guard_.ReleaseQuarantine(&findings);
+  ReportFindings(findings);
+  return released > 0;
+}
 
 std::optional<BlockView> Engine::FindBlock(uint64_t address) const {
   std::optional<AllocationRecord> r = pointers_.FindContaining(address);
   if (!r) return std::nullopt;
   BlockView v;
-  v.user_address = v.raw_address = r->address;
-  v.user_bytes = v.raw_bytes = r->bytes;
+  v.user_address = r->address;
+  v.user_bytes = r->bytes;
+  v.guarded = r->guarded();
+  v.raw_address = v.guarded ? r->raw_address : r->address;
+  v.raw_bytes = v.guarded ? r->raw_bytes : r->bytes;
   v.api = r->api;
   v.kind = r->kind;
   v.device = r->device;
@@ -17,17 +43,79 @@ std::optional<BlockView> Engine::FindBlock(uint64_t address) const {
   return v;
 }
 
-AccessVerdict Engine::CheckAccess(absl::string_view, uint64_t, uint64_t) {
-  return AccessVerdict::kForward;
+AccessVerdict Engine::CheckAccess(absl::string_view call, uint64_t address,
+                                  uint64_t bytes) {
+  if (bytes == 0 || !tracking()) return AccessVerdict::kForward;
+  std::optional<AllocationRecord> r = pointers_.FindContaining(address);
+  // Host memory and untracked pointers: CUDA decides.
+  if (!r ||
+      (r->kind != MemoryKind::kDevice && r->kind != MemoryKind::kManaged)) {
+    return AccessVerdict::kForward;
+  }
+  const uint64_t end = address + bytes;
+  if (end >= address && address >= r->address && end <= r->address + r->bytes) {
+    return AccessVerdict::kForward;
+  }
+  // Without redzones CUDA rejects any range that leaves the allocation
+  // (measured: invalid-value for a single byte past the end). With them the
+  // range may fit the raw block, so the tool answers for CUDA.
+  const bool rejected = r->guarded();
+  ReportApiBounds(*this, call, address, bytes, *r, rejected,
+                  CaptureCallStack());
+  return rejected ? AccessVerdict::kReject : AccessVerdict::kForward;
 }
-uint32_t Engine::InternKernel(absl::string_view) { return 0; }
-std::string Engine::KernelName(uint32_t) const { return ""; }
-void Engine::BeforeLaunch(uint64_t, uint64_t) {}
-void Engine::AfterLaunch(uint64_t, uint64_t, uint32_t) {}
-void Engine::OnSynchronized(uint64_t) {}
-void Engine::CheckAllZones(absl::string_view) {}
-uint64_t Engine::PrepareIpcExport(uint64_t user_address) { return user_address; }
-uint64_t Engine::IpcUserAddress(uint64_t, uint64_t raw_base) { return raw_base; }
-void Engine::BeforeContextTeardown(int, uint64_t) {}
+
+uint32_t Engine::InternKernel(absl::string_view name) {
+  return kernel_names_.Intern(name);
+}
+
+std::string Engine::KernelName(uint32_t id) const {
+  return kernel_names_.Name(id);
+}
+
+void Engine::BeforeLaunch(uint64_t context, uint64_t stream) {
+  guard_.BeforeLaunch(context, stream);
+}
+
+void Engine::AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel) {
+  std::vector<GuardFinding> findings;
+  guard_.AfterLaunch(context, stream, kernel, &findings);
+  ReportFindings(findings);
+}
+
+void Engine::OnSynchronized(uint64_t context) {
+  std::vector<GuardFinding> findings;
+  guard_.OnSynchronized(context, 0, /*device_wide=*/true, &findings);
+  ReportFindings(findings);
+}
+
+void Engine::OnStreamSynchronized(uint64_t context, uint64_t stream) {
+  std::vector<GuardFinding> findings;
+  guard_.OnSynchronized(context, stream, /*device_wide=*/false, &findings);
+  ReportFindings(findings);
+}
+
+void Engine::CheckAllZones(absl::string_view reason) {
+  std::vector<GuardFinding> findings;
+  guard_.CheckAll(reason, &findings);
+  ReportFindings(findings);
+}
+
+uint64_t Engine::PrepareIpcExport(uint64_t user_address) {
+  std::optional<AllocationRecord> r = pointers_.Find(user_address);
+  if (!r || !r->guarded()) return user_address;
+  return guard_.PrepareIpcExport(*r);
+}
+
+uint64_t Engine::IpcUserAddress(uint64_t context, uint64_t raw_base) {
+  return guard_.IpcUserAddress(context, raw_base);
+}
+
+void Engine::BeforeContextTeardown(int device, uint64_t context) {
+  if (exiting_.load(std::memory_order_acquire)) return;
+  std::vector<GuardFinding> findings;
+  guard_.BeforeTeardown(device, context, &findings);
+  ReportFindings(findings);
+}
 
 }  // namespace gmt

@@ -5,6 +5,7 @@
 #define GMT_LIB_ERROR_REPORTS_H_
 
 #include "lib/engine.h"
+#include "lib/guard.h"
 
 namespace gmt {
 
@@ -24,6 +25,15 @@ void ReportInvalidFree(Engine& engine, Api api, uint64_t address, StackId stack,
 void ReportApiMismatch(Engine& engine, Api api, StackId stack,
                        const AllocationRecord& block, int cuda_result,
                        const char* cuda_result_name);
+
+// A guard-zone check found changed bytes around or inside `f.block`.
+void ReportGuardFinding(Engine& engine, const GuardFinding& f);
+
+// A copy/set `call` on [address, address + bytes) leaves `block`. `rejected`:
+// the tool answered invalid-value itself (the range ran into its redzone).
+void ReportApiBounds(Engine& engine, absl::string_view call, uint64_t address,
+                     uint64_t bytes, const AllocationRecord& block,
+                     bool rejected, StackId stack);
 
 }  // namespace gmt
 

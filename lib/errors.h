@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "lib/registry.h"
@@ -49,6 +50,19 @@ struct ErrorRecord {
   int cuda_result = 0;  // what CUDA returned to the program
   std::string cuda_result_name;
   std::string detail;  // one plain sentence
+
+  // Guard-zone findings (oob-write, oob-underflow, uaf-write): changed bytes
+  // relative to the user's start (`offset` is first_offset, `bytes` is
+  // changed_bytes), the kernels that ran since the last clean check, and
+  // which check found them ("sync", "kernel", "exit", "free", ...).
+  bool has_range = false;
+  int64_t first_offset = 0;
+  int64_t last_offset = 0;
+  uint64_t changed_bytes = 0;
+  std::vector<std::string> kernels;
+  uint64_t kernels_omitted = 0;  // older kernels not listed
+  std::string check;
+  std::string call;  // api-bounds: the copy/set entry point ("cudaMemcpy")
 };
 
 }  // namespace gmt

@@ -67,6 +67,37 @@ std::string CheckValue(absl::string_view key, const Options& o) {
   if (key == "exitcode") return range(o.exitcode, 0, 255);
   if (key == "max_leaks") return range(o.max_leaks, 0, 1 << 30);
   if (key == "verbosity") return range(o.verbosity, 0, 2);
+  if (key == "check") {
+    if (o.check == "none" || o.check == "exit" || o.check == "sync" ||
+        o.check == "kernel") {
+      return "";
+    }
+    return absl::StrCat("unknown value '", o.check,
+                        "' (expected none, exit, sync or kernel)");
+  }
+  if (key == "guard_front") {
+    if (o.guard_front % 256 != 0) return "must be a multiple of 256";
+    return range(o.guard_front, 0, 1 << 20);
+  }
+  if (key == "guard_tail_min") return range(o.guard_tail_min, 256, 1 << 26);
+  if (key == "guard_tail_max") {
+    return range(o.guard_tail_max, o.guard_tail_min, 1 << 28);
+  }
+  if (key == "guard_tail_ratio") return range(o.guard_tail_ratio, 1, 1 << 16);
+  if (key == "quarantine_bytes") {
+    return range(o.quarantine_bytes, 0, int64_t{1} << 40);
+  }
+  if (key == "guard_skip") {
+    if (o.guard_skip.empty()) return "";
+    for (absl::string_view part : absl::StrSplit(o.guard_skip, ',')) {
+      if (part != "device" && part != "pitched" && part != "managed" &&
+          part != "async") {
+        return absl::StrCat("unknown family '", part,
+                            "' (expected device, pitched, managed, async)");
+      }
+    }
+    return "";
+  }
   if (key == "report_path" && o.report_path.find('\0') != std::string::npos) {
     return "contains a NUL byte";
   }

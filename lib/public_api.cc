@@ -30,6 +30,8 @@ Snapshot snapshot() {
   if (engine == nullptr) engine = &Engine::Get();
   snap.active = engine->tracking();
   if (!snap.active) return snap;
+  // The snapshot is a check point too (DESIGN §3).
+  engine->CheckAllZones("snapshot");
   std::vector<AllocationRecord> live = engine->LiveAllocations();
   std::vector<StackId> ids;
   ids.reserve(live.size());
@@ -71,8 +73,15 @@ Snapshot snapshot() {
   return snap;
 }
 
+uint64_t check_now() {
+  Engine& engine = Engine::Get();
+  engine.CheckAllZones("request");
+  return engine.ErrorCount();
+}
+
 uint64_t report() {
   Engine& engine = Engine::Get();
+  engine.CheckAllZones("request");
   engine.WriteReport("request");
   return engine.ErrorCount();
 }
@@ -130,6 +139,8 @@ char* gmt_snapshot_json(void) {
 void gmt_free(void* p) { std::free(p); }
 
 uint64_t gmt_report(void) { return gmt::report(); }
+
+uint64_t gmt_check_now(void) { return gmt::check_now(); }
 
 size_t gmt_live_bytes(int device) {
   gmt::Engine* engine = gmt::Engine::IfCreated();

@@ -10,14 +10,41 @@ size_t Registry::ShardOf(uint64_t address) {
   return static_cast<size_t>((address * 0x9E3779B97F4A7C15ull) >> 58);
 }
 
+bool Registry::Indexed(const AllocationRecord& record) {
+  return record.kind == MemoryKind::kDevice ||
+         record.kind == MemoryKind::kManaged ||
+         record.kind == MemoryKind::kPinnedHost ||
+         record.kind == MemoryKind::kRegisteredHost;
+}
+
+void Registry::IndexInsert(const AllocationRecord& record) {
+  if (!Indexed(record)) return;
+  absl::MutexLock lock(&range_mu_);
+  ranges_[record.extent_begin()] = Extent{record.extent_end(), record.address};
+}
+
+void Registry::IndexErase(const AllocationRecord& record) {
+  if (!Indexed(record)) return;
+  absl::MutexLock lock(&range_mu_);
+  auto it = ranges_.find(record.extent_begin());
+  if (it != ranges_.end() && it->second.address == record.address) {
+    ranges_.erase(it);
+  }
+}
+
 std::optional<AllocationRecord> Registry::Insert(
     const AllocationRecord& record) {
   Shard& shard = shards_[ShardOf(record.address)];
   absl::MutexLock lock(&shard.mu);
   auto [it, inserted] = shard.live.try_emplace(record.address, record);
-  if (inserted) return std::nullopt;
+  if (inserted) {
+    IndexInsert(record);
+    return std::nullopt;
+  }
   AllocationRecord previous = it->second;
+  IndexErase(previous);
   it->second = record;
+  IndexInsert(record);
   return previous;
 }
 
@@ -27,6 +54,7 @@ std::optional<AllocationRecord> Registry::Erase(uint64_t address) {
   auto it = shard.live.find(address);
   if (it == shard.live.end()) return std::nullopt;
   AllocationRecord record = it->second;
+  IndexErase(record);
   shard.live.erase(it);
   return record;
 }
@@ -41,13 +69,22 @@ std::optional<AllocationRecord> Registry::Find(uint64_t address) const {
 
 std::optional<AllocationRecord> Registry::FindContaining(
     uint64_t address) const {
-  for (const Shard& shard : shards_) {
-    absl::MutexLock lock(&shard.mu);
-    for (const auto& [start, record] : shard.live) {
-      if (address >= start && address - start < record.bytes) return record;
-    }
+  uint64_t key = 0;
+  {
+    absl::MutexLock lock(&range_mu_);
+    auto it = ranges_.upper_bound(address);
+    if (it == ranges_.begin()) return std::nullopt;
+    --it;
+    if (address >= it->second.end) return std::nullopt;
+    key = it->second.address;
   }
-  return std::nullopt;
+  // The block may have gone in between: then Find answers nothing.
+  std::optional<AllocationRecord> record = Find(key);
+  if (record &&
+      (address < record->extent_begin() || address >= record->extent_end())) {
+    return std::nullopt;
+  }
+  return record;
 }
 
 Registry::TakeResult Registry::Take(uint64_t address, uint32_t kind_mask,
@@ -65,6 +102,7 @@ Registry::TakeResult Registry::Take(uint64_t address, uint32_t kind_mask,
       return result;
     }
     result.outcome = TakeResult::Outcome::kTaken;
+    IndexErase(it->second);
     shard.live.erase(it);
     if (freed_capacity_ == 0) return result;
     FreedRecord freed = freed_template;
@@ -129,6 +167,7 @@ std::vector<AllocationRecord> Registry::EraseIf(
     absl::MutexLock lock(&shard.mu);
     for (auto it = shard.live.begin(); it != shard.live.end();) {
       if (pred(it->second)) {
+        IndexErase(it->second);
         removed.push_back(it->second);
         shard.live.erase(it++);
       } else {

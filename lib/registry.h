@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "lib/api.h"
@@ -28,6 +29,10 @@ inline constexpr int32_t kHostDevice = -1;
 struct AllocationRecord {
   uint64_t address = 0;  // the user's pointer (or handle, for arrays and VMM)
   uint64_t bytes = 0;    // what the user asked for
+  // The block CUDA really handed out when the tool added redzones (guard
+  // zones); 0 when unguarded (the user's block is the raw block).
+  uint64_t raw_address = 0;
+  uint64_t raw_bytes = 0;
   uint64_t stream = 0;   // for stream-ordered allocations, else 0
   uint64_t context = 0;  // CUcontext current at the call
   int64_t time_ns = 0;   // monotonic
@@ -36,6 +41,13 @@ struct AllocationRecord {
   int32_t device = kHostDevice;
   Api api = Api::kUnknown;
   MemoryKind kind = MemoryKind::kDevice;
+
+  bool guarded() const { return raw_bytes != 0; }
+  // The extent CUDA knows: the raw block when guarded.
+  uint64_t extent_begin() const { return guarded() ? raw_address : address; }
+  uint64_t extent_end() const {
+    return guarded() ? raw_address + raw_bytes : address + bytes;
+  }
 };
 
 struct FreedRecord {
@@ -74,8 +86,10 @@ class Registry {
   TakeResult Take(uint64_t address, uint32_t kind_mask,
                   const FreedRecord& freed_template);
 
-  // The live block whose [address, address + bytes) holds `address`, for
-  // interior-pointer reports. Scans every shard: for error paths only.
+  // The live block whose [address, address + bytes) holds `address` — or, for
+  // a guarded block, whose raw extent does. Only device, managed and pinned
+  // host blocks (pointer ranges) are indexed. O(log n), one extra lock: used
+  // on every checked copy/set.
   std::optional<AllocationRecord> FindContaining(uint64_t address) const;
 
   // Remembers a free for later double-free reports: the last
@@ -112,6 +126,11 @@ class Registry {
   };
 
   static size_t ShardOf(uint64_t address);
+  static bool Indexed(const AllocationRecord& record);
+  // Range index maintenance; called with the record's shard lock held (lock
+  // order: shard, then range_mu_).
+  void IndexInsert(const AllocationRecord& record);
+  void IndexErase(const AllocationRecord& record);
   // Stores `freed` in its shard; returns its sequence number.
   uint64_t RememberLocked(Shard& shard, const FreedRecord& freed)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu);
@@ -119,6 +138,13 @@ class Registry {
   // address was not freed again since). Takes no shard lock while holding
   // fifo_mu_.
   void PushFifo(uint64_t address, uint64_t sequence);
+
+  struct Extent {
+    uint64_t end;      // one past the extent's last byte
+    uint64_t address;  // the record's key (the user's pointer)
+  };
+  mutable absl::Mutex range_mu_;
+  absl::btree_map<uint64_t, Extent> ranges_ ABSL_GUARDED_BY(range_mu_);
 
   const size_t freed_capacity_;
   Shard shards_[kShards];

@@ -61,6 +61,20 @@ struct ReportData {
   std::vector<ErrorRecord> errors;
   uint64_t errors_dropped = 0;
 
+  // Guard zones: what was protected and checked.
+  struct Guard {
+    bool enabled = false;
+    std::string check;  // the check= level
+    uint64_t guarded = 0;
+    uint64_t unguarded_oom = 0;
+    uint64_t unguarded_capture = 0;
+    uint64_t checks = 0;
+    uint64_t check_failures = 0;
+    uint64_t bytes_checked = 0;
+    uint64_t quarantine_bytes = 0;
+    uint64_t evicted = 0;
+  } guard;
+
   StackTable stacks;  // every stack id referenced above, symbolized
   std::vector<std::string> notes;
 };

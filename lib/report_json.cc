@@ -104,8 +104,16 @@ std::string RenderJson(const ReportData& data) {
               {"cuda_error", e.cuda_result_name},
               {"thread", e.thread},
               {"time_s", static_cast<double>(SinceStartNs(e.time_ns)) * 1e-9},
-              {"kernels", json::array()},
+              {"kernels", e.kernels},
               {"stack", StackJson(e.stack, data.stacks)}};
+    if (e.has_range) {
+      j["first_offset"] = e.first_offset;
+      j["last_offset"] = e.last_offset;
+      j["changed_bytes"] = e.changed_bytes;
+      j["kernels_omitted"] = e.kernels_omitted;
+    }
+    if (!e.check.empty()) j["check"] = e.check;
+    if (!e.call.empty()) j["call"] = e.call;
     if (e.allocation)
       j["allocation"] = AllocationJson(*e.allocation, data.stacks);
     if (e.previous_free) {
@@ -117,6 +125,16 @@ std::string RenderJson(const ReportData& data) {
     out["errors"].push_back(std::move(j));
   }
   out["errors_dropped"] = data.errors_dropped;
+  out["guard"] = {{"enabled", data.guard.enabled},
+                  {"check", data.guard.check},
+                  {"guarded", data.guard.guarded},
+                  {"unguarded_oom", data.guard.unguarded_oom},
+                  {"unguarded_capture", data.guard.unguarded_capture},
+                  {"checks", data.guard.checks},
+                  {"check_failures", data.guard.check_failures},
+                  {"bytes_checked", data.guard.bytes_checked},
+                  {"quarantine_bytes", data.guard.quarantine_bytes},
+                  {"evicted", data.guard.evicted}};
   out["notes"] = data.notes;
   // Invalid UTF-8 (odd symbol names, argv) is replaced rather than thrown on:
   // the report must never be lost to an encoding error.

@@ -60,9 +60,30 @@ void PrintError(TextOut& out, const ErrorRecord& e, const StackTable& stacks) {
     out.Line("  CUDA returned %d (%s) to the program", e.cuda_result,
              e.cuda_result_name.empty() ? "?" : e.cuda_result_name);
   }
-  out.Line("  %s called by thread %s here:", ApiName(e.api),
-           ThreadLabel(e.thread));
-  PrintStack(out, e.stack, stacks);
+  if (e.has_range) {
+    // Found by a canary check: there is no call stack of the bad write, but
+    // there are the kernels that may have made it.
+    if (e.kernels.empty()) {
+      out.Line(
+          "  found by the %s check; no kernel launch was seen since the "
+          "last clean check",
+          e.check);
+    } else {
+      out.Line("  found by the %s check; %s:", e.check,
+               e.kernels.size() == 1 && e.kernels_omitted == 0
+                   ? "written by kernel"
+                   : "kernels run since the last clean check (newest last)");
+      for (const std::string& k : e.kernels) out.Line("    %s", k);
+      if (e.kernels_omitted > 0) {
+        out.Line("    ... and %d older launches", e.kernels_omitted);
+      }
+    }
+  } else {
+    out.Line("  %s called by thread %s here:",
+             e.call.empty() ? std::string(ApiName(e.api)) : e.call,
+             ThreadLabel(e.thread));
+    PrintStack(out, e.stack, stacks);
+  }
   if (e.previous_free) {
     out.Line("  first freed by %s on thread %s here:",
              ApiName(e.previous_free->free_api),

@@ -94,6 +94,11 @@ GMT_API Snapshot snapshot();
 // GMT_OPTIONS), without ending anything. Returns the number of errors so far.
 GMT_API uint64_t report();
 
+// Checks every guard zone now (canaries of live blocks, freed fill of
+// quarantined ones) on the GPU and reports what changed. Waits for the GPU.
+// Returns the number of errors so far.
+GMT_API uint64_t check_now();
+
 // True when the tracer is loaded in this process (linked or preloaded).
 #if defined(GMT_BUILDING_LIBRARY)
 inline bool Available() { return true; }
@@ -117,6 +122,8 @@ GMT_API char* gmt_snapshot_json(void);
 GMT_API void gmt_free(void* p);
 // Writes the report now (see gmt::report()); returns the error count.
 GMT_API uint64_t gmt_report(void);
+// Checks every guard zone now (see gmt::check_now()); returns the error count.
+GMT_API uint64_t gmt_check_now(void);
 // Bytes live on `device` (-1: pinned host memory, -2: everything).
 GMT_API size_t gmt_live_bytes(int device);
 // 1 when the tracer is active.

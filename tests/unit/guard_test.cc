@@ -1,0 +1,431 @@
+// Guard zones on the host: layout policy, the engine's guarded alloc/free
+// protocol, lazy fills, checks at sync/kernel/exit, quarantine and eviction,
+// API bounds and reports — with HostDeviceOps standing in for the GPU, so
+// "device" memory is host memory the test corrupts by hand.
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "gtest/gtest.h"
+#include "lib/engine.h"
+#include "lib/guard_layout.h"
+#include "lib/report.h"
+#include "tests/unit/host_device_ops.h"
+
+namespace gmt {
+namespace {
+
+constexpr uint64_t kContext = 0x1000;
+constexpr uint64_t kStream = 0x2000;
+
+Options GuardOptions(const char* check = "sync", int64_t quarantine = 1 << 20) {
+  Options o;
+  o.print_errors = false;
+  o.symbolize = false;
+  o.stack_depth = 0;
+  o.report = "none";
+  o.check = check;
+  o.quarantine_bytes = quarantine;
+  return o;
+}
+
+// ---- Layout
+// -------------------------------------------------------------------
+
+TEST(GuardLayoutTest, FrontKeepsAlignmentAndTailCoversSlackPlusZone) {
+  GuardPolicy p = GuardPolicy::FromOptions(GuardOptions());
+  GuardLayout l = PlanLinear(p, 1000);
+  EXPECT_EQ(l.front, 256u);
+  EXPECT_EQ(l.front % 256, 0u);
+  // 1000 rounds to 1024 (24 bytes of slack), then a 4 KiB zone.
+  EXPECT_EQ(l.raw_bytes, 256u + 1024u + 4096u);
+}
+
+TEST(GuardLayoutTest, TailZoneAdaptsToSizeWithinBounds) {
+  GuardPolicy p = GuardPolicy::FromOptions(GuardOptions());
+  EXPECT_EQ(TailZoneBytes(p, 1), 4096u);
+  EXPECT_EQ(TailZoneBytes(p, 1 << 20), 65536u);  // size / 16
+  EXPECT_EQ(TailZoneBytes(p, uint64_t{1} << 34), uint64_t{1} << 20);  // max
+}
+
+TEST(GuardLayoutTest, SkipListAndFamilies) {
+  Options o = GuardOptions();
+  o.guard_skip = "managed,async";
+  GuardPolicy p = GuardPolicy::FromOptions(o);
+  EXPECT_TRUE(p.Guards(Api::kCudaMalloc));
+  EXPECT_TRUE(p.Guards(Api::kCuMemAllocPitch));
+  EXPECT_FALSE(p.Guards(Api::kCudaMallocManaged));
+  EXPECT_FALSE(p.Guards(Api::kCuMemAllocAsync));
+  EXPECT_FALSE(p.Guards(Api::kCudaMallocHost));  // host memory: never
+  o.guard = false;
+  EXPECT_FALSE(GuardPolicy::FromOptions(o).Guards(Api::kCudaMalloc));
+}
+
+TEST(GuardLayoutTest, PitchedRowsLeaveFrontAndTail) {
+  GuardPolicy p = GuardPolicy::FromOptions(GuardOptions());
+  uint64_t extra = PlanExtraRows(p, 1024, 7);
+  EXPECT_EQ(extra, 1u + 4u);  // 256 B front -> 1 row; 4 KiB tail -> 4 rows
+  EXPECT_EQ(FrontRows(p, 1024, extra), 1u);
+  EXPECT_EQ(FrontRows(p, 1024, 1), 0u);  // no room: tail only
+}
+
+// ---- Engine with HostDeviceOps
+// ---------------------------------------------------
+
+class GuardTest : public ::testing::Test {
+ protected:
+  void Start(Options options) {
+    ops_ = std::make_unique<HostDeviceOps>();
+    engine_ = std::make_unique<Engine>(options, ops_.get());
+  }
+  void SetUp() override { Start(GuardOptions()); }
+  void TearDown() override {
+    // Blocks still live or held are host memory of ours.
+    engine_.reset();
+    for (void* p : owned_) {
+      bool released = false;
+      for (uint64_t r : ops_->released) {
+        released |= r == reinterpret_cast<uint64_t>(p);
+      }
+      if (!released) std::free(p);
+    }
+  }
+
+  // What the allocation shims do: plan, "allocate" the raw block, record.
+  uint8_t* Alloc(uint64_t bytes, Api api = Api::kCudaMalloc,
+                 uint64_t stream = 0) {
+    std::optional<GuardLayout> plan = engine_->PlanGuard(api, bytes, stream);
+    const uint64_t raw_bytes = plan ? plan->raw_bytes : bytes;
+    void* raw = std::aligned_alloc(256, (raw_bytes + 255) / 256 * 256);
+    std::memset(raw, 0x11, raw_bytes);  // CUDA memory holds old data
+    owned_.push_back(raw);
+    AllocEvent e;
+    e.api = api;
+    e.bytes = bytes;
+    e.device = 0;
+    e.context = kContext;
+    e.stream = stream;
+    if (plan) {
+      e.raw_address = reinterpret_cast<uint64_t>(raw);
+      e.raw_bytes = plan->raw_bytes;
+      e.address = e.raw_address + plan->front;
+    } else {
+      e.address = reinterpret_cast<uint64_t>(raw);
+    }
+    engine_->OnAlloc(e);
+    return reinterpret_cast<uint8_t*>(e.address);
+  }
+
+  // What the free shims do. Returns whether CUDA was called (not held).
+  bool Free(uint8_t* p, Api api = Api::kCudaFree, uint64_t stream = 0) {
+    FreeTicket t = engine_->BeginFree(api, reinterpret_cast<uint64_t>(p),
+                                      kNoStack, stream);
+    engine_->EndFree(t, true, 0, "cudaSuccess");
+    return !t.held;
+  }
+
+  void Launch(const char* kernel, uint64_t stream = kStream) {
+    engine_->BeforeLaunch(kContext, stream);
+    engine_->AfterLaunch(kContext, stream, engine_->InternKernel(kernel));
+  }
+
+  std::vector<ErrorRecord> Errors() {
+    return engine_->BuildReport("request").errors;
+  }
+
+  std::unique_ptr<HostDeviceOps> ops_;
+  std::unique_ptr<Engine> engine_;
+  std::vector<void*> owned_;
+};
+
+TEST_F(GuardTest, UserPointerIsAlignedAndInsideTheRawBlock) {
+  uint8_t* p = Alloc(1000);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(p) % 256, 0u);
+  std::optional<BlockView> v =
+      engine_->FindBlock(reinterpret_cast<uint64_t>(p));
+  ASSERT_TRUE(v);
+  EXPECT_TRUE(v->guarded);
+  EXPECT_EQ(v->user_bytes, 1000u);
+  EXPECT_EQ(v->raw_address + 256, v->user_address);
+  // An address inside a redzone still finds its block (for the user's view).
+  EXPECT_TRUE(engine_->FindBlock(reinterpret_cast<uint64_t>(p) - 8));
+  EXPECT_TRUE(engine_->FindBlock(reinterpret_cast<uint64_t>(p) + 1000));
+}
+
+TEST_F(GuardTest, NoGpuWorkPerAllocationUntilALaunch) {
+  uint8_t* p = Alloc(4096);
+  EXPECT_EQ(ops_->fills, 0);
+  Free(p);
+  EXPECT_EQ(ops_->fills, 0);
+  EXPECT_EQ(ops_->checks, 0);
+  Launch("k");
+  // One launch flushes both the canaries and the freed fill, in one call.
+  EXPECT_EQ(ops_->fills, 1);
+  EXPECT_EQ(ops_->orders, 1);
+}
+
+TEST_F(GuardTest, TailOverrunInsideTheSlackIsReportedWithExactOffsets) {
+  uint8_t* p = Alloc(1000);
+  Launch("fill_overrun(float*, long)");
+  std::memset(p + 1000, 0, 12);  // bytes 1000..1011: inside the 1024 slack
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  const ErrorRecord& e = errors[0];
+  EXPECT_EQ(e.kind, ErrorKind::kOobWrite);
+  EXPECT_EQ(e.first_offset, 1000);
+  EXPECT_EQ(e.last_offset, 1011);
+  EXPECT_EQ(e.offset, 1000);
+  EXPECT_EQ(e.changed_bytes, 12u);
+  EXPECT_EQ(e.bytes, 12u);
+  EXPECT_EQ(e.check, "sync");
+  ASSERT_TRUE(e.allocation);
+  EXPECT_EQ(e.allocation->bytes, 1000u);
+  ASSERT_EQ(e.kernels.size(), 1u);
+  EXPECT_EQ(e.kernels[0], "fill_overrun(float*, long)");
+}
+
+TEST_F(GuardTest, OneOverrunIsReportedOnce) {
+  uint8_t* p = Alloc(256);
+  Launch("k");
+  p[300] = 7;
+  engine_->OnSynchronized(kContext);
+  engine_->OnSynchronized(kContext);  // re-armed: clean now
+  Launch("k2");
+  engine_->OnSynchronized(kContext);
+  EXPECT_EQ(Errors().size(), 1u);
+}
+
+TEST_F(GuardTest, UnderflowHasNegativeOffsets) {
+  uint8_t* p = Alloc(512);
+  Launch("k");
+  std::memset(p - 16, 1, 16);
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].kind, ErrorKind::kOobUnderflow);
+  EXPECT_EQ(errors[0].first_offset, -16);
+  EXPECT_EQ(errors[0].last_offset, -1);
+  EXPECT_EQ(errors[0].changed_bytes, 16u);
+}
+
+TEST_F(GuardTest, OverrunOfAFewKibIntoTheTailZone) {
+  uint8_t* p = Alloc(1 << 20);
+  Launch("k");
+  std::memset(p + (1 << 20), 3, 3072);
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].first_offset, 1 << 20);
+  EXPECT_EQ(errors[0].last_offset, (1 << 20) + 3071);
+  EXPECT_EQ(errors[0].changed_bytes, 3072u);
+}
+
+TEST_F(GuardTest, WriteAfterFreeInQuarantineIsUafWithTheFreeRecord) {
+  uint8_t* p = Alloc(2048);
+  Launch("k");
+  EXPECT_FALSE(Free(p));      // held: CUDA not called
+  EXPECT_EQ(ops_->syncs, 1);  // cudaFree's implicit device sync kept
+  Launch("writer(int*)");     // the freed fill lands before this kernel
+  p[10] = 0;
+  p[20] = 0;
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].kind, ErrorKind::kUafWrite);
+  EXPECT_EQ(errors[0].first_offset, 10);
+  EXPECT_EQ(errors[0].last_offset, 20);
+  EXPECT_EQ(errors[0].changed_bytes, 2u);
+  ASSERT_TRUE(errors[0].previous_free);
+  EXPECT_EQ(errors[0].previous_free->free_api, Api::kCudaFree);
+  // Both kernels ran since the last clean check; the writer is newest.
+  ASSERT_FALSE(errors[0].kernels.empty());
+  EXPECT_EQ(errors[0].kernels.back(), "writer(int*)");
+}
+
+TEST_F(GuardTest, QuarantineEvictsOldestBatchAndChecksIt) {
+  Start(GuardOptions("sync", /*quarantine=*/64 * 1024));
+  std::vector<uint8_t*> blocks;
+  for (int i = 0; i < 8; ++i) blocks.push_back(Alloc(16 * 1024));
+  Launch("k");
+  for (uint8_t* p : blocks) Free(p);
+  // 8 blocks of ~20.5 KiB raw each against a 64 KiB budget: the oldest went
+  // back to CUDA, checked first.
+  EXPECT_FALSE(ops_->released.empty());
+  EXPECT_EQ(ops_->released.front(),
+            reinterpret_cast<uint64_t>(blocks[0]) - 256);
+  EXPECT_GE(ops_->checks, 1);
+  EXPECT_TRUE(Errors().empty());
+  EXPECT_LE(engine_->guard().Stats().held_bytes, 64u * 1024);
+}
+
+TEST_F(GuardTest, ChurnWithoutLaunchesCostsNoGpuWork) {
+  Start(GuardOptions("sync", /*quarantine=*/64 * 1024));
+  for (int i = 0; i < 100; ++i) Free(Alloc(16 * 1024));
+  EXPECT_EQ(ops_->fills, 0);
+  EXPECT_EQ(ops_->checks, 0);  // nothing was ever written: nothing to check
+  EXPECT_GE(ops_->released.size(), 90u);
+}
+
+TEST_F(GuardTest, QuarantineOffChecksAtFreeAndCallsCuda) {
+  Start(GuardOptions("sync", /*quarantine=*/0));
+  uint8_t* p = Alloc(1000);
+  Launch("k");
+  p[1003] = 9;
+  EXPECT_TRUE(Free(p));
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].check, "free");
+  EXPECT_EQ(errors[0].first_offset, 1003);
+}
+
+TEST_F(GuardTest, KernelModeNamesExactlyTheKernel) {
+  Start(GuardOptions("kernel"));
+  uint8_t* p = Alloc(1000);
+  Launch("clean_a");
+  Launch("clean_b");
+  engine_->BeforeLaunch(kContext, kStream);
+  p[1000] = 1;  // this kernel's write
+  engine_->AfterLaunch(kContext, kStream, engine_->InternKernel("bad_kernel"));
+  Launch("clean_c");
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].check, "kernel");
+  ASSERT_EQ(errors[0].kernels.size(), 1u);
+  EXPECT_EQ(errors[0].kernels[0], "bad_kernel");
+  EXPECT_GE(ops_->async_checks, 4);
+  EXPECT_EQ(ops_->checks, 1);  // the sync check, clean after re-arming
+}
+
+TEST_F(GuardTest, StreamOrderedBlocksAreFilledAtOnceOnTheirStream) {
+  uint8_t* p = Alloc(1000, Api::kCudaMallocAsync, kStream);
+  EXPECT_EQ(ops_->fills, 1);
+  p[1000] = 1;
+  EXPECT_TRUE(Free(p, Api::kCudaFreeAsync, kStream));  // never held
+  engine_->OnSynchronized(kContext);  // answers the async check at free
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].check, "free");
+  EXPECT_EQ(errors[0].allocation->api, Api::kCudaMallocAsync);
+}
+
+TEST_F(GuardTest, CaptureLeavesStreamOrderedBlocksUnguarded) {
+  ops_->capturing = true;
+  uint8_t* p = Alloc(1000, Api::kCudaMallocAsync, kStream);
+  std::optional<BlockView> v =
+      engine_->FindBlock(reinterpret_cast<uint64_t>(p));
+  ASSERT_TRUE(v);
+  EXPECT_FALSE(v->guarded);
+  EXPECT_EQ(engine_->guard().Stats().unguarded_capture, 1u);
+}
+
+TEST_F(GuardTest, CheckNoneNeverChecks) {
+  Start(GuardOptions("none"));
+  uint8_t* p = Alloc(100);
+  Launch("k");
+  p[100] = 1;
+  engine_->OnSynchronized(kContext);
+  engine_->CheckAllZones("exit");
+  EXPECT_EQ(ops_->checks, 0);
+  EXPECT_TRUE(Errors().empty());
+}
+
+TEST_F(GuardTest, ExitCheckFindsWhatNoSyncSaw) {
+  Start(GuardOptions("exit"));
+  uint8_t* p = Alloc(100);
+  Launch("k");
+  p[150] = 1;
+  engine_->OnSynchronized(kContext);  // check=exit: not at sync points
+  EXPECT_TRUE(Errors().empty());
+  engine_->CheckAllZones("exit");
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].check, "exit");
+}
+
+TEST_F(GuardTest, FailedChecksAreCountedNotReported) {
+  uint8_t* p = Alloc(100);
+  Launch("k");
+  p[100] = 1;
+  ops_->fail_checks = true;
+  engine_->OnSynchronized(kContext);
+  EXPECT_TRUE(Errors().empty());
+  ReportData r = engine_->BuildReport("request");
+  EXPECT_EQ(r.guard.check_failures, 1u);
+  EXPECT_FALSE(r.notes.empty());
+}
+
+TEST_F(GuardTest, ApiBoundsRejectsWhatCudaWouldHaveRejected) {
+  uint8_t* p = Alloc(1000);
+  const uint64_t a = reinterpret_cast<uint64_t>(p);
+  EXPECT_EQ(engine_->CheckAccess("cudaMemset", a, 1000),
+            AccessVerdict::kForward);
+  EXPECT_EQ(engine_->CheckAccess("cudaMemset", a + 10, 990),
+            AccessVerdict::kForward);
+  EXPECT_EQ(engine_->CheckAccess("cudaMemset", a, 1001),
+            AccessVerdict::kReject);
+  EXPECT_EQ(engine_->CheckAccess("cuMemcpyHtoD_v2", a - 8, 16),
+            AccessVerdict::kReject);
+  EXPECT_EQ(engine_->CheckAccess("cudaMemset", 0x10, 1000),
+            AccessVerdict::kForward);  // untracked: CUDA decides
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0].kind, ErrorKind::kApiBounds);
+  EXPECT_EQ(errors[0].call, "cudaMemset");
+  EXPECT_EQ(errors[0].offset, 0);
+  EXPECT_EQ(errors[0].bytes, 1001u);
+  EXPECT_EQ(errors[0].cuda_result_name, "cudaErrorInvalidValue");
+  EXPECT_EQ(errors[1].offset, -8);
+  EXPECT_EQ(errors[1].cuda_result_name, "CUDA_ERROR_INVALID_VALUE");
+}
+
+TEST_F(GuardTest, ApiBoundsOnUnguardedBlocksForwardsButReports) {
+  Options o = GuardOptions();
+  o.guard = false;
+  Start(o);
+  uint8_t* p = Alloc(1000);
+  EXPECT_EQ(
+      engine_->CheckAccess("cudaMemcpy", reinterpret_cast<uint64_t>(p), 1024),
+      AccessVerdict::kForward);
+  EXPECT_EQ(Errors().size(), 1u);
+}
+
+TEST_F(GuardTest, IpcHeaderLetsAPeerFindTheUserStart) {
+  uint8_t* p = Alloc(4096);
+  const uint64_t user = reinterpret_cast<uint64_t>(p);
+  const uint64_t raw = engine_->PrepareIpcExport(user);
+  EXPECT_EQ(raw, user - 256);
+  EXPECT_EQ(engine_->IpcUserAddress(kContext, raw), user);
+  // The header is not reported as an underflow.
+  Launch("k");
+  engine_->OnSynchronized(kContext);
+  EXPECT_TRUE(Errors().empty());
+  // Memory without a header answers as itself.
+  uint8_t* q = Alloc(100, Api::kCudaMallocHost);
+  EXPECT_EQ(engine_->IpcUserAddress(kContext, reinterpret_cast<uint64_t>(q)),
+            reinterpret_cast<uint64_t>(q));
+}
+
+TEST_F(GuardTest, TeardownTakesTheFinalPictureThenForgets) {
+  uint8_t* p = Alloc(100);
+  Launch("k");
+  p[100] = 1;
+  engine_->BeforeContextTeardown(0, kContext);
+  EXPECT_EQ(Errors().size(), 1u);
+  EXPECT_EQ(Errors()[0].check, "teardown");
+  engine_->OnSynchronized(kContext);  // forgotten: nothing more
+  EXPECT_EQ(Errors().size(), 1u);
+}
+
+TEST_F(GuardTest, ReportCountsGuardedBlocks) {
+  Alloc(100);
+  Alloc(100, Api::kCudaMallocHost);
+  ReportData r = engine_->BuildReport("request");
+  EXPECT_TRUE(r.guard.enabled);
+  EXPECT_EQ(r.guard.guarded, 1u);
+  EXPECT_EQ(r.guard.check, "sync");
+}
+
+}  // namespace
+}  // namespace gmt

@@ -1,0 +1,108 @@
+// A DeviceOps over host memory for the engine's unit tests: "device"
+// addresses are host pointers, every operation runs at once, and each call is
+// counted so tests can assert what the guard manager asked for.
+#ifndef GMT_TESTS_UNIT_HOST_DEVICE_OPS_H_
+#define GMT_TESTS_UNIT_HOST_DEVICE_OPS_H_
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include "lib/device_ops.h"
+
+namespace gmt {
+
+class HostDeviceOps : public DeviceOps {
+ public:
+  int fills = 0;  // Fill calls
+  int zones_filled = 0;
+  int checks = 0;        // Check calls
+  int async_checks = 0;  // CheckAsync calls
+  int orders = 0;        // OrderAfterFills calls
+  int syncs = 0;
+  std::vector<uint64_t> released;  // raw addresses given back
+  int sync_result = 0;             // what SynchronizeContext answers
+  bool capturing = false;
+  bool fail_checks = false;
+
+  bool Fill(uint64_t, uint64_t, absl::Span<const GmtZone> zones) override {
+    ++fills;
+    for (const GmtZone& z : zones) {
+      std::memset(reinterpret_cast<void*>(z.address),
+                  static_cast<int>(z.pattern & 0xFF), z.bytes);
+      ++zones_filled;
+    }
+    return true;
+  }
+  bool OrderAfterFills(uint64_t, uint64_t) override {
+    ++orders;
+    return true;
+  }
+  bool Check(uint64_t, uint64_t, absl::Span<const GmtZone> zones,
+             std::vector<GmtZoneResult>* results) override {
+    ++checks;
+    if (fail_checks) return false;
+    *results = Compare(zones);
+    return true;
+  }
+  uint64_t CheckAsync(uint64_t, uint64_t,
+                      absl::Span<const GmtZone> zones) override {
+    ++async_checks;
+    if (fail_checks) return 0;
+    uint64_t ticket = next_ticket_++;
+    tickets_[ticket] = Compare(zones);
+    return ticket;
+  }
+  Poll PollCheck(uint64_t ticket, bool,
+                 std::vector<GmtZoneResult>* results) override {
+    auto it = tickets_.find(ticket);
+    if (it == tickets_.end()) return Poll::kFailed;
+    *results = it->second;
+    tickets_.erase(it);
+    return Poll::kDone;
+  }
+  int SynchronizeContext(uint64_t) override {
+    ++syncs;
+    return sync_result;
+  }
+  int Release(Api, uint64_t, uint64_t raw) override {
+    released.push_back(raw);
+    std::free(reinterpret_cast<void*>(raw));
+    return 0;
+  }
+  bool Read(uint64_t, uint64_t address, void* out, uint64_t bytes) override {
+    std::memcpy(out, reinterpret_cast<const void*>(address), bytes);
+    return true;
+  }
+  bool Write(uint64_t, uint64_t address, const void* data,
+             uint64_t bytes) override {
+    std::memcpy(reinterpret_cast<void*>(address), data, bytes);
+    return true;
+  }
+  bool StreamCapturing(uint64_t) override { return capturing; }
+  void ForgetContext(uint64_t) override {}
+
+ private:
+  static std::vector<GmtZoneResult> Compare(absl::Span<const GmtZone> zones) {
+    std::vector<GmtZoneResult> out(zones.size());
+    for (size_t i = 0; i < zones.size(); ++i) {
+      const auto* p = reinterpret_cast<const uint8_t*>(zones[i].address);
+      for (uint64_t off = 0; off < zones[i].bytes; ++off) {
+        if (p[off] == (zones[i].pattern & 0xFF)) continue;
+        GmtZoneResult& r = out[i];
+        ++r.changed_bytes;
+        if (~off > r.first_inverted) r.first_inverted = ~off;
+        if (off + 1 > r.last_plus1) r.last_plus1 = off + 1;
+      }
+    }
+    return out;
+  }
+
+  uint64_t next_ticket_ = 1;
+  std::map<uint64_t, std::vector<GmtZoneResult>> tickets_;
+};
+
+}  // namespace gmt
+
+#endif  // GMT_TESTS_UNIT_HOST_DEVICE_OPS_H_
