@@ -27,6 +27,10 @@ CUresult Shim_cuCtxDestroy_v2(CUcontext ctx) {
   InterceptScope scope;
   if (!scope.Recording()) return real(ctx);
   const int device = DeviceOfContext(ctx);
+  if (ctx != nullptr) {
+    gmt::Engine::Get().BeforeContextTeardown(device,
+                                             reinterpret_cast<uint64_t>(ctx));
+  }
   CUresult result = real(ctx);
   if (result == CUDA_SUCCESS) {
     gmt::Engine::Get().OnContextTeardown(
@@ -40,6 +44,7 @@ CUresult Shim_cuDevicePrimaryCtxReset_v2(CUdevice device) {
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   InterceptScope scope;
   if (!scope.Recording()) return real(device);
+  gmt::Engine::Get().BeforeContextTeardown(static_cast<int>(device), 0);
   CUresult result = real(device);
   if (result == CUDA_SUCCESS) {
     gmt::Engine::Get().OnContextTeardown(static_cast<int>(device), 0,

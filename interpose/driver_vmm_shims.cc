@@ -31,7 +31,7 @@ CUresult Shim_cuMemRelease(CUmemGenericAllocationHandle handle) {
   InterceptScope scope;
   if (!scope.Recording()) return real(handle);
   return gmt::TrackedFree(
-      Api::kCuMemRelease, handle, [&] { return real(handle); },
+      Api::kCuMemRelease, handle, [&](uint64_t) { return real(handle); },
       /*driver=*/true);
 }
 
@@ -80,6 +80,6 @@ CUresult Shim_cuMemAddressFree(CUdeviceptr ptr, size_t size) {
   InterceptScope scope;
   if (!scope.Recording()) return real(ptr, size);
   return gmt::TrackedFree(
-      Api::kCuMemAddressFree, ptr, [&] { return real(ptr, size); },
+      Api::kCuMemAddressFree, ptr, [&](uint64_t) { return real(ptr, size); },
       /*driver=*/true);
 }

@@ -1,4 +1,5 @@
 // Load and exit of the library itself.
+#include "interpose/driver_device_ops.h"
 #include "interpose/intercept_scope.h"
 #include "lib/engine.h"
 #include "lib/stack_capture.h"
@@ -10,13 +11,16 @@ thread_local int t_intercept_depth __attribute__((tls_model("initial-exec"))) =
 
 namespace {
 
-// At load: learn our own text range so captured stacks drop the tool's frames.
-// Nothing else: a program that never touches CUDA pays nothing more.
+// At load: learn our own text range so captured stacks drop the tool's frames,
+// and install the GPU side of guard zones (no CUDA call: it resolves the driver
+// and loads its kernels on first use). Nothing else: a program that never
+// touches CUDA pays nothing more.
 __attribute__((constructor)) void OnLoad() {
   uintptr_t begin = 0, end = 0;
   if (ModuleTextRange(reinterpret_cast<const void*>(&OnLoad), &begin, &end)) {
     SetToolTextRange(begin, end);
   }
+  InstallDriverDeviceOps();
 }
 
 // At exit, as late as the loader allows (after the program's static

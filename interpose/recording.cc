@@ -69,7 +69,8 @@ CallContext CurrentCallContext() {
 }
 
 void RecordAlloc(Api api, uint64_t address, uint64_t bytes, uint64_t stream,
-                 StackId stack, int device_override) {
+                 StackId stack, int device_override, uint64_t raw_address,
+                 uint64_t raw_bytes) {
   CallContext where = CurrentCallContext();
   AllocEvent event;
   event.api = api;
@@ -78,6 +79,8 @@ void RecordAlloc(Api api, uint64_t address, uint64_t bytes, uint64_t stream,
   event.stream = stream;
   event.context = where.context;
   event.stack = stack;
+  event.raw_address = raw_address;
+  event.raw_bytes = raw_bytes;
   const MemoryKind kind = ApiMemoryKind(api);
   if (device_override >= 0) {
     event.device = device_override;

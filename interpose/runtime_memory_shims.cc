@@ -1,5 +1,6 @@
 // Runtime API allocation shims: forward, and record what came back. The
 // driver calls these make inside cudart run nested and are not recorded again.
+#include "interpose/guarded_alloc.h"
 #include "interpose/runtime_hooks.h"
 #include "lib/log.h"
 
@@ -11,6 +12,10 @@ namespace {
 uint64_t StreamId(cudaStream_t stream) {
   return reinterpret_cast<uint64_t>(stream);
 }
+
+// The least pitch CUDA picks for a row of `width` bytes (512-byte pitch
+// alignment on current GPUs; a larger real pitch only grows the redzones).
+uint64_t RoundUp512(uint64_t width) { return (width + 511) / 512 * 512; }
 
 template <typename Call>
 cudaError_t TrackedAlloc(Api api, void** out, uint64_t bytes, uint64_t stream,
@@ -26,12 +31,39 @@ cudaError_t TrackedAlloc(Api api, void** out, uint64_t bytes, uint64_t stream,
   return result;
 }
 
+// A guarded linear allocation: `call(bytes, &raw)` makes the real call.
 template <typename Call>
-cudaError_t ForwardFree(Api api, const void* p, Call&& call) {
+cudaError_t GuardedAlloc(Api api, void** out, uint64_t bytes, uint64_t stream,
+                         Call&& call) {
   InterceptScope scope;
-  if (!scope.Recording()) return call();
-  return gmt::TrackedFree(api, reinterpret_cast<uintptr_t>(p), call,
-                          /*driver=*/false);
+  if (!scope.Recording() || out == nullptr) {
+    void* raw = nullptr;
+    cudaError_t r = call(bytes, out != nullptr ? out : &raw);
+    return r;
+  }
+  gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
+  uint64_t user = 0;
+  cudaError_t result = gmt::GuardedLinearAlloc(
+      api, bytes, stream, stack, &user, [&](uint64_t n, uint64_t* raw) {
+        void* p = nullptr;
+        cudaError_t r = call(n, &p);
+        *raw = reinterpret_cast<uintptr_t>(p);
+        return r;
+      });
+  if (result == cudaSuccess) *out = reinterpret_cast<void*>(user);
+  return result;
+}
+
+// `call(pointer)` frees with CUDA (the raw block when guarded).
+template <typename Call>
+cudaError_t ForwardFree(Api api, const void* p, Call&& call,
+                        uint64_t stream = 0) {
+  InterceptScope scope;
+  if (!scope.Recording()) return call(const_cast<void*>(p));
+  return gmt::TrackedFree(
+      api, reinterpret_cast<uintptr_t>(p),
+      [&](uint64_t ptr) { return call(reinterpret_cast<void*>(ptr)); },
+      /*driver=*/false, stream);
 }
 
 // What the program gets when no CUDA runtime is loaded behind the shim. That
@@ -54,36 +86,39 @@ cudaError_t NoRuntime() {
 cudaError_t Shim_cudaMalloc(void** p, size_t bytes) {
   auto real = gmt::g_real_cudaMalloc.Get();
   if (real == nullptr) return NoRuntime();
-  return TrackedAlloc(Api::kCudaMalloc, p, bytes, 0,
-                      [&] { return real(p, bytes); });
+  return GuardedAlloc(Api::kCudaMalloc, p, bytes, 0,
+                      [&](uint64_t n, void** out) { return real(out, n); });
 }
 
 cudaError_t Shim_cudaFree(void* p) {
   auto real = gmt::g_real_cudaFree.Get();
   if (real == nullptr) return NoRuntime();
-  return ForwardFree(Api::kCudaFree, p, [&] { return real(p); });
+  return ForwardFree(Api::kCudaFree, p, [&](void* q) { return real(q); });
 }
 
 cudaError_t Shim_cudaMallocManaged(void** p, size_t bytes, unsigned int flags) {
   auto real = gmt::g_real_cudaMallocManaged.Get();
   if (real == nullptr) return NoRuntime();
-  return TrackedAlloc(Api::kCudaMallocManaged, p, bytes, 0,
-                      [&] { return real(p, bytes, flags); });
+  return GuardedAlloc(
+      Api::kCudaMallocManaged, p, bytes, 0,
+      [&](uint64_t n, void** out) { return real(out, n, flags); });
 }
 
 cudaError_t Shim_cudaMallocAsync(void** p, size_t bytes, cudaStream_t stream) {
   auto real = gmt::g_real_cudaMallocAsync.Get();
   if (real == nullptr) return NoRuntime();
-  return TrackedAlloc(Api::kCudaMallocAsync, p, bytes, StreamId(stream),
-                      [&] { return real(p, bytes, stream); });
+  return GuardedAlloc(
+      Api::kCudaMallocAsync, p, bytes, StreamId(stream),
+      [&](uint64_t n, void** out) { return real(out, n, stream); });
 }
 
 cudaError_t Shim_cudaMallocAsync_ptsz(void** p, size_t bytes,
                                       cudaStream_t stream) {
   auto real = gmt::g_real_cudaMallocAsync_ptsz.Get();
   if (real == nullptr) return NoRuntime();
-  return TrackedAlloc(Api::kCudaMallocAsync, p, bytes, StreamId(stream),
-                      [&] { return real(p, bytes, stream); });
+  return GuardedAlloc(
+      Api::kCudaMallocAsync, p, bytes, StreamId(stream),
+      [&](uint64_t n, void** out) { return real(out, n, stream); });
 }
 
 cudaError_t Shim_cudaMallocFromPoolAsync(void** p, size_t bytes,
@@ -91,8 +126,9 @@ cudaError_t Shim_cudaMallocFromPoolAsync(void** p, size_t bytes,
                                          cudaStream_t stream) {
   auto real = gmt::g_real_cudaMallocFromPoolAsync.Get();
   if (real == nullptr) return NoRuntime();
-  return TrackedAlloc(Api::kCudaMallocFromPoolAsync, p, bytes, StreamId(stream),
-                      [&] { return real(p, bytes, pool, stream); });
+  return GuardedAlloc(
+      Api::kCudaMallocFromPoolAsync, p, bytes, StreamId(stream),
+      [&](uint64_t n, void** out) { return real(out, n, pool, stream); });
 }
 
 cudaError_t Shim_cudaMallocFromPoolAsync_ptsz(void** p, size_t bytes,
@@ -100,20 +136,25 @@ cudaError_t Shim_cudaMallocFromPoolAsync_ptsz(void** p, size_t bytes,
                                               cudaStream_t stream) {
   auto real = gmt::g_real_cudaMallocFromPoolAsync_ptsz.Get();
   if (real == nullptr) return NoRuntime();
-  return TrackedAlloc(Api::kCudaMallocFromPoolAsync, p, bytes, StreamId(stream),
-                      [&] { return real(p, bytes, pool, stream); });
+  return GuardedAlloc(
+      Api::kCudaMallocFromPoolAsync, p, bytes, StreamId(stream),
+      [&](uint64_t n, void** out) { return real(out, n, pool, stream); });
 }
 
 cudaError_t Shim_cudaFreeAsync(void* p, cudaStream_t stream) {
   auto real = gmt::g_real_cudaFreeAsync.Get();
   if (real == nullptr) return NoRuntime();
-  return ForwardFree(Api::kCudaFreeAsync, p, [&] { return real(p, stream); });
+  return ForwardFree(
+      Api::kCudaFreeAsync, p, [&](void* q) { return real(q, stream); },
+      StreamId(stream));
 }
 
 cudaError_t Shim_cudaFreeAsync_ptsz(void* p, cudaStream_t stream) {
   auto real = gmt::g_real_cudaFreeAsync_ptsz.Get();
   if (real == nullptr) return NoRuntime();
-  return ForwardFree(Api::kCudaFreeAsync, p, [&] { return real(p, stream); });
+  return ForwardFree(
+      Api::kCudaFreeAsync, p, [&](void* q) { return real(q, stream); },
+      StreamId(stream));
 }
 
 cudaError_t Shim_cudaMallocPitch(void** p, size_t* pitch, size_t width,
@@ -121,12 +162,25 @@ cudaError_t Shim_cudaMallocPitch(void** p, size_t* pitch, size_t width,
   auto real = gmt::g_real_cudaMallocPitch.Get();
   if (real == nullptr) return NoRuntime();
   InterceptScope scope;
-  if (!scope.Recording()) return real(p, pitch, width, height);
+  if (!scope.Recording() || p == nullptr || pitch == nullptr || width == 0) {
+    return real(p, pitch, width, height);
+  }
   gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
-  cudaError_t result = real(p, pitch, width, height);
-  if (result == cudaSuccess && p != nullptr && pitch != nullptr) {
-    gmt::RecordAlloc(Api::kCudaMallocPitch, reinterpret_cast<uintptr_t>(*p),
-                     *pitch * height, 0, stack);
+  uint64_t user = 0;
+  uint64_t row = 0;
+  cudaError_t result = gmt::GuardedRowsAlloc(
+      Api::kCudaMallocPitch, height, RoundUp512(width), stack, &user, &row,
+      [&](uint64_t rows, uint64_t* raw, uint64_t* row_bytes) {
+        void* q = nullptr;
+        size_t got_pitch = 0;
+        cudaError_t r = real(&q, &got_pitch, width, rows);
+        *raw = reinterpret_cast<uintptr_t>(q);
+        *row_bytes = got_pitch;
+        return r;
+      });
+  if (result == cudaSuccess) {
+    *p = reinterpret_cast<void*>(user);
+    *pitch = row;
   }
   return result;
 }
@@ -135,15 +189,29 @@ cudaError_t Shim_cudaMalloc3D(cudaPitchedPtr* pitched, cudaExtent extent) {
   auto real = gmt::g_real_cudaMalloc3D.Get();
   if (real == nullptr) return NoRuntime();
   InterceptScope scope;
-  if (!scope.Recording()) return real(pitched, extent);
+  if (!scope.Recording() || pitched == nullptr || extent.width == 0 ||
+      extent.height == 0 || extent.depth == 0) {
+    return real(pitched, extent);
+  }
   gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
-  cudaError_t result = real(pitched, extent);
-  if (result == cudaSuccess && pitched != nullptr) {
-    const uint64_t bytes = static_cast<uint64_t>(pitched->pitch) *
-                           extent.height * (extent.depth ? extent.depth : 1);
-    gmt::RecordAlloc(Api::kCudaMalloc3D,
-                     reinterpret_cast<uintptr_t>(pitched->ptr), bytes, 0,
-                     stack);
+  // Slices are the rows here: the block grows by whole slices.
+  uint64_t user = 0;
+  uint64_t slice = 0;
+  cudaPitchedPtr got{};
+  cudaError_t result = gmt::GuardedRowsAlloc(
+      Api::kCudaMalloc3D, extent.depth,
+      RoundUp512(extent.width) * extent.height, stack, &user, &slice,
+      [&](uint64_t slices, uint64_t* raw, uint64_t* slice_bytes) {
+        cudaExtent e = extent;
+        e.depth = slices;
+        cudaError_t r = real(&got, e);
+        *raw = reinterpret_cast<uintptr_t>(got.ptr);
+        *slice_bytes = static_cast<uint64_t>(got.pitch) * extent.height;
+        return r;
+      });
+  if (result == cudaSuccess) {
+    *pitched = got;
+    pitched->ptr = reinterpret_cast<void*>(user);
   }
   return result;
 }
@@ -165,7 +233,7 @@ cudaError_t Shim_cudaHostAlloc(void** p, size_t bytes, unsigned int flags) {
 cudaError_t Shim_cudaFreeHost(void* p) {
   auto real = gmt::g_real_cudaFreeHost.Get();
   if (real == nullptr) return NoRuntime();
-  return ForwardFree(Api::kCudaFreeHost, p, [&] { return real(p); });
+  return ForwardFree(Api::kCudaFreeHost, p, [&](void* q) { return real(q); });
 }
 
 cudaError_t Shim_cudaHostRegister(void* p, size_t bytes, unsigned int flags) {
@@ -185,7 +253,8 @@ cudaError_t Shim_cudaHostRegister(void* p, size_t bytes, unsigned int flags) {
 cudaError_t Shim_cudaHostUnregister(void* p) {
   auto real = gmt::g_real_cudaHostUnregister.Get();
   if (real == nullptr) return NoRuntime();
-  return ForwardFree(Api::kCudaHostUnregister, p, [&] { return real(p); });
+  return ForwardFree(Api::kCudaHostUnregister, p,
+                     [&](void* q) { return real(q); });
 }
 
 cudaError_t Shim_cudaMallocArray(cudaArray_t* array,
@@ -212,7 +281,9 @@ cudaError_t Shim_cudaMallocArray(cudaArray_t* array,
 cudaError_t Shim_cudaFreeArray(cudaArray_t array) {
   auto real = gmt::g_real_cudaFreeArray.Get();
   if (real == nullptr) return NoRuntime();
-  return ForwardFree(Api::kCudaFreeArray, array, [&] { return real(array); });
+  return ForwardFree(Api::kCudaFreeArray, array, [&](void* q) {
+    return real(static_cast<cudaArray_t>(q));
+  });
 }
 
 cudaError_t Shim_cudaDeviceReset() {
@@ -228,6 +299,9 @@ cudaError_t Shim_cudaDeviceReset() {
   if (auto get = get_device.Get();
       get != nullptr && get(&device) != cudaSuccess) {
     device = gmt::kHostDevice;
+  }
+  if (device != gmt::kHostDevice) {
+    gmt::Engine::Get().BeforeContextTeardown(device, 0);
   }
   cudaError_t result = real();
   if (result == cudaSuccess && device != gmt::kHostDevice) {

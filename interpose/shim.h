@@ -34,7 +34,8 @@ CallContext CurrentCallContext();
 // kinds the device is kHostDevice; `device_override` >= 0 names it instead
 // (cuMemCreate's location).
 void RecordAlloc(Api api, uint64_t address, uint64_t bytes, uint64_t stream,
-                 StackId stack, int device_override = -2);
+                 StackId stack, int device_override = -2,
+                 uint64_t raw_address = 0, uint64_t raw_bytes = 0);
 
 // Names for result codes in reports ("CUDA_ERROR_INVALID_VALUE",
 // "cudaErrorInvalidValue"); only asked on error paths.
@@ -42,12 +43,19 @@ const char* DriverResultName(CUresult result);
 const char* RuntimeResultName(cudaError_t result);
 
 // The shared free protocol (see Engine): remove, call, confirm or restore.
+// `call(pointer)` frees `pointer` with CUDA: the raw block of a guarded one.
+// A block the tool keeps in quarantine is not handed to CUDA at all.
 template <typename Call>
-auto TrackedFree(Api api, uint64_t address, Call&& call, bool driver) {
+auto TrackedFree(Api api, uint64_t address, Call&& call, bool driver,
+                 uint64_t stream = 0) {
   Engine& engine = Engine::Get();
   StackId stack = engine.CaptureCallStack();
-  FreeTicket ticket = engine.BeginFree(api, address, stack);
-  auto result = call();
+  FreeTicket ticket = engine.BeginFree(api, address, stack, stream);
+  if (ticket.held) {
+    engine.EndFree(ticket, true, 0, driver ? "CUDA_SUCCESS" : "cudaSuccess");
+    return decltype(call(uint64_t{0})){};
+  }
+  auto result = call(ticket.real_address);
   const bool ok = static_cast<int>(result) == 0;
   const char* name =
       ok ? (driver ? "CUDA_SUCCESS" : "cudaSuccess")

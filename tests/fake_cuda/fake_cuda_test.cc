@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/zone_abi.h"
 
 namespace {
 
@@ -204,6 +206,273 @@ TEST_F(FakeDriverTest, VmmPhysicalLivesUntilReleasedAndUnmapped) {
   EXPECT_EQ(cuMemUnmap(va, 2 * k2M), CUDA_SUCCESS);
   EXPECT_EQ(cuMemUnmap(va, k2M), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(cuMemAddressFree(va, 2 * k2M), CUDA_SUCCESS);
+}
+
+TEST_F(FakeDriverTest, StreamsAndEvents) {
+  CUstream stream = nullptr;
+  EXPECT_EQ(cuStreamCreate(&stream, 0x40), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  EXPECT_EQ(cuStreamIsCapturing(stream, &status), CUDA_SUCCESS);
+  EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_NONE);
+  EXPECT_EQ(cuStreamIsCapturing(CU_STREAM_LEGACY, &status), CUDA_SUCCESS);
+
+  CUevent event = nullptr;
+  ASSERT_EQ(cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+  EXPECT_EQ(cuEventQuery(event), CUDA_SUCCESS);  // never recorded: complete
+  EXPECT_EQ(cuEventRecord(event, stream), CUDA_SUCCESS);
+  EXPECT_EQ(cuEventQuery(event), CUDA_SUCCESS);  // the double is synchronous
+  EXPECT_EQ(cuEventSynchronize(event), CUDA_SUCCESS);
+  EXPECT_EQ(cuStreamWaitEvent(nullptr, event, 0), CUDA_SUCCESS);
+  EXPECT_EQ(cuStreamWaitEvent(stream, event, 0), CUDA_SUCCESS);
+  EXPECT_EQ(cuStreamSynchronize(stream), CUDA_SUCCESS);
+
+  EXPECT_EQ(cuStreamDestroy(stream), CUDA_SUCCESS);
+  EXPECT_EQ(cuStreamDestroy(stream), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuEventRecord(event, stream), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuEventDestroy(event), CUDA_SUCCESS);
+  EXPECT_EQ(cuEventQuery(event), CUDA_ERROR_INVALID_HANDLE);
+
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  EXPECT_EQ(cuThreadExchangeStreamCaptureMode(&mode), CUDA_SUCCESS);
+  EXPECT_EQ(mode, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  EXPECT_EQ(cuThreadExchangeStreamCaptureMode(&mode), CUDA_SUCCESS);
+  EXPECT_EQ(mode, CU_STREAM_CAPTURE_MODE_RELAXED);
+}
+
+TEST_F(FakeDriverTest, ContextStack) {
+  CUcontext ctx1 = nullptr;
+  ASSERT_EQ(cuDevicePrimaryCtxRetain(&ctx1, 1), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxPushCurrent(ctx1), CUDA_SUCCESS);
+  CUcontext current = nullptr;
+  EXPECT_EQ(cuCtxGetCurrent(&current), CUDA_SUCCESS);
+  EXPECT_EQ(current, ctx1);
+  CUcontext popped = nullptr;
+  EXPECT_EQ(cuCtxPopCurrent(&popped), CUDA_SUCCESS);
+  EXPECT_EQ(popped, ctx1);
+  EXPECT_EQ(cuCtxGetCurrent(&current), CUDA_SUCCESS);
+  EXPECT_EQ(current, ctx_);
+  EXPECT_EQ(cuCtxPopCurrent(&popped), CUDA_SUCCESS);
+  EXPECT_EQ(popped, ctx_);
+  EXPECT_EQ(cuCtxGetCurrent(&current), CUDA_SUCCESS);
+  EXPECT_EQ(current, nullptr);
+  EXPECT_EQ(cuCtxPopCurrent(&popped), CUDA_ERROR_INVALID_CONTEXT);
+  EXPECT_EQ(cuCtxPushCurrent(nullptr), CUDA_ERROR_INVALID_CONTEXT);
+  EXPECT_EQ(cuDevicePrimaryCtxRelease(1), CUDA_SUCCESS);
+}
+
+TEST_F(FakeDriverTest, CopiesAndSetsStayInsideTheirBlock) {
+  CUdeviceptr d = 0;
+  ASSERT_EQ(cuMemAlloc(&d, 1000), CUDA_SUCCESS);
+  std::vector<unsigned char> host(1001, 7);
+  EXPECT_EQ(cuMemcpyHtoD(d, host.data(), 1000), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemcpyHtoD(d, host.data(), 1001), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuMemcpyHtoD(d + 999, host.data(), 2), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(
+      cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(host.data()), host.data(), 1),
+      CUDA_ERROR_INVALID_VALUE);  // pageable memory is no device side
+  EXPECT_EQ(cuMemsetD8Async(d + 10, 0xab, 5, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemsetD8Async(d, 0, 1001, nullptr), CUDA_ERROR_INVALID_VALUE);
+  std::vector<unsigned char> back(1000);
+  EXPECT_EQ(cuMemcpyDtoH(back.data(), d, 1000), CUDA_SUCCESS);
+  EXPECT_EQ(back[9], 7);
+  EXPECT_EQ(back[10], 0xab);
+  EXPECT_EQ(back[14], 0xab);
+  EXPECT_EQ(back[15], 7);
+  EXPECT_EQ(cuMemcpyDtoH(back.data(), d + 1, 1000), CUDA_ERROR_INVALID_VALUE);
+
+  CUstream stream = nullptr;
+  ASSERT_EQ(cuStreamCreate(&stream, 0), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemsetD32Async(d, 0x01020304u, 250, stream), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemsetD32Async(d, 0, 251, stream), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuMemsetD32Async(d + 2, 0, 1, stream), CUDA_ERROR_INVALID_VALUE);
+  uint32_t word = 0;
+  EXPECT_EQ(cuMemcpyDtoHAsync(&word, d + 996, 4, stream), CUDA_SUCCESS);
+  EXPECT_EQ(word, 0x01020304u);
+  word = 0x55667788u;
+  EXPECT_EQ(cuMemcpyHtoDAsync(d + 4, &word, 4, stream), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemcpyHtoDAsync(d + 998, &word, 4, stream),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(reinterpret_cast<uint32_t*>(d)[1], 0x55667788u);
+  EXPECT_EQ(cuStreamDestroy(stream), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemsetD8Async(d, 0, 1, stream), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuMemFree(d), CUDA_SUCCESS);
+}
+
+TEST_F(FakeDriverTest, DeviceAttributesAndNewProcAddresses) {
+  int sms = 0;
+  EXPECT_EQ(
+      cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 1),
+      CUDA_SUCCESS);
+  EXPECT_EQ(sms, 4);
+  EXPECT_EQ(
+      cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 2),
+      CUDA_ERROR_INVALID_DEVICE);
+  EXPECT_EQ(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, 0),
+            CUDA_ERROR_INVALID_VALUE);
+
+  struct {
+    const char* base;
+    const char* symbol;
+  } const kCases[] = {
+      {"cuLibraryLoadData", "cuLibraryLoadData"},
+      {"cuLibraryGetKernel", "cuLibraryGetKernel"},
+      {"cuLaunchKernel", "cuLaunchKernel"},
+      {"cuMemcpyHtoDAsync", "cuMemcpyHtoDAsync_v2"},
+      {"cuMemcpyDtoH", "cuMemcpyDtoH_v2"},
+      {"cuMemsetD8Async", "cuMemsetD8Async"},
+      {"cuStreamDestroy", "cuStreamDestroy_v2"},
+      {"cuEventDestroy", "cuEventDestroy_v2"},
+      {"cuCtxPushCurrent", "cuCtxPushCurrent_v2"},
+      {"cuCtxPopCurrent", "cuCtxPopCurrent_v2"},
+      {"cuDeviceGetAttribute", "cuDeviceGetAttribute"},
+      {"cuThreadExchangeStreamCaptureMode",
+       "cuThreadExchangeStreamCaptureMode"},
+  };
+  for (const auto& c : kCases) {
+    void* fn = nullptr;
+    EXPECT_EQ(cuGetProcAddress(c.base, &fn, 13000, 0, nullptr), CUDA_SUCCESS)
+        << c.base;
+    EXPECT_NE(fn, nullptr) << c.base;
+    EXPECT_EQ(fn, DriverSymbol(c.symbol)) << c.base;
+  }
+  void* fn = nullptr;
+  CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
+  EXPECT_EQ(cuGetProcAddress("cuLibraryLoadData", &fn, 11080, 0, &status),
+            CUDA_ERROR_NOT_FOUND);
+  EXPECT_EQ(status, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+}
+
+// The guard kernels, emulated on the host (kernels/zone_abi.h).
+class FakeZoneKernelTest : public FakeDriverTest {
+ protected:
+  void SetUp() override {
+    FakeDriverTest::SetUp();
+    // The fatbin magic is all the double looks at.
+    const unsigned char image[16] = {0x50, 0xed, 0x55, 0xba, 1, 0, 16, 0};
+    ASSERT_EQ(cuLibraryLoadData(&library_, image, nullptr, nullptr, 0, nullptr,
+                                nullptr, 0),
+              CUDA_SUCCESS);
+    ASSERT_EQ(cuLibraryGetKernel(&fill_, library_, GMT_FILL_KERNEL_NAME),
+              CUDA_SUCCESS);
+    ASSERT_EQ(cuLibraryGetKernel(&check_, library_, GMT_CHECK_KERNEL_NAME),
+              CUDA_SUCCESS);
+    ASSERT_EQ(cuMemAlloc(&memory_, 3 * GMT_ZONE_CHUNK_BYTES), CUDA_SUCCESS);
+    ASSERT_EQ(cuMemAlloc(&table_, 4096), CUDA_SUCCESS);
+  }
+  void TearDown() override {
+    EXPECT_EQ(cuMemFree(memory_), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemFree(table_), CUDA_SUCCESS);
+    EXPECT_EQ(cuLibraryUnload(library_), CUDA_SUCCESS);
+  }
+  // Uploads `zones` with the chunk_begin prefix sum; returns total chunks.
+  uint64_t Upload(std::vector<GmtZone> zones) {
+    uint64_t chunks = 0;
+    for (GmtZone& z : zones) {
+      z.chunk_begin = chunks;
+      chunks += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
+    }
+    EXPECT_EQ(
+        cuMemcpyHtoD(table_, zones.data(), zones.size() * sizeof(GmtZone)),
+        CUDA_SUCCESS);
+    return chunks;
+  }
+  CUresult Launch(CUkernel kernel, uint64_t count, uint64_t chunks) {
+    CUdeviceptr zones = table_;
+    CUdeviceptr results = table_ + 1024;
+    CUdeviceptr summary = table_ + 2048;
+    void* params[] = {&zones, &count, &chunks, &results, &summary};
+    return cuLaunchKernel(reinterpret_cast<CUfunction>(kernel), 2, 1, 1, 256, 1,
+                          1, 0, nullptr, params, nullptr);
+  }
+  const GmtZoneResult* Results() const {
+    return reinterpret_cast<const GmtZoneResult*>(table_ + 1024);
+  }
+  const GmtCheckSummary* Summary() const {
+    return reinterpret_cast<const GmtCheckSummary*>(table_ + 2048);
+  }
+
+  CUlibrary library_ = nullptr;
+  CUkernel fill_ = nullptr;
+  CUkernel check_ = nullptr;
+  CUdeviceptr memory_ = 0;
+  CUdeviceptr table_ = 0;
+};
+
+TEST_F(FakeZoneKernelTest, LibraryAndKernelHandles) {
+  CUlibrary other = nullptr;
+  const unsigned char not_fatbin[8] = {0x7f, 'E', 'L', 'F'};
+  EXPECT_EQ(cuLibraryLoadData(&other, not_fatbin, nullptr, nullptr, 0, nullptr,
+                              nullptr, 0),
+            CUDA_ERROR_INVALID_IMAGE);
+  CUkernel kernel = nullptr;
+  EXPECT_EQ(cuLibraryGetKernel(&kernel, library_, "gmt_other_kernel"),
+            CUDA_ERROR_NOT_FOUND);
+  EXPECT_EQ(cuLibraryGetKernel(&kernel, nullptr, GMT_FILL_KERNEL_NAME),
+            CUDA_ERROR_INVALID_HANDLE);
+  void* params[5] = {};
+  EXPECT_EQ(
+      cuLaunchKernel(nullptr, 1, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr),
+      CUDA_ERROR_INVALID_HANDLE);
+  // Another kernel: checked, not run (the double runs no other device code).
+  static const char kOther[] = "other_kernel";
+  EXPECT_EQ(
+      cuLaunchKernel(reinterpret_cast<CUfunction>(const_cast<char*>(kOther)), 1,
+                     1, 1, 256, 1, 1, 0, nullptr, params, nullptr),
+      CUDA_SUCCESS);
+  // The guard kernels need their parameters.
+  EXPECT_EQ(cuLaunchKernel(reinterpret_cast<CUfunction>(fill_), 1, 1, 1, 256, 1,
+                           1, 0, nullptr, nullptr, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuLaunchKernel(reinterpret_cast<CUfunction>(fill_), 0, 1, 1, 256, 1,
+                           1, 0, nullptr, params, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_F(FakeZoneKernelTest, FillThenCheckFindsExactlyTheChangedBytes) {
+  const uint64_t big = GMT_ZONE_CHUNK_BYTES + 100;  // two chunks
+  const std::vector<GmtZone> zones = {
+      {memory_ + 3, 61, 0xfa, 0},
+      {memory_ + 64, 0, 0x11, 0},  // empty: skipped
+      {memory_ + 100, big, 0xfb, 0},
+  };
+  const uint64_t chunks = Upload(zones);
+  EXPECT_EQ(chunks, 3u);
+  ASSERT_EQ(Launch(fill_, 3, chunks), CUDA_SUCCESS);
+  auto* bytes = reinterpret_cast<unsigned char*>(memory_);
+  EXPECT_EQ(bytes[2], 0);
+  EXPECT_EQ(bytes[3], 0xfa);
+  EXPECT_EQ(bytes[63], 0xfa);
+  EXPECT_EQ(bytes[64], 0);
+  EXPECT_EQ(bytes[100 + big - 1], 0xfb);
+  EXPECT_EQ(bytes[100 + big], 0);
+
+  bytes[10] = 0;
+  bytes[20] = 1;
+  bytes[100 + big - 1] = 0;
+  ASSERT_EQ(cuMemsetD8(table_ + 1024, 0, 2048), CUDA_SUCCESS);
+  ASSERT_EQ(Launch(check_, 3, chunks), CUDA_SUCCESS);
+  EXPECT_EQ(Results()[0].changed_bytes, 2u);
+  EXPECT_EQ(~Results()[0].first_inverted, 7u);
+  EXPECT_EQ(Results()[0].last_plus1, 18u);
+  EXPECT_EQ(Results()[1].changed_bytes, 0u);
+  EXPECT_EQ(Results()[2].changed_bytes, 1u);
+  EXPECT_EQ(~Results()[2].first_inverted, big - 1);
+  EXPECT_EQ(Results()[2].last_plus1, big);
+  EXPECT_EQ(Summary()->zones_changed, 2u);
+  EXPECT_EQ(Summary()->bytes_changed, 3u);
+}
+
+TEST_F(FakeZoneKernelTest, BadTablesFailTheLaunch) {
+  uint64_t chunks = Upload({{memory_, 100, 1, 0}});
+  EXPECT_EQ(Launch(fill_, 1, chunks + 1), CUDA_ERROR_LAUNCH_FAILED);
+  GmtZone wrong_prefix = {memory_, 100, 1, 5};
+  ASSERT_EQ(cuMemcpyHtoD(table_, &wrong_prefix, sizeof(wrong_prefix)),
+            CUDA_SUCCESS);
+  EXPECT_EQ(Launch(fill_, 1, 1), CUDA_ERROR_LAUNCH_FAILED);
+  // A zone running past its block.
+  chunks = Upload({{memory_ + 3 * GMT_ZONE_CHUNK_BYTES - 10, 11, 1, 0}});
+  EXPECT_EQ(Launch(check_, 1, chunks), CUDA_ERROR_ILLEGAL_ADDRESS);
 }
 
 TEST(FakeRuntimeTest, AllocFreeAndErrors) {

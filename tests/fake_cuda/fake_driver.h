@@ -40,6 +40,8 @@ inline constexpr int kDriverVersion = 13000;
 inline constexpr size_t kAlignment = 256;
 inline constexpr size_t kPitchAlignment = 512;
 inline constexpr size_t kVmmGranularity = size_t{2} << 20;
+// CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT of both devices.
+inline constexpr int kMultiprocessorCount = 4;
 
 inline size_t RoundUp(size_t value, size_t to) {
   return (value + to - 1) / to * to;
@@ -73,6 +75,18 @@ size_t DeviceBytesInUse(int device);
 // device has no room (the caller returns CUDA_ERROR_OUT_OF_MEMORY).
 bool ChargeDevice(int device, size_t bytes);
 void UnchargeDevice(int device, size_t bytes);
+
+// CUDA_SUCCESS when [address, address + bytes) lies inside one known block
+// (device, managed or pinned) or a mapped VMM range; otherwise
+// CUDA_ERROR_INVALID_VALUE, unless `need_device` is false and the range is
+// no memory the driver knows (pageable host memory under unified addressing).
+// For copies, sets and the emulated kernels (fake_driver_memory.cc).
+CUresult CheckMemoryRange(uintptr_t address, size_t bytes, bool need_device);
+
+// Whether `stream` is a stream handle the double accepts: null, the
+// CU_STREAM_LEGACY / CU_STREAM_PER_THREAD handles, or a live created stream
+// (fake_driver_streams.cc). The double runs all work at once, in call order.
+bool IsValidStream(CUstream stream);
 
 // VMM address ranges (fake_driver_vmm.cc), for copies and address queries.
 enum class VmmRange { kNotVmm, kMapped, kUnmapped };

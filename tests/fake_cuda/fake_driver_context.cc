@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <mutex>
 #include <set>
+#include <vector>
 
 #include "tests/fake_cuda/fake_driver.h"
 
@@ -15,6 +16,9 @@ Context g_primary[kDeviceCount] = {{0, true, 0}, {1, true, 0}};
 // Contexts made by cuCtxCreate and not destroyed yet (guarded by g_mu).
 std::set<const Context*>* g_created = new std::set<const Context*>();
 thread_local Context* t_current = nullptr;
+// The thread's context stack below t_current (cuCtxPushCurrent); the top of
+// the stack is t_current itself, which cuCtxSetCurrent replaces.
+thread_local std::vector<Context*> t_below;
 
 bool ValidDevice(CUdevice dev) { return dev >= 0 && dev < kDeviceCount; }
 
@@ -103,7 +107,40 @@ FAKE_CU_API(cuCtxSetCurrent, (CUcontext ctx)) {
   if (ctx != nullptr && !fake_cuda::IsLiveContext(ctx)) {
     return CUDA_ERROR_INVALID_CONTEXT;
   }
+  // Replaces the top of the context stack; null pops it, as in the driver.
+  if (ctx == nullptr && !fake_cuda::t_below.empty()) {
+    fake_cuda::t_current = fake_cuda::t_below.back();
+    fake_cuda::t_below.pop_back();
+    return CUDA_SUCCESS;
+  }
   fake_cuda::t_current = reinterpret_cast<Context*>(ctx);
+  return CUDA_SUCCESS;
+}
+
+FAKE_CU_API(cuCtxPushCurrent_v2, (CUcontext ctx)) {
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (ctx == nullptr || !fake_cuda::IsLiveContext(ctx)) {
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  if (fake_cuda::t_current != nullptr) {
+    fake_cuda::t_below.push_back(fake_cuda::t_current);
+  }
+  fake_cuda::t_current = reinterpret_cast<Context*>(ctx);
+  return CUDA_SUCCESS;
+}
+
+FAKE_CU_API(cuCtxPopCurrent_v2, (CUcontext * pctx)) {
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (fake_cuda::t_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  if (pctx != nullptr) {
+    *pctx = reinterpret_cast<CUcontext>(fake_cuda::t_current);
+  }
+  if (fake_cuda::t_below.empty()) {
+    fake_cuda::t_current = nullptr;
+  } else {
+    fake_cuda::t_current = fake_cuda::t_below.back();
+    fake_cuda::t_below.pop_back();
+  }
   return CUDA_SUCCESS;
 }
 

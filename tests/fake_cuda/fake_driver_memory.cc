@@ -203,6 +203,11 @@ void FreeContextMemory(const Context* ctx) {
   for (void* p : to_free) std::free(p);
 }
 
+CUresult CheckMemoryRange(uintptr_t address, size_t bytes, bool need_device) {
+  std::lock_guard<std::mutex> lock(T().mu);
+  return CheckRange(address, bytes, need_device);
+}
+
 size_t DeviceBytesInUse(int device) {
   std::lock_guard<std::mutex> lock(T().mu);
   return T().in_use[device];

@@ -34,7 +34,7 @@
   X(cuStreamSynchronize, cuStreamSynchronize, 2000, false)                 \
   X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, 7000, false)       \
   X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2, 11000, false) \
-  X(cuDevicePrimaryCtxGetState, cuDevicePrimaryCtxGetState, 7000, false)    \
+  X(cuDevicePrimaryCtxGetState, cuDevicePrimaryCtxGetState, 7000, false)   \
   X(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2, 11000, false)     \
   X(cuCtxCreate, cuCtxCreate_v2, 3020, false)                              \
   X(cuCtxCreate, cuCtxCreate_v4, 12050, false)                             \
@@ -72,6 +72,94 @@
   X(cuMemsetD8, cuMemsetD8_v2, 3020, false)                                \
   X(cuArrayCreate, cuArrayCreate_v2, 3020, false)                          \
   X(cuArrayDestroy, cuArrayDestroy, 2000, false)                           \
+  X(cuCtxPushCurrent, cuCtxPushCurrent_v2, 4000, false)                    \
+  X(cuCtxPopCurrent, cuCtxPopCurrent_v2, 4000, false)                      \
+  X(cuDeviceGetAttribute, cuDeviceGetAttribute, 2000, false)               \
+  X(cuStreamCreate, cuStreamCreate, 2000, false)                           \
+  X(cuStreamDestroy, cuStreamDestroy_v2, 4000, false)                      \
+  X(cuStreamIsCapturing, cuStreamIsCapturing, 10000, false)                \
+  X(cuStreamWaitEvent, cuStreamWaitEvent, 3020, false)                     \
+  X(cuThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode,  \
+    10010, false)                                                          \
+  X(cuEventCreate, cuEventCreate, 2000, false)                             \
+  X(cuEventDestroy, cuEventDestroy_v2, 4000, false)                        \
+  X(cuEventRecord, cuEventRecord, 2000, false)                             \
+  X(cuEventQuery, cuEventQuery, 2000, false)                               \
+  X(cuEventSynchronize, cuEventSynchronize, 2000, false)                   \
+  X(cuMemcpyHtoD, cuMemcpyHtoD_v2, 3020, false)                            \
+  X(cuMemcpyDtoH, cuMemcpyDtoH_v2, 3020, false)                            \
+  X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2, 3020, false)                  \
+  X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2, 3020, false)                  \
+  X(cuMemsetD8Async, cuMemsetD8Async, 3020, false)                         \
+  X(cuMemsetD32Async, cuMemsetD32Async, 3020, false)                       \
+  X(cuLibraryLoadData, cuLibraryLoadData, 12000, false)                    \
+  X(cuLibraryUnload, cuLibraryUnload, 12000, false)                        \
+  X(cuLibraryGetKernel, cuLibraryGetKernel, 12000, false)                  \
+  X(cuLaunchKernel, cuLaunchKernel, 4000, false)                           \
+  /* ---- guard-zone shims' entry points (fake_driver_guard_copies.cc, */  \
+  /* fake_driver_launch_sync.cc, fake_driver_pointer_ipc.cc) ---- */       \
+  X(cuMemcpy, cuMemcpy_ptds, 7000, true)                                   \
+  X(cuMemcpyAsync, cuMemcpyAsync, 4000, false)                             \
+  X(cuMemcpyAsync, cuMemcpyAsync_ptsz, 7000, true)                         \
+  X(cuMemcpyPeerAsync, cuMemcpyPeerAsync, 4000, false)                     \
+  X(cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz, 7000, true)                 \
+  X(cuMemcpyPeer, cuMemcpyPeer, 4000, false)                               \
+  X(cuMemcpyPeer, cuMemcpyPeer_ptds, 7000, true)                           \
+  X(cuMemcpyHtoD, cuMemcpyHtoD_v2_ptds, 7000, true)                        \
+  X(cuMemcpyDtoH, cuMemcpyDtoH_v2_ptds, 7000, true)                        \
+  X(cuMemcpyDtoD, cuMemcpyDtoD_v2, 3020, false)                            \
+  X(cuMemcpyDtoD, cuMemcpyDtoD_v2_ptds, 7000, true)                        \
+  X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2_ptsz, 7000, true)              \
+  X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2_ptsz, 7000, true)              \
+  X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2, 3020, false)                  \
+  X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2_ptsz, 7000, true)              \
+  X(cuMemcpy2D, cuMemcpy2D_v2, 3020, false)                                \
+  X(cuMemcpy2D, cuMemcpy2D_v2_ptds, 7000, true)                            \
+  X(cuMemcpy2DUnaligned, cuMemcpy2DUnaligned_v2, 3020, false)              \
+  X(cuMemcpy2DUnaligned, cuMemcpy2DUnaligned_v2_ptds, 7000, true)          \
+  X(cuMemcpy3D, cuMemcpy3D_v2, 3020, false)                                \
+  X(cuMemcpy3D, cuMemcpy3D_v2_ptds, 7000, true)                            \
+  X(cuMemcpy2DAsync, cuMemcpy2DAsync_v2, 3020, false)                      \
+  X(cuMemcpy2DAsync, cuMemcpy2DAsync_v2_ptsz, 7000, true)                  \
+  X(cuMemcpy3DAsync, cuMemcpy3DAsync_v2, 3020, false)                      \
+  X(cuMemcpy3DAsync, cuMemcpy3DAsync_v2_ptsz, 7000, true)                  \
+  X(cuMemsetD8, cuMemsetD8_v2_ptds, 7000, true)                            \
+  X(cuMemsetD16, cuMemsetD16_v2, 3020, false)                              \
+  X(cuMemsetD16, cuMemsetD16_v2_ptds, 7000, true)                          \
+  X(cuMemsetD32, cuMemsetD32_v2, 3020, false)                              \
+  X(cuMemsetD32, cuMemsetD32_v2_ptds, 7000, true)                          \
+  X(cuMemsetD2D8, cuMemsetD2D8_v2, 3020, false)                            \
+  X(cuMemsetD2D8, cuMemsetD2D8_v2_ptds, 7000, true)                        \
+  X(cuMemsetD2D16, cuMemsetD2D16_v2, 3020, false)                          \
+  X(cuMemsetD2D16, cuMemsetD2D16_v2_ptds, 7000, true)                      \
+  X(cuMemsetD2D32, cuMemsetD2D32_v2, 3020, false)                          \
+  X(cuMemsetD2D32, cuMemsetD2D32_v2_ptds, 7000, true)                      \
+  X(cuMemsetD8Async, cuMemsetD8Async_ptsz, 7000, true)                     \
+  X(cuMemsetD16Async, cuMemsetD16Async, 3020, false)                       \
+  X(cuMemsetD16Async, cuMemsetD16Async_ptsz, 7000, true)                   \
+  X(cuMemsetD32Async, cuMemsetD32Async_ptsz, 7000, true)                   \
+  X(cuMemsetD2D8Async, cuMemsetD2D8Async, 3020, false)                     \
+  X(cuMemsetD2D8Async, cuMemsetD2D8Async_ptsz, 7000, true)                 \
+  X(cuMemsetD2D16Async, cuMemsetD2D16Async, 3020, false)                   \
+  X(cuMemsetD2D16Async, cuMemsetD2D16Async_ptsz, 7000, true)               \
+  X(cuMemsetD2D32Async, cuMemsetD2D32Async, 3020, false)                   \
+  X(cuMemsetD2D32Async, cuMemsetD2D32Async_ptsz, 7000, true)               \
+  X(cuLaunchKernel, cuLaunchKernel_ptsz, 7000, true)                       \
+  X(cuLaunchKernelEx, cuLaunchKernelEx, 11060, false)                      \
+  X(cuLaunchKernelEx, cuLaunchKernelEx_ptsz, 11060, true)                  \
+  X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel, 9000, false)     \
+  X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz, 9000, true) \
+  X(cuGraphLaunch, cuGraphLaunch, 10000, false)                            \
+  X(cuGraphLaunch, cuGraphLaunch_ptsz, 10000, true)                        \
+  X(cuFuncGetName, cuFuncGetName, 12030, false)                            \
+  X(cuKernelGetName, cuKernelGetName, 12030, false)                        \
+  X(cuStreamSynchronize, cuStreamSynchronize_ptsz, 7000, true)             \
+  X(cuPointerGetAttribute, cuPointerGetAttribute, 4000, false)             \
+  X(cuPointerGetAttributes, cuPointerGetAttributes, 7000, false)           \
+  X(cuIpcGetMemHandle, cuIpcGetMemHandle, 4010, false)                     \
+  X(cuIpcOpenMemHandle, cuIpcOpenMemHandle, 4010, false)                   \
+  X(cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2, 11000, false)               \
+  X(cuIpcCloseMemHandle, cuIpcCloseMemHandle, 4010, false)                 \
   X(cuGetProcAddress, cuGetProcAddress, 11030, false)                      \
   X(cuGetProcAddress, cuGetProcAddress_v2, 12000, false)
 

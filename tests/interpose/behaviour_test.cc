@@ -11,6 +11,8 @@ struct BehaviourCase {
   const char* program;
   std::vector<std::string> args;
   std::vector<std::pair<std::string, std::string>> env;
+  // GMT_OPTIONS for the traced run; empty: the test default.
+  const char* gmt_options = "";
 };
 
 void PrintTo(const BehaviourCase& c, std::ostream* os) { *os << c.name; }
@@ -27,6 +29,7 @@ TEST_P(BehaviourTest, SameOutputWithAndWithoutTheTool) {
   RunResult plain = Run(c.program, c.args, plain_options);
   RunOptions tool_options;
   tool_options.env = c.env;
+  tool_options.gmt_options = c.gmt_options;
   RunResult traced = Run(c.program, c.args, tool_options);
   ASSERT_FALSE(plain.timed_out) << plain.Describe();
   ASSERT_FALSE(traced.timed_out) << traced.Describe();
@@ -75,10 +78,21 @@ INSTANTIATE_TEST_SUITE_P(
         BehaviourCase{"nocuda", GMT_NOCUDA_PROGRAM, {}, kNoEnv},
         // Out of memory in the middle: the failure reaches the program
         // unchanged (and the tool's own bookkeeping does not shift it).
+        // A one-shot failure is a test-double artefact with redzones on: the
+        // tool's retry of the program's own size would succeed (see
+        // GuardFallbackTest), so this case runs without them.
         BehaviourCase{"mixed_oom",
                       GMT_MIXED_PROGRAM,
                       {},
-                      {{"FAKE_CUDA_FAIL_ALLOC_AFTER", "3"}}},
+                      {{"FAKE_CUDA_FAIL_ALLOC_AFTER", "3"}},
+                      "guard=0"},
+        // Memory that stays exhausted: every retry fails too, so the program
+        // sees CUDA's out-of-memory unchanged with redzones on.
+        BehaviourCase{"mixed_oom_guarded",
+                      GMT_MIXED_PROGRAM,
+                      {},
+                      {{"FAKE_CUDA_FAIL_ALLOC_AFTER", "3"},
+                       {"FAKE_CUDA_FAIL_ALLOC_COUNT", "0"}}},
         BehaviourCase{"mixed_oom_forever",
                       GMT_MIXED_PROGRAM,
                       {},
@@ -100,6 +114,26 @@ TEST_F(FaultInjectionTest, ReachesTheProgram) {
   EXPECT_NE(r.out.find("cudaMalloc(1000) -> 2 cudaErrorMemoryAllocation"),
             std::string::npos)
       << r.Describe();
+}
+
+// A block that cannot get redzones (the larger request fails) is made as the
+// program asked, and the report counts it.
+using GuardFallbackTest = InterposeTest;
+
+TEST_F(GuardFallbackTest, OutOfMemoryForRedzonesFallsBackUnguarded) {
+  RunOptions options;
+  options.env = {{"FAKE_CUDA_FAIL_ALLOC_AFTER", "3"}};
+  RunResult r = Run(GMT_MIXED_PROGRAM, {}, options);
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  EXPECT_NE(r.out.find("cudaMalloc(1000) -> 0 cudaSuccess"), std::string::npos)
+      << r.Describe();
+  EXPECT_EQ(r.report["guard"]["unguarded_oom"], 1) << r.Describe();
+  bool noted = false;
+  for (const auto& note : r.report["notes"]) {
+    noted |=
+        note.get<std::string>().find("got no redzones") != std::string::npos;
+  }
+  EXPECT_TRUE(noted) << r.report.dump(2);
 }
 
 }  // namespace

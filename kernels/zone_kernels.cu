@@ -1,0 +1,233 @@
+// The guard-zone kernels: fill zones with their pattern byte, and compare them
+// with it (layout and entry points: zone_abi.h). Device code only; the host
+// side is interpose/driver_device_ops.cc, which loads this file's fatbin with
+// cuLibraryLoadData.
+//
+// Work split: the zone table is cut into chunks of GMT_ZONE_CHUNK_BYTES (each
+// zone starts a new chunk). A block takes one chunk at a time (grid-stride, so
+// any grid size is correct), finds the chunk's zone by binary search on
+// chunk_begin, and sweeps the chunk with 16-byte accesses; the bytes before
+// the first and after the last 16-byte boundary go byte by byte.
+//
+//   chunk:  [head 0..15 B | 16-byte vectors ........ | tail 0..15 B]
+//            byte-wise       4 loads in flight/thread  byte-wise
+//
+// The check is a pure read stream, so the clean path is one OR of XORs per
+// vector; only a vector with a changed byte takes the slow path (exact byte
+// offsets and counts), and each thread publishes its tally for the chunk with
+// a few atomics once, at the chunk's end.
+#include <stdint.h>
+
+#include "kernels/zone_abi.h"
+
+namespace {
+
+constexpr unsigned kBlockThreads = 256;
+// The host launches 4 blocks per SM (driver_device_ops.cc): keep the register
+// count low enough for all of them to be resident.
+constexpr unsigned kMinBlocksPerSm = 4;
+// Independent 16-byte loads per thread per step: enough bytes in flight to
+// cover DRAM latency at 4 blocks of 256 threads per SM.
+constexpr unsigned kUnroll = 4;
+constexpr uint64_t kChunk = GMT_ZONE_CHUNK_BYTES;
+
+// The zone holding `chunk`: the last zone with chunk_begin <= chunk.
+// Zero-length zones share chunk_begin with the zone after them, so "last" skips
+// them. A block's chunks only grow, so the search starts at the zone of its
+// previous chunk (`from`).
+__device__ __forceinline__ uint64_t ZoneOfChunk(const GmtZone* zones,
+                                                uint64_t from,
+                                                uint64_t zone_count,
+                                                uint64_t chunk) {
+  uint64_t lo = from, hi = zone_count;  // the answer is in [lo, hi)
+  while (hi - lo > 1) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    const auto begin = __ldg(
+        reinterpret_cast<const unsigned long long*>(&zones[mid].chunk_begin));
+    if (begin <= chunk) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+// The byte range [lo, hi) of device addresses that `chunk` covers, or an
+// empty range when the table does not give the chunk any bytes.
+struct ChunkRange {
+  uint64_t zone;
+  uint64_t base;  // the zone's first byte: offsets are relative to it
+  uint64_t lo;
+  uint64_t hi;
+  uint32_t pattern;  // the pattern byte repeated 4 times
+};
+
+__device__ __forceinline__ ChunkRange RangeOfChunk(const GmtZone* zones,
+                                                   uint64_t from,
+                                                   uint64_t zone_count,
+                                                   uint64_t chunk) {
+  ChunkRange r;
+  r.zone = ZoneOfChunk(zones, from, zone_count, chunk);
+  const GmtZone* z = &zones[r.zone];
+  auto load = [](const uint64_t* p) {
+    return static_cast<uint64_t>(
+        __ldg(reinterpret_cast<const unsigned long long*>(p)));
+  };
+  r.base = load(&z->address);
+  const uint64_t bytes = load(&z->bytes);
+  const uint64_t first = load(&z->chunk_begin);
+  r.pattern = static_cast<uint32_t>(load(&z->pattern) & 0xffu) * 0x01010101u;
+  const uint64_t start = chunk >= first ? (chunk - first) * kChunk : bytes;
+  const uint64_t end = start + kChunk < bytes ? start + kChunk : bytes;
+  r.lo = r.base + start;
+  r.hi = r.base + (end > start ? end : start);
+  return r;
+}
+
+// [vlo, vhi): the 16-byte aligned middle of [lo, hi); empty when none.
+__device__ __forceinline__ void AlignedMiddle(uint64_t lo, uint64_t hi,
+                                              uint64_t* vlo, uint64_t* vhi) {
+  uint64_t a = (lo + 15) & ~uint64_t{15};
+  if (a > hi) a = hi;
+  uint64_t b = hi & ~uint64_t{15};
+  if (b < a) b = a;
+  *vlo = a;
+  *vhi = b;
+}
+
+// One thread's changed bytes within one chunk.
+struct Tally {
+  unsigned long long changed = 0;
+  unsigned long long first = ~0ull;  // lowest offset seen
+  unsigned long long last = 0;       // highest offset seen
+};
+
+__device__ __forceinline__ void CountWord(uint32_t word, uint32_t pattern,
+                                          uint64_t offset, Tally* t) {
+  // 0xff in every byte lane that differs.
+  const uint32_t diff = __vcmpne4(word, pattern);
+  if (diff == 0) return;
+  t->changed += static_cast<unsigned>(__popc(diff)) / 8;
+  const uint64_t first = offset + (static_cast<unsigned>(__ffs(diff)) - 1) / 8;
+  const uint64_t last = offset + (31u - static_cast<unsigned>(__clz(diff))) / 8;
+  if (first < t->first) t->first = first;
+  if (last > t->last) t->last = last;
+}
+
+// Out of line and by value, so the rare slow path costs the clean loop no
+// registers and no stack.
+__device__ __noinline__ Tally CountVector(uint4 v, uint32_t pattern,
+                                          uint64_t offset) {
+  Tally t;
+  CountWord(v.x, pattern, offset, &t);
+  CountWord(v.y, pattern, offset + 4, &t);
+  CountWord(v.z, pattern, offset + 8, &t);
+  CountWord(v.w, pattern, offset + 12, &t);
+  return t;
+}
+
+__device__ __forceinline__ void Merge(const Tally& from, Tally* into) {
+  into->changed += from.changed;
+  if (from.first < into->first) into->first = from.first;
+  if (from.last > into->last) into->last = from.last;
+}
+
+__device__ __forceinline__ void CountByte(uint8_t byte, uint32_t pattern,
+                                          uint64_t offset, Tally* t) {
+  if (byte == static_cast<uint8_t>(pattern)) return;
+  ++t->changed;
+  if (offset < t->first) t->first = offset;
+  if (offset > t->last) t->last = offset;
+}
+
+// Adds a thread's tally for zone `zone` to the results. The thread whose add
+// finds the zone's count still zero is the one that counts the zone.
+__device__ __noinline__ void Publish(Tally t, uint64_t zone,
+                                     GmtZoneResult* results,
+                                     GmtCheckSummary* summary) {
+  GmtZoneResult* r = &results[zone];
+  const unsigned long long before = atomicAdd(&r->changed_bytes, t.changed);
+  atomicMax(&r->first_inverted, ~t.first);
+  atomicMax(&r->last_plus1, t.last + 1);
+  atomicAdd(&summary->bytes_changed, t.changed);
+  if (before == 0) atomicAdd(&summary->zones_changed, 1ull);
+}
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
+    gmt_fill_zones(const GmtZone* zones, uint64_t zone_count,
+                   uint64_t total_chunks) {
+  if (zone_count == 0) return;
+  const unsigned tid = threadIdx.x;
+  const unsigned stride = blockDim.x;
+  uint64_t zone = 0;  // of the block's previous chunk
+  for (uint64_t chunk = blockIdx.x; chunk < total_chunks; chunk += gridDim.x) {
+    const ChunkRange r = RangeOfChunk(zones, zone, zone_count, chunk);
+    zone = r.zone;
+    uint64_t vlo, vhi;
+    AlignedMiddle(r.lo, r.hi, &vlo, &vhi);
+    const auto byte = static_cast<uint8_t>(r.pattern);
+    for (uint64_t a = r.lo + tid; a < vlo; a += stride) {
+      *reinterpret_cast<uint8_t*>(a) = byte;
+    }
+    for (uint64_t a = vhi + tid; a < r.hi; a += stride) {
+      *reinterpret_cast<uint8_t*>(a) = byte;
+    }
+    const uint4 fill = make_uint4(r.pattern, r.pattern, r.pattern, r.pattern);
+    uint4* v = reinterpret_cast<uint4*>(vlo);
+    const uint64_t n = (vhi - vlo) / 16;
+    // Streaming stores: the zones are not read again soon.
+    for (uint64_t i = tid; i < n; i += stride) __stcs(v + i, fill);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
+    gmt_check_zones(const GmtZone* zones, uint64_t zone_count,
+                    uint64_t total_chunks, GmtZoneResult* results,
+                    GmtCheckSummary* summary) {
+  if (zone_count == 0) return;
+  const unsigned tid = threadIdx.x;
+  const unsigned stride = blockDim.x;
+  uint64_t zone = 0;  // of the block's previous chunk
+  for (uint64_t chunk = blockIdx.x; chunk < total_chunks; chunk += gridDim.x) {
+    const ChunkRange r = RangeOfChunk(zones, zone, zone_count, chunk);
+    zone = r.zone;
+    uint64_t vlo, vhi;
+    AlignedMiddle(r.lo, r.hi, &vlo, &vhi);
+    Tally t;
+    for (uint64_t a = r.lo + tid; a < vlo; a += stride) {
+      CountByte(*reinterpret_cast<const uint8_t*>(a), r.pattern, a - r.base,
+                &t);
+    }
+    for (uint64_t a = vhi + tid; a < r.hi; a += stride) {
+      CountByte(*reinterpret_cast<const uint8_t*>(a), r.pattern, a - r.base,
+                &t);
+    }
+    const uint4* v = reinterpret_cast<const uint4*>(vlo);
+    const uint64_t n = (vhi - vlo) / 16;
+    const uint64_t step = uint64_t{stride} * kUnroll;
+    for (uint64_t i = tid; i < n; i += step) {
+      uint4 w[kUnroll];
+#pragma unroll
+      for (unsigned k = 0; k < kUnroll; ++k) {
+        const uint64_t j = i + uint64_t{k} * stride;
+        // Streaming loads (evict-first): the scan must not flush the
+        // program's working set out of L2.
+        w[k] = j < n ? __ldcs(v + j)
+                     : make_uint4(r.pattern, r.pattern, r.pattern, r.pattern);
+      }
+#pragma unroll
+      for (unsigned k = 0; k < kUnroll; ++k) {
+        const uint32_t differs = (w[k].x ^ r.pattern) | (w[k].y ^ r.pattern) |
+                                 (w[k].z ^ r.pattern) | (w[k].w ^ r.pattern);
+        if (differs != 0) {
+          const uint64_t j = i + uint64_t{k} * stride;
+          Merge(CountVector(w[k], r.pattern, vlo + j * 16 - r.base), &t);
+        }
+      }
+    }
+    if (t.changed != 0) Publish(t, r.zone, results, summary);
+  }
+}

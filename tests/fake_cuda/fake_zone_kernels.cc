@@ -1,0 +1,218 @@
+// Fake driver: libraries and kernel launches, for the guard-zone kernels only.
+//
+// cuLibraryLoadData accepts a fatbin (checked by its magic number) and hands
+// out a library whose cuLibraryGetKernel knows the two kernels of
+// kernels/zone_abi.h (others: CUDA_ERROR_NOT_FOUND). cuLaunchKernel runs them
+// on the host, at once, reading kernelParams in the order zone_abi.h gives;
+// other function handles launch nothing, as fake_driver_launch_sync.cc
+// describes. The emulation is stricter than the GPU: a zone,
+// table or result range outside known memory is CUDA_ERROR_ILLEGAL_ADDRESS,
+// and a table whose chunk_begin values are not the prefix sum zone_abi.h
+// defines (or a total_chunks that does not match) is CUDA_ERROR_LAUNCH_FAILED,
+// so host code that builds a wrong table fails its tests.
+#include <cstring>
+#include <mutex>
+#include <set>
+
+#include "kernels/zone_abi.h"
+#include "tests/fake_cuda/fake_driver.h"
+
+namespace fake_cuda {
+namespace {
+
+// The first word of a fatbin (fatbinary.h's FATBIN_MAGIC).
+constexpr uint32_t kFatbinMagic = 0xBA55ED50u;
+
+// CUkernel (and, cast, CUfunction) values of the two kernels: pointers to
+// their NUL-terminated names, the double's convention for function handles
+// (fake_driver_launch_sync.cc), so cuKernelGetName answers for them too.
+constexpr char kFillName[] = GMT_FILL_KERNEL_NAME;
+constexpr char kCheckName[] = GMT_CHECK_KERNEL_NAME;
+
+struct Library {
+  int unused = 0;
+};
+
+std::mutex g_mu;
+std::set<const Library*>* g_libraries = new std::set<const Library*>();
+
+bool IsLiveLibrary(CUlibrary library) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_libraries->count(reinterpret_cast<const Library*>(library)) != 0;
+}
+
+template <typename T>
+T Param(void** params, int i) {
+  T value;
+  std::memcpy(&value, params[i], sizeof(T));
+  return value;
+}
+
+// The table, if it lies in device memory and its chunk_begin values are the
+// prefix sum ending at total_chunks.
+CUresult ReadTable(CUdeviceptr address, uint64_t count, uint64_t total_chunks,
+                   const GmtZone** zones) {
+  if (count == 0) {
+    *zones = nullptr;
+    return total_chunks == 0 ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_FAILED;
+  }
+  if (CheckMemoryRange(address, count * sizeof(GmtZone), true) !=
+      CUDA_SUCCESS) {
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
+  }
+  *zones = reinterpret_cast<const GmtZone*>(address);
+  uint64_t chunks = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    const GmtZone& z = (*zones)[i];
+    if (z.chunk_begin != chunks) return CUDA_ERROR_LAUNCH_FAILED;
+    chunks += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
+    if (z.bytes != 0 &&
+        CheckMemoryRange(z.address, z.bytes, true) != CUDA_SUCCESS) {
+      return CUDA_ERROR_ILLEGAL_ADDRESS;
+    }
+  }
+  return chunks == total_chunks ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_FAILED;
+}
+
+// gmt_fill_zones(const GmtZone* zones, uint64_t zone_count,
+//                uint64_t total_chunks)
+CUresult RunFill(void** params) {
+  const GmtZone* zones = nullptr;
+  const uint64_t count = Param<uint64_t>(params, 1);
+  CUresult r = ReadTable(Param<CUdeviceptr>(params, 0), count,
+                         Param<uint64_t>(params, 2), &zones);
+  if (r != CUDA_SUCCESS) return r;
+  for (uint64_t i = 0; i < count; ++i) {
+    std::memset(reinterpret_cast<void*>(zones[i].address),
+                static_cast<int>(zones[i].pattern & 0xff), zones[i].bytes);
+  }
+  return CUDA_SUCCESS;
+}
+
+// gmt_check_zones(const GmtZone* zones, uint64_t zone_count,
+//                 uint64_t total_chunks, GmtZoneResult* results,
+//                 GmtCheckSummary* summary)
+// Adds to what is in results and summary, as the kernel's atomics do.
+CUresult RunCheck(void** params) {
+  const GmtZone* zones = nullptr;
+  const uint64_t count = Param<uint64_t>(params, 1);
+  CUresult r = ReadTable(Param<CUdeviceptr>(params, 0), count,
+                         Param<uint64_t>(params, 2), &zones);
+  if (r != CUDA_SUCCESS) return r;
+  const auto results_address = Param<CUdeviceptr>(params, 3);
+  const auto summary_address = Param<CUdeviceptr>(params, 4);
+  if ((count > 0 &&
+       CheckMemoryRange(results_address, count * sizeof(GmtZoneResult), true) !=
+           CUDA_SUCCESS) ||
+      CheckMemoryRange(summary_address, sizeof(GmtCheckSummary), true) !=
+          CUDA_SUCCESS) {
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
+  }
+  auto* results = reinterpret_cast<GmtZoneResult*>(results_address);
+  auto* summary = reinterpret_cast<GmtCheckSummary*>(summary_address);
+  for (uint64_t i = 0; i < count; ++i) {
+    const auto* bytes =
+        reinterpret_cast<const unsigned char*>(zones[i].address);
+    const auto pattern = static_cast<unsigned char>(zones[i].pattern & 0xff);
+    unsigned long long changed = 0, first = 0, last = 0;
+    for (uint64_t off = 0; off < zones[i].bytes; ++off) {
+      if (bytes[off] == pattern) continue;
+      if (changed == 0) first = off;
+      last = off;
+      ++changed;
+    }
+    if (changed == 0) continue;
+    GmtZoneResult& out = results[i];
+    if (out.changed_bytes == 0) ++summary->zones_changed;
+    out.changed_bytes += changed;
+    if (~first > out.first_inverted) out.first_inverted = ~first;
+    if (last + 1 > out.last_plus1) out.last_plus1 = last + 1;
+    summary->bytes_changed += changed;
+  }
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+}  // namespace fake_cuda
+
+FAKE_CU_API(cuLibraryLoadData,
+            (CUlibrary * library, const void* code, CUjit_option* jit_options,
+             void** jit_option_values, unsigned int jit_option_count,
+             CUlibraryOption* library_options, void** library_option_values,
+             unsigned int library_option_count)) {
+  (void)jit_options;
+  (void)jit_option_values;
+  (void)library_options;
+  (void)library_option_values;
+  if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (library == nullptr || code == nullptr ||
+      (jit_option_count > 0 && jit_options == nullptr) ||
+      (library_option_count > 0 && library_options == nullptr)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  uint32_t magic = 0;
+  std::memcpy(&magic, code, sizeof(magic));
+  if (magic != fake_cuda::kFatbinMagic) return CUDA_ERROR_INVALID_IMAGE;
+  auto* lib = new fake_cuda::Library();
+  {
+    std::lock_guard<std::mutex> lock(fake_cuda::g_mu);
+    fake_cuda::g_libraries->insert(lib);
+  }
+  *library = reinterpret_cast<CUlibrary>(lib);
+  return CUDA_SUCCESS;
+}
+
+FAKE_CU_API(cuLibraryUnload, (CUlibrary library)) {
+  if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  auto* lib = reinterpret_cast<fake_cuda::Library*>(library);
+  {
+    std::lock_guard<std::mutex> lock(fake_cuda::g_mu);
+    if (fake_cuda::g_libraries->erase(lib) == 0) {
+      return CUDA_ERROR_INVALID_HANDLE;
+    }
+  }
+  delete lib;
+  return CUDA_SUCCESS;
+}
+
+FAKE_CU_API(cuLibraryGetKernel,
+            (CUkernel * kernel, CUlibrary library, const char* name)) {
+  if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (kernel == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!fake_cuda::IsLiveLibrary(library)) return CUDA_ERROR_INVALID_HANDLE;
+  for (const char* known : {fake_cuda::kFillName, fake_cuda::kCheckName}) {
+    if (std::strcmp(known, name) == 0) {
+      *kernel = reinterpret_cast<CUkernel>(const_cast<char*>(known));
+      return CUDA_SUCCESS;
+    }
+  }
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+// A CUkernel cast to CUfunction, as CUDA >= 12.0 allows; runs in the current
+// context. Any other non-null handle is a kernel the double does not run
+// (fake_driver_launch_sync.cc): the launch is checked and does nothing.
+FAKE_CU_API(cuLaunchKernel,
+            (CUfunction f, unsigned int grid_x, unsigned int grid_y,
+             unsigned int grid_z, unsigned int block_x, unsigned int block_y,
+             unsigned int block_z, unsigned int shared_bytes, CUstream stream,
+             void** params, void** extra)) {
+  (void)shared_bytes;
+  (void)extra;
+  fake_cuda::Context* ctx = nullptr;
+  if (CUresult r = fake_cuda::RequireContext(&ctx); r != CUDA_SUCCESS) return r;
+  if (f == nullptr || !fake_cuda::IsValidStream(stream)) {
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  if (grid_x == 0 || grid_y == 0 || grid_z == 0 || block_x == 0 ||
+      block_y == 0 || block_z == 0 ||
+      uint64_t{block_x} * block_y * block_z > 1024) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const auto* name = reinterpret_cast<const char*>(f);
+  const bool fill = name == fake_cuda::kFillName;
+  if (!fill && name != fake_cuda::kCheckName) return CUDA_SUCCESS;
+  // The guard kernels take their arguments in kernelParams only.
+  if (params == nullptr || extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return fill ? fake_cuda::RunFill(params) : fake_cuda::RunCheck(params);
+}

@@ -1,0 +1,104 @@
+// Kernel launches and synchronizing calls: the tool hears of them and forwards
+// every result unchanged (driver and runtime, plain and per-thread builds).
+#include <string>
+
+#include "tests/interpose/interpose_test_util.h"
+
+namespace gmt_test {
+namespace {
+
+struct Case {
+  const char* program;
+  const char* mode;
+};
+
+std::string CaseName(const testing::TestParamInfo<Case>& info) {
+  std::string program = info.param.program;
+  return std::string(program.find("ptds") != std::string::npos ? "Ptds"
+                                                               : "Plain") +
+         "_" + info.param.mode;
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+class GuardLaunchTest : public InterposeTest,
+                        public testing::WithParamInterface<Case> {};
+
+TEST_P(GuardLaunchTest, ResultsAreForwardedUnchanged) {
+  RunResult plain = RunPlain(GetParam().program, {GetParam().mode});
+  ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
+  RunResult tool = Run(GetParam().program, {GetParam().mode});
+  ASSERT_EQ(tool.exit_code, 0) << tool.Describe();
+  ASSERT_TRUE(Contains(tool.out, "done")) << tool.Describe();
+  EXPECT_EQ(tool.out, plain.out);
+  // A program that only launches and synchronizes has nothing to report.
+  ASSERT_TRUE(tool.has_report) << tool.Describe();
+  EXPECT_EQ(tool.report["summary"].value("errors", -1), 0) << tool.Describe();
+}
+
+// Both outcomes went through each shim: accepted and refused launches, and
+// successful synchronizing calls (which the engine hears of).
+TEST_P(GuardLaunchTest, AcceptedAndRefusedCallsKeepTheirCodes) {
+  RunResult r = Run(GetParam().program, {GetParam().mode});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  if (std::string(GetParam().mode) == "driver") {
+    for (const char* line :
+         {"cuLaunchKernelEx -> 0 ", "cuLaunchKernelEx again -> 0 ",
+          "cuLaunchKernelEx null config -> 1 ",
+          "cuLaunchKernelEx empty grid -> 1 ", "cuLaunchKernel null -> 400 ",
+          "cuLaunchCooperativeKernel -> 0 ",
+          "cuLaunchCooperativeKernel null -> 400 ", "cuGraphLaunch -> 0 ",
+          "cuGraphLaunch null -> 1 ", "  name _Z4fillPfi\n",
+          "cuCtxSynchronize -> 0 ", "cuCtxSynchronize_v2 -> 0 ",
+          "cuStreamSynchronize -> 0 ", "cuEventSynchronize -> 0 ",
+          "cuEventSynchronize null -> 400 "}) {
+      EXPECT_TRUE(Contains(r.out, line)) << line << "\n" << r.out;
+    }
+  } else {
+    for (const char* line :
+         {"cudaLaunchKernelExC -> 0 ", "cudaLaunchKernelExC null config -> 1 ",
+          "cudaLaunchCooperativeKernel -> 0 ",
+          "cudaLaunchCooperativeKernel null -> 400 ", "cudaGraphLaunch -> 0 ",
+          "cudaGraphLaunch null -> 1 ", "  name _Z4fillPfi\n",
+          "cudaDeviceSynchronize -> 0 ", "cudaStreamSynchronize -> 0 ",
+          "cudaEventSynchronize null -> 400 "}) {
+      EXPECT_TRUE(Contains(r.out, line)) << line << "\n" << r.out;
+    }
+  }
+}
+
+// An overrun between launches is found at the next synchronizing call and
+// blamed on the kernels launched since the last clean check, by their
+// demangled names (cudaFuncGetName / cuFuncGetName, asked once per handle).
+TEST_P(GuardLaunchTest, OverrunIsAttributedToTheKernelByName) {
+  RunResult plain = RunPlain(GetParam().program,
+                             {std::string("attribution_") + GetParam().mode});
+  ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
+  RunResult r =
+      Run(GetParam().program, {std::string("attribution_") + GetParam().mode});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(r.out, plain.out);
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  std::vector<json> errors = ErrorsOfKind(r.report, "oob-write");
+  ASSERT_EQ(errors.size(), 1u) << r.Describe();
+  EXPECT_EQ(errors[0].value("offset", int64_t{-1}), 1000) << errors[0].dump(1);
+  ASSERT_TRUE(errors[0].contains("kernels")) << errors[0].dump(1);
+  bool named = false;
+  for (const json& k : errors[0]["kernels"]) {
+    named |= k.get<std::string>() == "fill(float*, int)";
+  }
+  EXPECT_TRUE(named) << errors[0]["kernels"].dump();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllBuilds, GuardLaunchTest,
+    testing::Values(Case{GMT_GUARD_LAUNCH_PROGRAM, "driver"},
+                    Case{GMT_GUARD_LAUNCH_PROGRAM, "runtime"},
+                    Case{GMT_GUARD_LAUNCH_PTDS_PROGRAM, "driver"},
+                    Case{GMT_GUARD_LAUNCH_PTDS_PROGRAM, "runtime"}),
+    CaseName);
+
+}  // namespace
+}  // namespace gmt_test

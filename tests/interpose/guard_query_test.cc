@@ -1,0 +1,117 @@
+// The user's view of a block (DESIGN §2, pitfall 5): address ranges, pointer
+// attributes and IPC handles answer as CUDA does without the tool.
+#include <string>
+
+#include "tests/interpose/interpose_test_util.h"
+
+namespace gmt_test {
+namespace {
+
+using GuardQueryTest = InterposeTest;
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST_F(GuardQueryTest, DriverAnswersAsWithoutTheTool) {
+  RunResult plain = RunPlain(GMT_GUARD_QUERY_PROGRAM, {"driver"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
+  RunResult tool = Run(GMT_GUARD_QUERY_PROGRAM, {"driver"});
+  ASSERT_EQ(tool.exit_code, 0) << tool.Describe();
+  ASSERT_TRUE(Contains(tool.out, "done")) << tool.Describe();
+  EXPECT_EQ(tool.out, plain.out);
+}
+
+TEST_F(GuardQueryTest, RuntimeIpcAnswersAsWithoutTheTool) {
+  RunResult plain = RunPlain(GMT_GUARD_QUERY_PROGRAM, {"runtime"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
+  RunResult tool = Run(GMT_GUARD_QUERY_PROGRAM, {"runtime"});
+  ASSERT_EQ(tool.exit_code, 0) << tool.Describe();
+  ASSERT_TRUE(Contains(tool.out, "done")) << tool.Describe();
+  EXPECT_EQ(tool.out, plain.out);
+}
+
+// The values themselves: the block the program allocated, nothing more.
+TEST_F(GuardQueryTest, AddressRangeIsTheUsersBlock) {
+  RunResult r = Run(GMT_GUARD_QUERY_PROGRAM, {"driver"});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.out,
+                       "cuMemGetAddressRange interior -> 0 CUDA_SUCCESS\n"
+                       "  base +0 size 1000\n"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out,
+                       "cuMemGetAddressRange last -> 0 CUDA_SUCCESS\n"
+                       "  base +0 size 1000\n"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out,
+                       "cuMemGetAddressRange past -> 500 "
+                       "CUDA_ERROR_NOT_FOUND\n"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out,
+                       "cuMemGetAddressRange size only -> 0 "
+                       "CUDA_SUCCESS\n  size 1000\n"))
+      << r.out;
+}
+
+TEST_F(GuardQueryTest, RangeAttributesAreTheUsersBlock) {
+  RunResult r = Run(GMT_GUARD_QUERY_PROGRAM, {"driver"});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.out,
+                       "cuPointerGetAttribute interior RANGE_START_ADDR -> 0 "
+                       "CUDA_SUCCESS\n  start +0\n"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out,
+                       "cuPointerGetAttribute interior RANGE_SIZE -> 0 "
+                       "CUDA_SUCCESS\n  size 1000\n"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out,
+                       "cuPointerGetAttributes interior -> 0 CUDA_SUCCESS\n"
+                       "  start +0 size 1000 type 2\n"))
+      << r.out;
+  // Past the last byte is no allocation to the program: no attribute at all.
+  for (const char* attribute :
+       {"RANGE_START_ADDR", "RANGE_SIZE", "DEVICE_POINTER", "MEMORY_TYPE"}) {
+    EXPECT_TRUE(Contains(r.out, std::string("cuPointerGetAttribute past ") +
+                                    attribute +
+                                    " -> 1 CUDA_ERROR_INVALID_VALUE\n"))
+        << attribute << "\n"
+        << r.out;
+  }
+  EXPECT_TRUE(Contains(r.out,
+                       "cuPointerGetAttributes past -> 0 CUDA_SUCCESS\n"
+                       "  start +0 size 0 type 0\n"))
+      << r.out;
+}
+
+// A handle maps the whole allocation: opened, the program sees its start.
+TEST_F(GuardQueryTest, IpcMapsTheUsersBlock) {
+  RunResult r = Run(GMT_GUARD_QUERY_PROGRAM, {"driver"});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.out,
+                       "cuIpcGetMemHandle +16 -> 0 CUDA_SUCCESS\n"
+                       "cuIpcOpenMemHandle -> 0 CUDA_SUCCESS\n"
+                       "  mapped +0\n"
+                       "cuMemGetAddressRange mapped -> 0 CUDA_SUCCESS\n"
+                       "  base +0 size 1000\n"
+                       "cuIpcCloseMemHandle -> 0 CUDA_SUCCESS\n"
+                       "cuIpcCloseMemHandle again -> 1 "
+                       "CUDA_ERROR_INVALID_VALUE\n"))
+      << r.out;
+
+  RunResult rt = Run(GMT_GUARD_QUERY_PROGRAM, {"runtime"});
+  ASSERT_EQ(rt.exit_code, 0) << rt.Describe();
+  EXPECT_TRUE(Contains(rt.out,
+                       "cudaIpcOpenMemHandle -> 0 cudaSuccess\n"
+                       "  mapped +0\n"
+                       "cudaIpcCloseMemHandle -> 0 cudaSuccess\n"
+                       "cudaIpcCloseMemHandle again -> 1 "
+                       "cudaErrorInvalidValue\n"))
+      << rt.out;
+  // The block was freed: no leak, no error.
+  ASSERT_TRUE(rt.has_report) << rt.Describe();
+  EXPECT_EQ(rt.report["summary"].value("leaks", -1), 0) << rt.Describe();
+  EXPECT_EQ(rt.report["summary"].value("errors", -1), 0) << rt.Describe();
+}
+
+}  // namespace
+}  // namespace gmt_test

@@ -1,0 +1,188 @@
+// Kernel launches (driver and runtime, plain, Ex, cooperative, graph) and
+// synchronizing calls, each once where the double accepts it and once where it
+// refuses; the results are printed so a test can check that the tool forwards
+// them unchanged.
+//
+//   gmt_guard_launch_program MODE     MODE: driver | runtime |
+//                                           attribution_runtime |
+//                                           attribution_driver
+//
+// The attribution modes overrun a block between two launches of "fill": the
+// double's device memory is host memory, so the program writes one byte past
+// the end of a 1000-byte block itself (inside the block's padding without the
+// tool, inside the tail redzone with it), launches, and synchronizes; the
+// tool should report the overrun and name the kernel.
+//
+// Built twice, like gmt_guard_copy_program: as is and with
+// CUDA_API_PER_THREAD_DEFAULT_STREAM (the _ptsz entry points). The test
+// double's function handles are pointers to kernel names (see
+// tests/fake_cuda/fake_driver_launch_sync.cc).
+#include <string>
+
+#include "tests/interpose/programs/program_util.h"
+
+namespace {
+
+// "fill(float*, int)", as a compiler would mangle it.
+char g_kernel_name[] = "_Z4fillPfi";
+
+CUfunction Function() { return reinterpret_cast<CUfunction>(g_kernel_name); }
+const void* RuntimeFunction() { return g_kernel_name; }
+
+}  // namespace
+
+NOINLINE void DriverLaunches() {
+  float* out = nullptr;
+  int n = 0;
+  void* params[] = {&out, &n};
+  CUstream s = nullptr;
+  Cu("cuLaunchKernel",
+     cuLaunchKernel(Function(), 1, 1, 1, 32, 1, 1, 0, s, params, nullptr));
+  Cu("cuLaunchKernel null",
+     cuLaunchKernel(nullptr, 1, 1, 1, 32, 1, 1, 0, s, params, nullptr));
+
+  CUlaunchConfig config{};
+  config.gridDimX = config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = 64;
+  config.blockDimY = config.blockDimZ = 1;
+  config.hStream = s;
+  Cu("cuLaunchKernelEx",
+     cuLaunchKernelEx(&config, Function(), params, nullptr));
+  Cu("cuLaunchKernelEx again",
+     cuLaunchKernelEx(&config, Function(), params, nullptr));
+  Cu("cuLaunchKernelEx null config",
+     cuLaunchKernelEx(nullptr, Function(), params, nullptr));
+  config.gridDimX = 0;
+  Cu("cuLaunchKernelEx empty grid",
+     cuLaunchKernelEx(&config, Function(), params, nullptr));
+
+  Cu("cuLaunchCooperativeKernel",
+     cuLaunchCooperativeKernel(Function(), 2, 1, 1, 32, 1, 1, 0, s, params));
+  Cu("cuLaunchCooperativeKernel null",
+     cuLaunchCooperativeKernel(nullptr, 2, 1, 1, 32, 1, 1, 0, s, params));
+
+  Cu("cuGraphLaunch",
+     cuGraphLaunch(reinterpret_cast<CUgraphExec>(g_kernel_name), s));
+  Cu("cuGraphLaunch null", cuGraphLaunch(nullptr, s));
+
+  const char* name = nullptr;
+  if (Cu("cuFuncGetName", cuFuncGetName(&name, Function())) == CUDA_SUCCESS) {
+    std::printf("  name %s\n", name);
+  }
+}
+
+NOINLINE void DriverSyncs() {
+  CUcontext ctx = nullptr;
+  Cu("cuCtxGetCurrent", cuCtxGetCurrent(&ctx));
+  Cu("cuCtxSynchronize", cuCtxSynchronize());
+  Cu("cuCtxSynchronize_v2", cuCtxSynchronize_v2(ctx));
+  Cu("cuStreamSynchronize", cuStreamSynchronize(nullptr));
+  CUevent event = nullptr;
+  Cu("cuEventCreate", cuEventCreate(&event, CU_EVENT_DEFAULT));
+  Cu("cuEventSynchronize", cuEventSynchronize(event));
+  Cu("cuEventDestroy", cuEventDestroy(event));
+  Cu("cuEventSynchronize null", cuEventSynchronize(nullptr));
+}
+
+NOINLINE void RuntimeLaunches() {
+  float* out = nullptr;
+  int n = 0;
+  void* args[] = {&out, &n};
+  Rt("cudaLaunchKernel",
+     cudaLaunchKernel(RuntimeFunction(), dim3(1), dim3(32), args, 0, nullptr));
+  Rt("cudaLaunchKernel empty block",
+     cudaLaunchKernel(RuntimeFunction(), dim3(1), dim3(0), args, 0, nullptr));
+
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(4);
+  config.blockDim = dim3(128);
+  Rt("cudaLaunchKernelExC",
+     cudaLaunchKernelExC(&config, RuntimeFunction(), args));
+  Rt("cudaLaunchKernelExC null config",
+     cudaLaunchKernelExC(nullptr, RuntimeFunction(), args));
+
+  Rt("cudaLaunchCooperativeKernel",
+     cudaLaunchCooperativeKernel(RuntimeFunction(), dim3(2), dim3(32), args, 0,
+                                 nullptr));
+  Rt("cudaLaunchCooperativeKernel null",
+     cudaLaunchCooperativeKernel(nullptr, dim3(2), dim3(32), args, 0, nullptr));
+
+  Rt("cudaGraphLaunch",
+     cudaGraphLaunch(reinterpret_cast<cudaGraphExec_t>(g_kernel_name),
+                     nullptr));
+  Rt("cudaGraphLaunch null", cudaGraphLaunch(nullptr, nullptr));
+
+  const char* name = nullptr;
+  if (Rt("cudaFuncGetName", cudaFuncGetName(&name, RuntimeFunction())) ==
+      cudaSuccess) {
+    std::printf("  name %s\n", name);
+  }
+}
+
+NOINLINE void RuntimeSyncs() {
+  Rt("cudaDeviceSynchronize", cudaDeviceSynchronize());
+  Rt("cudaStreamSynchronize", cudaStreamSynchronize(nullptr));
+  Rt("cudaEventSynchronize null", cudaEventSynchronize(nullptr));
+  Rt("cudaGetLastError", cudaGetLastError());
+}
+
+// One byte past the end of `p`'s 1000 bytes, as a kernel would write it.
+NOINLINE void Overrun(void* p) {
+  static_cast<volatile unsigned char*>(p)[1000] = 0x5a;
+  AfterCall();
+}
+
+NOINLINE void AttributionRuntime() {
+  void* p = nullptr;
+  Rt("cudaMalloc(1000)", cudaMalloc(&p, 1000));
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(1);
+  config.blockDim = dim3(32);
+  void* args[] = {&p};
+  Rt("cudaLaunchKernelExC#1",
+     cudaLaunchKernelExC(&config, RuntimeFunction(), args));
+  Overrun(p);
+  Rt("cudaLaunchKernelExC#2",
+     cudaLaunchKernelExC(&config, RuntimeFunction(), args));
+  Rt("cudaDeviceSynchronize", cudaDeviceSynchronize());
+  Rt("cudaFree", cudaFree(p));
+}
+
+NOINLINE void AttributionDriver() {
+  CUdeviceptr d = 0;
+  Cu("cuMemAlloc(1000)", cuMemAlloc(&d, 1000));
+  CUlaunchConfig config{};
+  config.gridDimX = config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = 32;
+  config.blockDimY = config.blockDimZ = 1;
+  void* params[] = {&d};
+  Cu("cuLaunchKernelEx#1",
+     cuLaunchKernelEx(&config, Function(), params, nullptr));
+  Overrun(reinterpret_cast<void*>(d));
+  Cu("cuLaunchKernelEx#2",
+     cuLaunchKernelEx(&config, Function(), params, nullptr));
+  Cu("cuCtxSynchronize", cuCtxSynchronize());
+  Cu("cuMemFree", cuMemFree(d));
+}
+
+int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "driver") {
+    if (!DriverSetup(0)) return 1;
+    DriverLaunches();
+    DriverSyncs();
+  } else if (mode == "runtime") {
+    RuntimeLaunches();
+    RuntimeSyncs();
+  } else if (mode == "attribution_runtime") {
+    AttributionRuntime();
+  } else if (mode == "attribution_driver") {
+    if (!DriverSetup(0)) return 1;
+    AttributionDriver();
+  } else {
+    std::fprintf(stderr, "unknown mode '%s'\n", mode.c_str());
+    return 2;
+  }
+  std::printf("done\n");
+  return 0;
+}

@@ -1,0 +1,166 @@
+// Asks CUDA about pointers: address ranges, pointer attributes and IPC
+// handles, for a block's start, an interior byte, its last byte and one byte
+// past it. Prints results and values as offsets from the block's start (never
+// pointers), so a test can check that the tool shows the user's view and
+// returns CUDA's codes.
+//
+//   gmt_guard_query_program MODE     MODE: driver | runtime
+#include <cstdint>
+#include <string>
+
+#include "tests/interpose/programs/program_util.h"
+
+namespace {
+
+constexpr size_t kBytes = 1000;
+
+// An offset from `base`, signed, for printing.
+long long Offset(uint64_t value, uint64_t base) {
+  return static_cast<long long>(value - base);
+}
+
+}  // namespace
+
+NOINLINE void AddressRanges(CUdeviceptr d) {
+  struct Case {
+    const char* which;
+    size_t offset;
+  };
+  for (Case c : {Case{"start", 0}, Case{"interior", 10},
+                 Case{"last", kBytes - 1}, Case{"past", kBytes}}) {
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    std::string what = std::string("cuMemGetAddressRange ") + c.which;
+    if (Cu(what.c_str(), cuMemGetAddressRange(&base, &size, d + c.offset)) ==
+        CUDA_SUCCESS) {
+      std::printf("  base %+lld size %zu\n", Offset(base, d), size);
+    }
+  }
+  size_t size = 0;
+  Cu("cuMemGetAddressRange size only",
+     cuMemGetAddressRange(nullptr, &size, d + 5));
+  std::printf("  size %zu\n", size);
+}
+
+NOINLINE void PointerAttributes(CUdeviceptr d) {
+  struct Case {
+    const char* which;
+    size_t offset;
+  };
+  for (Case c : {Case{"interior", 10}, Case{"past", kBytes}}) {
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    CUdeviceptr device_pointer = 0;
+    unsigned int type = 0;
+    std::string what = std::string("cuPointerGetAttribute ") + c.which;
+    if (Cu((what + " RANGE_START_ADDR").c_str(),
+           cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                 d + c.offset)) == CUDA_SUCCESS) {
+      std::printf("  start %+lld\n", Offset(start, d));
+    }
+    if (Cu((what + " RANGE_SIZE").c_str(),
+           cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                 d + c.offset)) == CUDA_SUCCESS) {
+      std::printf("  size %zu\n", size);
+    }
+    if (Cu((what + " DEVICE_POINTER").c_str(),
+           cuPointerGetAttribute(&device_pointer,
+                                 CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+                                 d + c.offset)) == CUDA_SUCCESS) {
+      std::printf("  device pointer %+lld\n", Offset(device_pointer, d));
+    }
+    if (Cu((what + " MEMORY_TYPE").c_str(),
+           cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                 d + c.offset)) == CUDA_SUCCESS) {
+      std::printf("  type %u\n", type);
+    }
+
+    CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                        CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                        CU_POINTER_ATTRIBUTE_MEMORY_TYPE};
+    start = 1;
+    size = 1;
+    type = 99;
+    void* data[] = {&start, &size, &type};
+    what = std::string("cuPointerGetAttributes ") + c.which;
+    if (Cu(what.c_str(),
+           cuPointerGetAttributes(3, attributes, data, d + c.offset)) ==
+        CUDA_SUCCESS) {
+      std::printf("  start %+lld size %zu type %u\n",
+                  start == 0 ? 0LL : Offset(start, d), size, type);
+    }
+  }
+}
+
+NOINLINE void DriverIpc(CUdeviceptr d) {
+  for (size_t offset : {size_t{0}, size_t{16}}) {
+    CUipcMemHandle handle{};
+    std::string what = "cuIpcGetMemHandle +" + std::to_string(offset);
+    if (Cu(what.c_str(), cuIpcGetMemHandle(&handle, d + offset)) !=
+        CUDA_SUCCESS) {
+      continue;
+    }
+    CUdeviceptr mapped = 0;
+    if (Cu("cuIpcOpenMemHandle",
+           cuIpcOpenMemHandle(&mapped, handle,
+                              CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)) ==
+        CUDA_SUCCESS) {
+      std::printf("  mapped %+lld\n", Offset(mapped, d));
+      CUdeviceptr base = 0;
+      size_t size = 0;
+      if (Cu("cuMemGetAddressRange mapped",
+             cuMemGetAddressRange(&base, &size, mapped)) == CUDA_SUCCESS) {
+        std::printf("  base %+lld size %zu\n", Offset(base, mapped), size);
+      }
+      Cu("cuIpcCloseMemHandle", cuIpcCloseMemHandle(mapped));
+      Cu("cuIpcCloseMemHandle again", cuIpcCloseMemHandle(mapped));
+    }
+  }
+  CUipcMemHandle handle{};
+  Cu("cuIpcGetMemHandle null", cuIpcGetMemHandle(&handle, 0));
+}
+
+NOINLINE void RuntimeIpc() {
+  void* a = nullptr;
+  Rt("cudaMalloc", cudaMalloc(&a, 2000));
+  const auto base = reinterpret_cast<uintptr_t>(a);
+  cudaIpcMemHandle_t handle{};
+  if (Rt("cudaIpcGetMemHandle", cudaIpcGetMemHandle(&handle, a)) !=
+      cudaSuccess) {
+    return;
+  }
+  void* mapped = nullptr;
+  if (Rt("cudaIpcOpenMemHandle",
+         cudaIpcOpenMemHandle(&mapped, handle,
+                              cudaIpcMemLazyEnablePeerAccess)) == cudaSuccess) {
+    std::printf("  mapped %+lld\n",
+                Offset(reinterpret_cast<uintptr_t>(mapped), base));
+    Rt("cudaIpcCloseMemHandle", cudaIpcCloseMemHandle(mapped));
+    Rt("cudaIpcCloseMemHandle again", cudaIpcCloseMemHandle(mapped));
+  }
+  Rt("cudaIpcGetMemHandle interior",
+     cudaIpcGetMemHandle(&handle, static_cast<char*>(a) + 100));
+  Rt("cudaIpcOpenMemHandle bad flags",
+     cudaIpcOpenMemHandle(&mapped, handle, 77));
+  Rt("cudaFree", cudaFree(a));
+}
+
+int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "driver") {
+    if (!DriverSetup(0)) return 1;
+    CUdeviceptr d = 0;
+    Cu("cuMemAlloc", cuMemAlloc(&d, kBytes));
+    AddressRanges(d);
+    PointerAttributes(d);
+    DriverIpc(d);
+    Cu("cuMemFree", cuMemFree(d));
+  } else if (mode == "runtime") {
+    RuntimeIpc();
+  } else {
+    std::fprintf(stderr, "unknown mode '%s'\n", mode.c_str());
+    return 2;
+  }
+  std::printf("done\n");
+  return 0;
+}

@@ -1,0 +1,209 @@
+// The guard kernels' own code (kernels/zone_kernels.cu), compiled as host C++
+// and run thread by thread (device_code_on_host.h): head/tail/vector splitting,
+// byte masks, offsets, zone search and the grid-stride loop, checked against
+// the host model of zone_scenarios.cc on every CPU build. The GPU test runs the
+// same code on a device; the test double (tests/fake_cuda) has its own,
+// independent emulation.
+#include <algorithm>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/kernels/device_code_on_host.h"
+// After the shim: the kernels themselves.
+#include "kernels/zone_kernels.cu"
+#include "tests/kernels/zone_scenarios.h"
+
+namespace gmt_test {
+namespace {
+
+constexpr uint64_t kChunk = GMT_ZONE_CHUNK_BYTES;
+
+struct Memory {
+  explicit Memory(size_t bytes)
+      : base(static_cast<unsigned char*>(std::aligned_alloc(256, bytes))),
+        size(bytes) {
+    std::memset(base, 0, bytes);
+  }
+  ~Memory() { std::free(base); }
+  uint64_t address(uint64_t offset) const {
+    return reinterpret_cast<uint64_t>(base) + offset;
+  }
+  unsigned char* base;
+  size_t size;
+};
+
+uint64_t PrefixSum(std::vector<GmtZone>* zones) {
+  uint64_t chunks = 0;
+  for (GmtZone& z : *zones) {
+    z.chunk_begin = chunks;
+    chunks += (z.bytes + kChunk - 1) / kChunk;
+  }
+  return chunks;
+}
+
+void Apply(const std::vector<Write>& writes) {
+  for (const Write& w : writes) {
+    std::memcpy(reinterpret_cast<void*>(w.address), w.bytes.data(),
+                w.bytes.size());
+  }
+}
+
+struct CheckOutput {
+  std::vector<GmtZoneResult> results;
+  GmtCheckSummary summary{};
+};
+
+CheckOutput RunCheck(const std::vector<GmtZone>& zones, uint64_t chunks,
+                     unsigned grid) {
+  CheckOutput out;
+  out.results.assign(zones.size(), GmtZoneResult{});
+  RunGrid(grid, 256, gmt_check_zones, zones.data(),
+          static_cast<uint64_t>(zones.size()), chunks, out.results.data(),
+          &out.summary);
+  return out;
+}
+
+void ExpectSame(const CheckOutput& got, const std::vector<GmtZoneResult>& want,
+                const std::string& what) {
+  ASSERT_EQ(got.results.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got.results[i].changed_bytes, want[i].changed_bytes)
+        << what << " zone " << i;
+    EXPECT_EQ(got.results[i].first_inverted, want[i].first_inverted)
+        << what << " zone " << i;
+    EXPECT_EQ(got.results[i].last_plus1, want[i].last_plus1)
+        << what << " zone " << i;
+  }
+  const GmtCheckSummary s = ExpectedSummary(want);
+  EXPECT_EQ(got.summary.zones_changed, s.zones_changed) << what;
+  EXPECT_EQ(got.summary.bytes_changed, s.bytes_changed) << what;
+}
+
+TEST(ZoneKernelsOnHostTest, FillWritesExactlyTheZones) {
+  Memory m(3 * kChunk);
+  std::vector<GmtZone> zones = {{m.address(1), 20, 0xa1, 0},
+                                {m.address(40), 0, 0xa2, 0},
+                                {m.address(41), 2 * kChunk + 5, 0xa3, 0}};
+  const uint64_t chunks = PrefixSum(&zones);
+  RunGrid(3, 256, gmt_fill_zones, zones.data(), uint64_t{3}, chunks);
+  EXPECT_EQ(m.base[0], 0);
+  EXPECT_EQ(m.base[1], 0xa1);
+  EXPECT_EQ(m.base[20], 0xa1);
+  EXPECT_EQ(m.base[21], 0);
+  EXPECT_EQ(m.base[40], 0);
+  EXPECT_EQ(m.base[41], 0xa3);
+  EXPECT_EQ(m.base[41 + 2 * kChunk + 4], 0xa3);
+  EXPECT_EQ(m.base[41 + 2 * kChunk + 5], 0);
+  EXPECT_EQ(std::count(m.base, m.base + m.size, 0xa3),
+            static_cast<long>(2 * kChunk + 5));
+}
+
+// Random zones (every alignment, sizes from 1 byte to several chunks, empty
+// ones) and random writes, for several grid sizes.
+TEST(ZoneKernelsOnHostTest, CheckMatchesTheModel) {
+  std::mt19937_64 rng(7);
+  auto uniform = [&rng](uint64_t lo, uint64_t hi) {
+    return std::uniform_int_distribution<uint64_t>(lo, hi)(rng);
+  };
+  Memory m(8u << 20);
+  std::vector<GmtZone> zones;
+  uint64_t at = uniform(0, 15);
+  while (zones.size() < 400) {
+    uint64_t bytes = 0;
+    switch (uniform(0, 7)) {
+      case 0:
+        bytes = 0;
+        break;
+      case 1:
+        bytes = uniform(1, 33);
+        break;
+      case 2:
+        bytes = uniform(kChunk - 20, 2 * kChunk + 20);
+        break;
+      default:
+        bytes = uniform(34, 3000);
+        break;
+    }
+    if (at + bytes > m.size) break;
+    zones.push_back({m.address(at), bytes, uniform(0, 255), 0});
+    at += bytes + uniform(0, 40);
+  }
+  const uint64_t chunks = PrefixSum(&zones);
+  RunGrid(5, 256, gmt_fill_zones, zones.data(),
+          static_cast<uint64_t>(zones.size()), chunks);
+  for (unsigned grid : {1u, 4u, 37u}) {
+    ExpectSame(RunCheck(zones, chunks, grid), ExpectedResults(zones, {}),
+               "clean, grid " + std::to_string(grid));
+  }
+  std::vector<Write> writes;
+  for (int i = 0; i < 300; ++i) {
+    const GmtZone& z = zones[uniform(0, zones.size() - 1)];
+    if (z.bytes == 0) continue;
+    const uint64_t offset = uniform(0, z.bytes - 1);
+    const uint64_t n = std::min<uint64_t>(uniform(1, 24), z.bytes - offset);
+    Write w{z.address + offset, {}};
+    for (uint64_t k = 0; k < n; ++k) {
+      w.bytes.push_back(uniform(0, 2) == 0
+                            ? static_cast<uint8_t>(z.pattern)
+                            : static_cast<uint8_t>(uniform(0, 255)));
+    }
+    writes.push_back(std::move(w));
+  }
+  // Between zones too: must never count.
+  writes.push_back({zones[0].address + zones[0].bytes, {0x5a, 0xa5}});
+  Apply(writes);
+  const auto want = ExpectedResults(zones, writes);
+  for (unsigned grid : {1u, 4u, 37u}) {
+    ExpectSame(RunCheck(zones, chunks, grid), want,
+               "written, grid " + std::to_string(grid));
+  }
+}
+
+// Single bytes on both sides of every chunk boundary of a zone of several
+// chunks, each found alone and all together.
+TEST(ZoneKernelsOnHostTest, ChunkBoundaries) {
+  Memory m(4 * kChunk);
+  std::vector<GmtZone> zones = {{m.address(3), 3 * kChunk + 7, 0x81, 0}};
+  const uint64_t chunks = PrefixSum(&zones);
+  ASSERT_EQ(chunks, 4u);
+  RunGrid(2, 256, gmt_fill_zones, zones.data(), uint64_t{1}, chunks);
+  std::vector<Write> all;
+  for (uint64_t at : {uint64_t{0}, kChunk - 1, kChunk, 2 * kChunk - 1,
+                      2 * kChunk, 3 * kChunk - 1, 3 * kChunk, 3 * kChunk + 6}) {
+    const std::vector<Write> one = {{zones[0].address + at, {0x18}}};
+    Apply(one);
+    ExpectSame(RunCheck(zones, chunks, 3), ExpectedResults(zones, one),
+               "at " + std::to_string(at));
+    m.base[3 + at] = 0x81;
+    all.push_back(one[0]);
+  }
+  Apply(all);
+  ExpectSame(RunCheck(zones, chunks, 2), ExpectedResults(zones, all), "all");
+}
+
+// Every alignment of a zone start and every length around 16-byte and
+// 4-byte boundaries, with each single byte changed in turn.
+TEST(ZoneKernelsOnHostTest, EveryAlignmentAndLength) {
+  Memory m(4096);
+  for (uint64_t start = 0; start < 16; ++start) {
+    for (uint64_t bytes = 1; bytes <= 70; ++bytes) {
+      std::vector<GmtZone> zones = {{m.address(start), bytes, 0x3c, 0}};
+      const uint64_t chunks = PrefixSum(&zones);
+      RunGrid(1, 256, gmt_fill_zones, zones.data(), uint64_t{1}, chunks);
+      for (uint64_t at = 0; at < bytes; ++at) {
+        const std::vector<Write> writes = {{m.address(start + at), {0x3d}}};
+        Apply(writes);
+        ExpectSame(RunCheck(zones, chunks, 1), ExpectedResults(zones, writes),
+                   "start " + std::to_string(start) + " bytes " +
+                       std::to_string(bytes) + " at " + std::to_string(at));
+        m.base[start + at] = 0x3c;
+        if (HasFailure()) return;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gmt_test
