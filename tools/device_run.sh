@@ -13,17 +13,24 @@
 #                    final loss must be identical
 #   churn            benchmarks/gpu/churn_overhead.sh: us per cudaMalloc/
 #                    cudaFree pair and per kernel launch, without/with the tool
+#   guard-overhead   benchmarks/gpu/guard_overhead.sh: examples/train_loop
+#                    without the tool, with check=sync, with check=kernel and
+#                    under compute-sanitizer memcheck; churn with guard=1/0
 #   examples-text    every example under the tool with the text report
 #   unit:*           the test binaries bundled into .device/unit/
 #   bench:*          the benchmark executables bundled into .device/bench/
 # then prints a summary table. Exit status 1 if any step failed.
 #
 # Output: $OUT (set by the device tool; default ./out) gets summary.txt,
-# gpu-tests.json, pytorch.json, churn.txt and device-logs.tgz (every log and
-# JSON report; GMT_KEEP_LOGS=1 keeps them unpacked in $OUT/logs as well).
+# gpu-tests.json, pytorch.json, churn.txt, guard.txt, guard_overhead.tsv and
+# device-logs.tgz (every log and JSON report; GMT_KEEP_LOGS=1 keeps them
+# unpacked in $OUT/logs as well).
 # Environment: GMT_BUNDLE (default .device), GMT_PYTHON (default python3),
 # GMT_RUN_BUDGET_S (default 540: steps that would start later are skipped),
 # GMT_CHURN_PAIRS / GMT_CHURN_LAUNCHES (default 200000 each),
+# GMT_GUARD_ITERS (train_loop iterations, default 200; guard_overhead.sh reads
+# its other GMT_GUARD_* settings itself), GMT_SKIP_STEPS (comma-separated step
+# names not to run, e.g. "pytorch,churn"; they show as SKIP),
 # GMT_EXTRA_OPTIONS (appended to GMT_OPTIONS by the GPU tests).
 set -uo pipefail
 
@@ -47,6 +54,8 @@ GPU_TESTS="$ROOT/tests/gpu/gpu_tests.py"
 [ -f "$GPU_TESTS" ] || GPU_TESTS="$B/tests/gpu_tests.py"
 CHURN_SH="$ROOT/benchmarks/gpu/churn_overhead.sh"
 [ -f "$CHURN_SH" ] || CHURN_SH="$B/bench/churn_overhead.sh"
+GUARD_SH="$ROOT/benchmarks/gpu/guard_overhead.sh"
+[ -f "$GUARD_SH" ] || GUARD_SH="$B/bench/guard_overhead.sh"
 START="$(date +%s)"
 DEADLINE=$((START + ${GMT_RUN_BUDGET_S:-540}))
 
@@ -67,7 +76,7 @@ if ldd "$B/examples/leak_runtime" 2>/dev/null | grep -q 'not found'; then
 fi
 NATIVE_LD="$LD_LIBRARY_PATH"
 # For the step functions, which run in a child bash (under timeout).
-export B LIB LOGS NATIVE_LD GPU_TESTS CHURN_SH
+export B LIB LOGS NATIVE_LD GPU_TESTS CHURN_SH GUARD_SH
 
 # row NAME STATUS SECONDS DETAIL
 row() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4//$'\t'/ }" >>"$ROWS"; }
@@ -77,6 +86,14 @@ row() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4//$'\t'/ }" >>"$ROWS"; }
 step() {
   local name="$1" limit="$2" now left t0 t1 secs status
   shift 2
+  case ",${GMT_SKIP_STEPS:-}," in
+    *",$name,"*)
+      echo "skipped: in GMT_SKIP_STEPS" >"$LOGS/$name.log"
+      STEP_RC=77 STEP_STATUS=SKIP STEP_SECS=0
+      echo "=== $name: skipped (GMT_SKIP_STEPS)"
+      return
+      ;;
+  esac
   now="$(date +%s)"
   left=$((DEADLINE - now))
   if [ "$left" -le 5 ]; then
@@ -112,7 +129,7 @@ head -20 "$LOGS/nvidia-smi.log"
 
 # --- preflight -------------------------------------------------------------------
 preflight() {
-  echo "scripts: $GPU_TESTS $CHURN_SH"
+  echo "scripts: $GPU_TESTS $CHURN_SH $GUARD_SH"
   echo "bundle: $(head -3 "$B/MANIFEST.txt" 2>/dev/null | tail -2 | tr '\n' ' ')"
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   local bad=0 f
@@ -206,7 +223,23 @@ for what in churn_pairs churn_launches; do
   if [ -n "$line" ]; then
     row "$what" "$churn_status" "$STEP_SECS" "$(sed 's/^RESULT [a-z_]* //' <<<"$line")"
   else
-    row "$what" FAIL "$STEP_SECS" "no result (see churn.log)"
+    [ "$churn_status" = SKIP ] || churn_status=FAIL
+    row "$what" "$churn_status" "$STEP_SECS" "no result (see churn.log)"
+  fi
+done
+
+# --- guard-zone overhead ---------------------------------------------------------
+step guard-overhead 240 env LD_LIBRARY_PATH="$NATIVE_LD" OUT="$OUT" bash \
+  "$GUARD_SH" "$LIB" "$B/examples" "${GMT_GUARD_ITERS:-200}" "$LOGS/guard"
+cat "$LOGS/guard-overhead.log"
+guard_status="$STEP_STATUS"
+for what in guard_train guard_churn; do
+  line="$(grep "^RESULT $what " "$LOGS/guard-overhead.log")"
+  if [ -n "$line" ]; then
+    row "$what" "$guard_status" "$STEP_SECS" "$(sed 's/^RESULT [a-z_]* //' <<<"$line")"
+  else
+    row "$what" "$guard_status" "$STEP_SECS" \
+      "no result ($(tail -1 "$LOGS/guard-overhead.log" | cut -c1-100))"
   fi
 done
 
@@ -269,8 +302,10 @@ fails="$(awk -F'\t' '$2 == "FAIL"' "$ROWS" | wc -l)"
   echo "steps failed: $fails"
 } | tee "$OUT/summary.txt"
 
-for f in gpu-tests.json pytorch.json churn.log; do
-  [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/${f/churn.log/churn.txt}"
+for f in gpu-tests.json pytorch.json churn.log guard-overhead.log; do
+  dest="${f/churn.log/churn.txt}"
+  dest="${dest/guard-overhead.log/guard.txt}"
+  [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/$dest"
 done
 tar -czf "$OUT/device-logs.tgz" -C "$OUT" logs 2>/dev/null
 [ "${GMT_KEEP_LOGS:-0}" = 1 ] || rm -rf "$LOGS"

@@ -7,6 +7,13 @@ checks the JSON report (leaks with the right api, bytes, count and allocating
 function; errors of the right kind; a clean program clean) and that the tool
 changed nothing the program can see (exit code, stdout, the PyTorch loss).
 
+Guard zones (DESIGN.md section 3): each buggy guard example (oob_*, uaf_write)
+and each clean program also runs a third time with check=kernel; a buggy one
+must report exactly its one error (kind, offset, changed bytes, allocation,
+the offending kernel among `kernels`: with check=kernel the only one), a
+clean one nothing. api_bounds: the same CUDA return codes with and without
+the tool and one api-bounds error per bad call.
+
 Paths come from arguments or, failing those, the environment, so the same
 script runs from a build tree (CTest, tests/gpu/CMakeLists.txt) and from the
 bundle that tools/device_bundle.sh makes:
@@ -17,6 +24,8 @@ bundle that tools/device_bundle.sh makes:
   GMT_LIB, GMT_EXAMPLES_DIR, GMT_TEST_OUT   defaults for the three paths
   GMT_EXTRA_OPTIONS                         appended to GMT_OPTIONS (e.g.
                                             "stack_depth=32")
+  GMT_TEST_CHURN_PAIRS, GMT_TEST_TORCH_STEPS, GMT_TEST_TRAIN_ITERS
+                                            workload sizes (20000, 200, 20)
 
 Exit status: 0 all selected cases passed, 1 a case failed, 77 every selected
 case was skipped (no CUDA device: CTest's SKIP_RETURN_CODE), 2 bad usage.
@@ -76,8 +85,11 @@ class Case:
         self.warnings.append(message)
 
     # -- running -----------------------------------------------------------
-    def run(self, label, argv, tool, timeout=180, extra_env=None):
-        """Runs argv (with the tool when `tool`); logs under <case>/<label>."""
+    def run(self, label, argv, tool, timeout=180, extra_env=None,
+            options=None):
+        """Runs argv (with the tool when `tool`); logs under <case>/<label>.
+        `options` (e.g. "check=kernel") go last into GMT_OPTIONS, after
+        GMT_EXTRA_OPTIONS, so they win over it."""
         run_dir = os.path.join(self.dir, label)
         shutil.rmtree(run_dir, ignore_errors=True)
         os.makedirs(run_dir)
@@ -89,11 +101,13 @@ class Case:
             env.update(extra_env)
         if tool:
             env["LD_PRELOAD"] = self.ctx.lib
-            options = "report=json:report_path=%s/%%p.json" % run_dir
+            gmt_options = "report=json:report_path=%s/%%p.json" % run_dir
             extra = os.environ.get("GMT_EXTRA_OPTIONS", "")
             if extra:
-                options += ":" + extra
-            env["GMT_OPTIONS"] = options
+                gmt_options += ":" + extra
+            if options:
+                gmt_options += ":" + options
+            env["GMT_OPTIONS"] = gmt_options
         start = time.monotonic()
         try:
             proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE,
@@ -134,8 +148,9 @@ class Case:
                     self.warn("%s: %d reports written (%s)" % (
                         label, len(reports),
                         ", ".join(os.path.basename(p) for p in reports)))
-        print("    %-6s %-10s %7.2fs  rc=%s" % (
-            label, "(tool)" if tool else "(no tool)", seconds, rc), flush=True)
+        print("    %-6s %-10s %7.2fs  rc=%s%s" % (
+            label, "(tool)" if tool else "(no tool)", seconds, rc,
+            "  [%s]" % options if tool and options else ""), flush=True)
         return Run(rc, out, err, seconds, report, report_error)
 
     def example(self, program):
@@ -163,6 +178,27 @@ class Case:
         self.notes["seconds_tool"] = round(tool.seconds, 3)
         self.check_report_shape(tool)
         return plain, tool
+
+    def run_kernel_mode(self, program, plain, args=(), timeout=180,
+                        compare_stdout=True):
+        """Runs the program a third time, with check=kernel (a zone check
+        after every kernel); checks it against the plain run like run_pair.
+        Returns the run."""
+        argv = [self.example(program)] + list(args)
+        kern = self.run("kernel", argv, tool=True, timeout=timeout,
+                        options="check=kernel")
+        self.check(kern.rc == plain.rc,
+                   "exit code changed by the tool with check=kernel: %s "
+                   "without, %s with (stderr: %s)" % (
+                       plain.rc, kern.rc, _tail(kern.stderr)))
+        if compare_stdout:
+            self.check(kern.stdout == plain.stdout,
+                       "stdout changed by the tool with check=kernel:\n"
+                       "--- without\n%s--- with\n%s" % (plain.stdout,
+                                                        kern.stdout))
+        self.notes["seconds_kernel"] = round(kern.seconds, 3)
+        self.check_report_shape(kern)
+        return kern
 
     # -- the report --------------------------------------------------------
     def check_report_shape(self, run):
@@ -254,6 +290,73 @@ class Case:
                                    describe_errors(report)))
         return found
 
+    def expect_guard_error(self, run, mode, kind, kernel, alloc_api,
+                           alloc_fn, alloc_bytes, offset, changed,
+                           free_fn=None):
+        """The report of `run` (mode "sync": the default check=sync, or
+        "kernel": check=kernel) holds exactly one error, of `kind`, found by a
+        zone check: the first changed byte at `offset` from the user's start,
+        `changed` contiguous bytes changed, on the `alloc_bytes`-byte block
+        from `alloc_api` in `alloc_fn`, with `kernel` among the kernels that
+        ran since the last clean check (check=kernel: the only one)."""
+        r = run.report
+        if r is None:
+            return None
+        tag = "[check=%s] " % mode
+        found = [e for e in r.get("errors", []) if e.get("kind") == kind]
+        if not self.check(len(found) == 1, tag + "expected one %s error, "
+                          "found %d; errors: %s" % (kind, len(found),
+                                                    describe_errors(r))):
+            return None
+        self.check(r.get("summary", {}).get("errors") == 1 and
+                   len(r.get("errors", [])) == 1,
+                   tag + "expected that error only (summary.errors=%s): %s"
+                   % (r.get("summary", {}).get("errors"), describe_errors(r)))
+        e = found[0]
+        self.notes["error_" + mode] = {
+            k: e.get(k) for k in ("offset", "bytes", "first_offset",
+                                  "last_offset", "changed_bytes", "kernels",
+                                  "check")}
+        self.check(e.get("offset") == offset, tag + "%s offset %r, expected "
+                   "%d" % (kind, e.get("offset"), offset))
+        self.check(e.get("bytes") == changed, tag + "%s bytes %r, expected %d"
+                   " changed bytes" % (kind, e.get("bytes"), changed))
+        for key, want in (("first_offset", offset),
+                          ("last_offset", offset + changed - 1),
+                          ("changed_bytes", changed)):
+            self.check(e.get(key) == want, tag + "%s %s %r, expected %d" % (
+                kind, key, e.get(key), want))
+        alloc = e.get("allocation") or {}
+        self.check(alloc.get("api") == alloc_api and
+                   alloc.get("bytes") == alloc_bytes and
+                   stack_has(alloc.get("stack"), alloc_fn),
+                   tag + "%s allocation should be the %d-byte %s from %s: %s"
+                   % (kind, alloc_bytes, alloc_api, alloc_fn,
+                      json.dumps(alloc)[:400]))
+        kernels = e.get("kernels")
+        if not self.check(isinstance(kernels, list),
+                          tag + "%s has no kernels list: %r" % (kind,
+                                                                kernels)):
+            kernels = []
+        if mode == "kernel":
+            self.check(len(kernels) == 1 and kernel in str(kernels[0]),
+                       tag + "kernels should be exactly [%s...], got %r" % (
+                           kernel, kernels))
+        else:
+            self.check(any(kernel in str(k) for k in kernels),
+                       tag + "kernels should contain %s, got %r" % (kernel,
+                                                                   kernels))
+        self.check(e.get("check") == mode,
+                   tag + "%s found by check %r, expected %r" % (
+                       kind, e.get("check"), mode))
+        if free_fn:
+            first = e.get("first_free") or {}
+            self.check(first.get("api") == "cudaFree" and
+                       stack_has(first.get("stack"), free_fn),
+                       tag + "%s first_free should be cudaFree from %s: %s" % (
+                           kind, free_fn, json.dumps(first)[:400]))
+        return e
+
     def expect_clean_errors(self, report):
         if report is None:
             return
@@ -272,6 +375,12 @@ def _argv_matches(doc, argv):
 def _tail(text, n=600):
     text = text.strip()
     return text if len(text) <= n else "..." + text[-n:]
+
+
+def _first(pattern, text):
+    """Group 1 of the first match of `pattern` (multiline) in text, or None."""
+    m = re.search(pattern, text, re.M)
+    return m.group(1) if m else None
 
 
 def stack_has(stack, function):
@@ -309,8 +418,10 @@ def describe_errors(report, limit=12):
     errors = report.get("errors", [])
     if not errors:
         return "none"
-    lines = ["\n      %s api=%s offset=%s bytes=%s: %s" % (
+    lines = ["\n      %s api=%s offset=%s bytes=%s%s%s: %s" % (
         e.get("kind"), e.get("api"), e.get("offset"), e.get("bytes"),
+        " check=%s" % e["check"] if e.get("check") else "",
+        " kernels=%s" % e["kernels"] if e.get("kernels") else "",
         short_stack(e.get("stack"))) for e in errors[:limit]]
     return "".join(lines)
 
@@ -475,7 +586,12 @@ def case_api_mismatch(c):
 
 
 def case_clean_cublas_thrust(c):
-    _, tool = c.run_pair("clean_cublas_thrust", timeout=300)
+    plain, tool = c.run_pair("clean_cublas_thrust", timeout=300)
+    # Guard zones must not disturb cuBLAS or thrust, even checked after
+    # every kernel.
+    kern = c.run_kernel_mode("clean_cublas_thrust", plain, timeout=300)
+    if kern.report is not None:
+        c.expect_clean_errors(kern.report)
     r = tool.report
     if r is None:
         return
@@ -570,34 +686,247 @@ def case_pytorch_train(c):
     env = {"PYTHONUNBUFFERED": "1"}
     plain = c.run("plain", argv, tool=False, timeout=480, extra_env=env)
     tool = c.run("tool", argv, tool=True, timeout=480, extra_env=env)
+    # Guard zones checked after every kernel (check=kernel): the training
+    # must still compute bit-identical losses.
+    kern = c.run("kernel", argv, tool=True, timeout=480, extra_env=env,
+                 options="check=kernel")
+    runs = (("without the tool", plain), ("with the tool", tool),
+            ("with check=kernel", kern))
     losses = []
-    for run in (plain, tool):
+    for _, run in runs:
         m = re.search(r"^final loss .*$", run.stdout, re.M)
         losses.append(m.group(0) if m else None)
-    c.notes["loss_plain"], c.notes["loss_tool"] = losses
+    c.notes["loss_plain"], c.notes["loss_tool"], c.notes["loss_kernel"] = \
+        losses
     c.notes["seconds_plain"] = round(plain.seconds, 3)
     c.notes["seconds_tool"] = round(tool.seconds, 3)
-    c.check(plain.rc == 0 and losses[0],
-            "pytorch_train without the tool failed (rc %s): %s" % (
-                plain.rc, _tail(plain.stderr)))
-    c.check(tool.rc == 0 and losses[1],
-            "pytorch_train with the tool failed (rc %s): %s" % (
-                tool.rc, _tail(tool.stderr)))
-    c.check(losses[0] == losses[1],
-            "loss changed by the tool: %r without, %r with" % tuple(losses))
-    c.check(plain.stdout == tool.stdout,
-            "training log changed by the tool:\n--- without\n%s--- with\n%s"
-            % (plain.stdout, tool.stdout))
-    c.check_report_shape(tool)
-    r = tool.report
-    if r is not None:
+    c.notes["seconds_kernel"] = round(kern.seconds, 3)
+    for (what, run), loss in zip(runs, losses):
+        c.check(run.rc == 0 and loss,
+                "pytorch_train %s failed (rc %s): %s" % (what, run.rc,
+                                                         _tail(run.stderr)))
+    for (what, run), loss in zip(runs[1:], losses[1:]):
+        c.check(losses[0] == loss, "loss changed %s: %r without, %r with" % (
+            what, losses[0], loss))
+        c.check(plain.stdout == run.stdout,
+                "training log changed %s:\n--- without\n%s--- with\n%s"
+                % (what, plain.stdout, run.stdout))
+    for mode, run in (("sync", tool), ("kernel", kern)):
+        c.check_report_shape(run)
+        r = run.report
+        if r is None:
+            continue
         c.expect_clean_errors(r)
         s = r.get("summary", {})
         c.check(s.get("allocations", 0) > 0,
-                "no allocations tracked in PyTorch (its cudaMalloc calls were"
-                " not seen)")
+                "[check=%s] no allocations tracked in PyTorch (its cudaMalloc"
+                " calls were not seen)" % mode)
         # The caching allocator keeps its blocks to the end: informational.
-        c.notes["summary"] = s
+        c.notes["summary" if mode == "sync" else "summary_kernel"] = s
+
+
+# -- guard zones (redzones, quarantine, API range checks) ---------------------
+#
+# Each buggy example runs three times: without the tool, with it (default
+# check=sync) and with check=kernel; exit code and stdout must not change.
+
+# program -> what its one error must say. Offsets and sizes are the ones the
+# example's comment documents; `changed` is exact because every bad write
+# flips the bytes it touches.
+GUARD_EXAMPLES = {
+    "oob_slack": dict(kind="oob-write", kernel="OobSlackOverrunKernel",
+                      alloc_api="cudaMalloc", alloc_fn="OobSlackAllocate",
+                      alloc_bytes=1000, offset=1000, changed=12),
+    "oob_neighbour": dict(kind="oob-write", kernel="NeighbourSpillKernel",
+                          alloc_api="cudaMalloc",
+                          alloc_fn="NeighbourAllocateFirst",
+                          alloc_bytes=4096, offset=4096, changed=64),
+    "oob_underflow": dict(kind="oob-underflow",
+                          kernel="UnderflowHeaderKernel",
+                          alloc_api="cudaMalloc",
+                          alloc_fn="UnderflowAllocateTarget",
+                          alloc_bytes=4096, offset=-16, changed=16),
+    "oob_few_kib": dict(kind="oob-write", kernel="FewKibScrambleKernel",
+                        alloc_api="cudaMalloc", alloc_fn="FewKibAllocate",
+                        alloc_bytes=MiB, offset=MiB, changed=3 * KiB),
+    "oob_managed": dict(kind="oob-write", kernel="ManagedOverrunKernel",
+                        alloc_api="cudaMallocManaged",
+                        alloc_fn="ManagedOobAllocate", alloc_bytes=100000,
+                        offset=100000, changed=40),
+    # oob_pitched: offset and size depend on the pitch the program prints.
+    "oob_pitched": dict(kind="oob-write", kernel="PitchedRowFlipKernel",
+                        alloc_api="cudaMallocPitch",
+                        alloc_fn="PitchedOobAllocate", rows=16, width=1000),
+    "oob_driver": dict(kind="oob-write", kernel="DriverStrideOverrunKernel",
+                       alloc_api="cuMemAlloc", alloc_fn="DriverOobAllocate",
+                       alloc_bytes=10000, offset=10100, changed=24),
+    "uaf_write": dict(kind="uaf-write", kernel="UafStaleWriteKernel",
+                      alloc_api="cudaMalloc", alloc_fn="UafWriteAllocate",
+                      alloc_bytes=64 * KiB, offset=128, changed=32,
+                      free_fn="UafWriteRelease"),
+}
+
+
+def guard_case(program):
+    def case(c):
+        spec = dict(GUARD_EXAMPLES[program])
+        plain, tool = c.run_pair(program)
+        kern = c.run_kernel_mode(program, plain)
+        if "rows" in spec:
+            m = re.search(r"pitch (\d+),", plain.stdout)
+            if not c.check(m, "%s printed no pitch: %r" % (program,
+                                                           plain.stdout)):
+                return
+            pitch = int(m.group(1))
+            c.notes["pitch"] = pitch
+            rows, width = spec.pop("rows"), spec.pop("width")
+            spec.update(alloc_bytes=pitch * rows, offset=pitch * rows,
+                        changed=width)
+        skipped = _first(r"^(%s: .*skipped.*)$" % program,
+                         tool.stderr + kern.stderr)
+        c.check(skipped is None, "the example skipped its bad write under "
+                "the tool: %s" % skipped)
+        for run, mode in ((tool, "sync"), (kern, "kernel")):
+            c.expect_guard_error(run, mode, **spec)
+            if run.report is not None:
+                # Freed (or quarantined) by the program: never a leak.
+                c.expect_no_leak_from(run.report, spec["alloc_fn"])
+    case.__name__ = "case_" + program
+    return case
+
+
+# api_bounds: label printed by the program -> (function making the call,
+# offset, bytes or None, allocating function, allocation api, allocation
+# bytes or "pitched").
+API_BOUNDS_CALLS = {
+    "cudaMemcpy H2D past end": ("ApiBoundsMemcpyH2D", 0, 64 * KiB + 1,
+                                "ApiBoundsAllocateMain", "cudaMalloc",
+                                64 * KiB),
+    "cudaMemset past end": ("ApiBoundsMemset1D", 1024, 64 * KiB - 1008,
+                            "ApiBoundsAllocateMain", "cudaMalloc", 64 * KiB),
+    "cudaMemcpyAsync D2D past end": ("ApiBoundsMemcpyAsyncD2D", 256,
+                                     64 * KiB, "ApiBoundsAllocateDst",
+                                     "cudaMalloc", 64 * KiB),
+    "cuMemsetD8 past end": ("ApiBoundsDriverMemsetD8", 64 * KiB - 100, 200,
+                            "ApiBoundsAllocateMain", "cudaMalloc", 64 * KiB),
+    "cudaMemset2D past last row": ("ApiBoundsMemset2D", 0, None,
+                                   "ApiBoundsAllocatePitched",
+                                   "cudaMallocPitch", "pitched"),
+}
+API_BOUNDS_EDGES = ("cudaMemcpy H2D exact", "cudaMemset last byte",
+                    "cudaMemcpyAsync D2D exact", "cuMemsetD8 to the end",
+                    "cudaMemset2D exact")
+
+
+def case_api_bounds(c):
+    plain, tool = c.run_pair("api_bounds")
+    results = parse_results(plain.stdout, "api_bounds")
+    c.notes["cuda_results"] = results
+    tool_results = parse_results(tool.stdout, "api_bounds")
+    for label in API_BOUNDS_CALLS:
+        c.check(label in results, "api_bounds did not print %r" % label)
+        c.check(tool_results.get(label) == results.get(label),
+                "%s returned %s with the tool, %s without" % (
+                    label, tool_results.get(label), results.get(label)))
+        c.check(results.get(label, 0) != 0,
+                "%s succeeded without the tool (CUDA accepted a range past "
+                "the end?): the example's premise fails" % label)
+    for label in API_BOUNDS_EDGES:
+        c.check(results.get(label) == 0 and tool_results.get(label) == 0,
+                "edge call %s: %s without the tool, %s with (both must be 0)"
+                % (label, results.get(label), tool_results.get(label)))
+    m = re.search(r"pitch (\d+),", plain.stdout)
+    pitch = int(m.group(1)) if m else None
+    r = tool.report
+    if r is None:
+        return
+    errors = c.expect_errors(r, "api-bounds", len(API_BOUNDS_CALLS))
+    c.check(r.get("summary", {}).get("errors") == len(API_BOUNDS_CALLS),
+            "expected the %d api-bounds errors only (nothing reached a "
+            "redzone): %s" % (len(API_BOUNDS_CALLS), describe_errors(r)))
+    for label, (fn, offset, nbytes, alloc_fn, alloc_api,
+                alloc_bytes) in API_BOUNDS_CALLS.items():
+        mine = [e for e in errors if stack_has(e.get("stack"), fn)]
+        if not c.check(len(mine) == 1, "expected one api-bounds error from %s"
+                       " (%s), found %d: %s" % (fn, label, len(mine),
+                                                describe_errors(r))):
+            continue
+        e = mine[0]
+        call = label.split()[0]  # "cudaMemcpyAsync D2D past end" -> call
+        if not str(e.get("call") or e.get("api") or "").startswith(call):
+            c.warn("%s: error names call %r / api %r, expected %s" % (
+                label, e.get("call"), e.get("api"), call))
+        c.check(e.get("offset") == offset, "%s: offset %r, expected %d" % (
+            label, e.get("offset"), offset))
+        if alloc_bytes == "pitched":
+            alloc_bytes = pitch * 8 if pitch else None
+            c.check(pitch is not None and
+                    (e.get("offset") or 0) + (e.get("bytes") or 0) >
+                    pitch * 8, "%s: range [%r, +%r) should pass the end of "
+                    "the %s-byte block" % (label, e.get("offset"),
+                                           e.get("bytes"), alloc_bytes))
+        else:
+            c.check(e.get("bytes") == nbytes, "%s: bytes %r, expected %d" % (
+                label, e.get("bytes"), nbytes))
+        c.check(e.get("cuda_result") == results.get(label),
+                "%s: cuda_result %r, the program got %r" % (
+                    label, e.get("cuda_result"), results.get(label)))
+        alloc = e.get("allocation") or {}
+        c.check(alloc.get("api") == alloc_api and
+                alloc.get("bytes") == alloc_bytes and
+                stack_has(alloc.get("stack"), alloc_fn),
+                "%s: allocation should be the %s-byte %s from %s: %s" % (
+                    label, alloc_bytes, alloc_api, alloc_fn,
+                    json.dumps(alloc)[:400]))
+    for fn in ("ApiBoundsAllocateMain", "ApiBoundsAllocateDst",
+               "ApiBoundsAllocatePitched"):
+        c.expect_no_leak_from(r, fn)
+
+
+def case_clean_multistream(c):
+    plain, tool = c.run_pair("clean_multistream", timeout=300)
+    kern = c.run_kernel_mode("clean_multistream", plain, timeout=300)
+    for run, mode in ((tool, "sync"), (kern, "kernel")):
+        r = run.report
+        if r is None:
+            continue
+        c.expect_clean_errors(r)
+        c.check(not r.get("leaks"), "[check=%s] clean program has leaks: %s"
+                % (mode, describe_leaks(r)))
+        s = r.get("summary", {})
+        c.check(s.get("allocations", 0) >= 20,
+                "[check=%s] only %s allocations tracked (stream-ordered, "
+                "pitched, 3D, managed, thrust and CUB temporaries expected)"
+                % (mode, s.get("allocations")))
+
+
+def case_train_loop(c):
+    iters = os.environ.get("GMT_TEST_TRAIN_ITERS", "20")
+    args = ["--iters", iters]
+    plain, tool = c.run_pair("train_loop", args, timeout=300,
+                             compare_stdout=False)
+    kern = c.run_kernel_mode("train_loop", plain, args, timeout=300,
+                             compare_stdout=False)
+    sums = []
+    for run in (plain, tool, kern):
+        m = re.search(r"^train_loop: checksum .*$", run.stdout, re.M)
+        sums.append(m.group(0) if m else None)
+    c.notes["checksums"] = sums
+    c.notes["ms_per_iter"] = [_first(r"\(([0-9.]+) ms/iter\)", run.stdout)
+                              for run in (plain, tool, kern)]
+    c.check(sums[0] is not None, "train_loop printed no checksum: %r" %
+            plain.stdout)
+    c.check(sums[1] == sums[0], "checksum changed by the tool: %r without, "
+            "%r with" % (sums[0], sums[1]))
+    c.check(sums[2] == sums[0], "checksum changed by the tool with "
+            "check=kernel: %r without, %r with" % (sums[0], sums[2]))
+    for run, mode in ((tool, "sync"), (kern, "kernel")):
+        r = run.report
+        if r is None:
+            continue
+        c.expect_clean_errors(r)
+        c.check(not r.get("leaks"), "[check=%s] train_loop leaks: %s" % (
+            mode, describe_leaks(r)))
 
 
 CASES = [
@@ -614,6 +943,10 @@ CASES = [
     ("static_cudart", case_static_cudart),
     ("snapshot_api", case_snapshot_api),
     ("churn", case_churn),
+] + [(name, guard_case(name)) for name in GUARD_EXAMPLES] + [
+    ("api_bounds", case_api_bounds),
+    ("clean_multistream", case_clean_multistream),
+    ("train_loop", case_train_loop),
     ("pytorch_train", case_pytorch_train),
 ]
 

@@ -6,7 +6,10 @@ programs and a fake "tool" that writes the JSON report the real one should.
 
 Checks that (1) ideal reports pass every case, (2) reports with the classic
 mistakes (wrong count, missing stack frame, wrong error kind, changed stdout,
-changed loss) fail the right cases, and (3) without a GPU every case skips
+changed loss; for guard zones: wrong offset, more than the one kernel under
+check=kernel, no first_free, a skipped bad write, a changed return code, a
+missing api-bounds error, an error or a changed checksum only under
+check=kernel) fail the right cases, and (3) without a GPU every case skips
 with exit code 77. Runs on any machine with python3; prints
 'N passed, N failed'.
 """
@@ -55,7 +58,65 @@ def err(kind, api, fn, offset=0, alloc=None, first=None):
         e["first_free"] = {"api": "cudaFree", "stack": stack(first)}
     return e
 
+kmode = "check=kernel" in os.environ.get("GMT_OPTIONS", "")
+
+# Guard-zone findings, the way the tool reports them: with check=kernel only
+# the offending kernel, otherwise every kernel since the last clean check.
+GUARD = {
+    "oob_slack": ("oob-write", "OobSlackOverrunKernel", "OobSlackFillKernel",
+                  "cudaMalloc", "OobSlackAllocate", 1000, 1000, 12),
+    "oob_neighbour": ("oob-write", "NeighbourSpillKernel",
+                      "NeighbourFillKernel", "cudaMalloc",
+                      "NeighbourAllocateFirst", 4096, 4096, 64),
+    "oob_underflow": ("oob-underflow", "UnderflowHeaderKernel",
+                      "UnderflowFillKernel", "cudaMalloc",
+                      "UnderflowAllocateTarget", 4096, -16, 16),
+    "oob_few_kib": ("oob-write", "FewKibScrambleKernel", "FewKibFillKernel",
+                    "cudaMalloc", "FewKibAllocate", 1 << 20, 1 << 20, 3072),
+    "oob_managed": ("oob-write", "ManagedOverrunKernel",
+                    "ManagedIncrementKernel", "cudaMallocManaged",
+                    "ManagedOobAllocate", 100000, 100000, 40),
+    "oob_pitched": ("oob-write", "PitchedRowFlipKernel", "PitchedFillKernel",
+                    "cudaMallocPitch", "PitchedOobAllocate", 16 * 1024,
+                    16 * 1024, 1000),
+    "oob_driver": ("oob-write", "DriverStrideOverrunKernel",
+                   "DriverFillKernel", "cuMemAlloc", "DriverOobAllocate",
+                   10000, 10100, 24),
+    "uaf_write": ("uaf-write", "UafStaleWriteKernel", "UafFillKernel",
+                  "cudaMalloc", "UafWriteAllocate", 65536, 128, 32),
+}
+
+def guard_err(name):
+    kind, kernel, fill, api, fn, nbytes, offset, changed = GUARD[name]
+    e = err(kind, "unknown", "main", offset, alloc=(api, nbytes, fn),
+            first="UafWriteRelease" if kind == "uaf-write" else None)
+    if brk == "first_free" and kind == "uaf-write":
+        e.pop("first_free")
+    if brk == "offset":
+        offset += 1
+    e.update({"offset": offset, "bytes": changed, "first_offset": offset,
+              "last_offset": offset + changed - 1, "changed_bytes": changed,
+              "check": "kernel" if kmode else "sync",
+              "kernels": [kernel + "(unsigned char volatile*, int, int)"]})
+    if not kmode or brk == "kernels":
+        e["kernels"].insert(0, fill + "(unsigned char*, int)")
+    return e
+
+API_BOUNDS = [
+    ("cudaMemcpy H2D past end", "ApiBoundsMemcpyH2D", 0, 65537,
+     "ApiBoundsAllocateMain", "cudaMalloc", 65536),
+    ("cudaMemset past end", "ApiBoundsMemset1D", 1024, 64528,
+     "ApiBoundsAllocateMain", "cudaMalloc", 65536),
+    ("cudaMemcpyAsync D2D past end", "ApiBoundsMemcpyAsyncD2D", 256, 65536,
+     "ApiBoundsAllocateDst", "cudaMalloc", 65536),
+    ("cuMemsetD8 past end", "ApiBoundsDriverMemsetD8", 65436, 200,
+     "ApiBoundsAllocateMain", "cudaMalloc", 65536),
+    ("cudaMemset2D past last row", "ApiBoundsMemset2D", 0, 9192,
+     "ApiBoundsAllocatePitched", "cudaMallocPitch", 8192),
+]
+
 out, leaks, errors = "", [], []
+summary_override = {}
 if name == "leak_runtime":
     out = "leak_runtime: leaked 3 x 1048576 bytes with cudaMalloc\n"
     leaks = [leak("cudaMalloc", "LeakRuntimeBuffers",
@@ -130,8 +191,44 @@ elif name == "churn":
         summary_override = {"allocations": n, "frees": n}
 elif name == "pytorch_train":
     out = "step 0 loss 1.0\nfinal loss 0.123456789 (0.12345678901)\n"
-    if brk == "loss" and tool:
+    if (brk == "loss" and tool) or (brk == "kernel_loss" and kmode):
         out = "step 0 loss 1.0\nfinal loss 0.123456788 (0.12345678801)\n"
+elif name in GUARD:
+    out = "%s: in-bounds checksum 12345\n" % name
+    if name == "oob_pitched":
+        out = "oob_pitched: pitch 1024, 16 rows of 1000 bytes; checksum 1\n"
+    if brk == "skip" and tool:
+        sys.stderr.write("%s: the bad write would leave the mapped page; "
+                         "skipped\n" % name)
+    else:
+        errors = [guard_err(name)]
+elif name == "api_bounds":
+    for label in ("cudaMemcpy H2D exact", "cudaMemset last byte",
+                  "cudaMemcpyAsync D2D exact", "cuMemsetD8 to the end",
+                  "cudaMemset2D exact"):
+        out += "api_bounds: %s -> 0 (cudaSuccess)\n" % label
+    for i, (label, fn, off, nb, afn, api, ab) in enumerate(API_BOUNDS):
+        code = 0 if (brk == "rc" and tool and i == 2) else 1
+        out += "api_bounds: %s -> %d (cudaErrorInvalidValue)\n" % (label, code)
+        if brk == "missing_bounds" and i == 3:
+            continue
+        e = err("api-bounds", "unknown", fn, off, alloc=(api, ab, afn))
+        e["bytes"] = nb
+        e["cuda_result"] = 1
+        e["call"] = label.split()[0]
+        errors.append(e)
+    out += "api_bounds: pitch 1024, checksums 1 2\n"
+elif name == "clean_multistream":
+    out = "clean_multistream: stream 0: n 100003, sum 1\n"
+    summary_override = {"allocations": 40, "frees": 40}
+    if brk == "kernel_error" and kmode:
+        errors = [guard_err("oob_slack")]
+elif name == "train_loop":
+    out = ("train_loop: 4 buffers of 256 MiB, 20 iterations in %s ms "
+           "(%s ms/iter)\n" % (("12.0", "0.6000") if tool else
+                                ("10.0", "0.5000")))
+    out += "train_loop: checksum %s\n" % (
+        "1.5e+00" if (brk == "checksum" and kmode) else "1.25e+00")
 sys.stdout.write(out)
 if tool:
     m = re.search(r"report_path=([^:]+)", os.environ.get("GMT_OPTIONS", ""))
@@ -143,6 +240,7 @@ if tool:
                "leaked_bytes": sum(l["bytes"] for l in leaks)}
     if name == "churn":
         summary["allocations"] = summary["frees"] = 10 ** 6
+    summary.update(summary_override)
     report = {"tool": "gpumemtrace", "version": "0.1.0", "pid": os.getpid(),
               "argv": [name] + args,
               "devices": [{"index": 0, "name": "Fake", "total_bytes": 1,
@@ -184,7 +282,10 @@ def setup(work):
                  "leak_pinned_host", "leak_managed", "leak_vmm",
                  "double_free", "invalid_free", "api_mismatch",
                  "clean_cublas_thrust", "static_cudart", "snapshot_api",
-                 "churn"):
+                 "churn", "oob_slack", "oob_neighbour", "oob_underflow",
+                 "oob_few_kib", "oob_managed", "oob_pitched", "oob_driver",
+                 "uaf_write", "api_bounds", "clean_multistream",
+                 "train_loop"):
         write_exec(os.path.join(exdir, name),
                    '#!/bin/sh\nexec "%s" "%s" %s "$@"\n' % (sys.executable,
                                                             fake, name))
@@ -241,9 +342,12 @@ def main():
         if not ok:
             print(text)
 
+    listed = subprocess.run([sys.executable, gpu_tests, "--list"],
+                            stdout=subprocess.PIPE).stdout.decode().split()
     rc, text, st = run(gpu_tests, work, bindir, exdir, fakepy, lib, {}, None)
-    expect("ideal reports pass every case",
-           rc == 0 and len(st) == 14 and set(st.values()) == {"pass"}, text)
+    expect("ideal reports pass every case (%d)" % len(listed),
+           rc == 0 and len(listed) >= 25 and len(st) == len(listed) and
+           set(st.values()) == {"pass"}, text)
 
     for brk, case in (("count", "leak_runtime"), ("frame", "leak_runtime"),
                       ("freed_reported", "leak_runtime"),
@@ -251,7 +355,17 @@ def main():
                       ("kind", "double_free"),
                       ("stdout", "clean_cublas_thrust"),
                       ("noreport", "leak_driver"),
-                      ("loss", "pytorch_train")):
+                      ("loss", "pytorch_train"),
+                      ("kernel_loss", "pytorch_train"),
+                      ("offset", "oob_slack"),
+                      ("offset", "oob_pitched"),
+                      ("kernels", "oob_neighbour"),
+                      ("first_free", "uaf_write"),
+                      ("skip", "oob_few_kib"),
+                      ("rc", "api_bounds"),
+                      ("missing_bounds", "api_bounds"),
+                      ("kernel_error", "clean_multistream"),
+                      ("checksum", "train_loop")):
         rc, text, st = run(gpu_tests, work, bindir, exdir, fakepy, lib,
                            {"FAKE_BREAK": brk}, [case])
         expect("mistake '%s' fails %s" % (brk, case),
