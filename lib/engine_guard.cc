@@ -12,7 +12,7 @@ std::optional<GuardLayout> Engine::PlanGuard(Api api, uint64_t bytes,
     return std::nullopt;
   }
   if (FamilyOf(api) == GuardFamily::kAsync &&
-      guard_.ops()->StreamCapturing(stream)) {
+      guard_.ops()->StreamCapturing(stream == 0 ? 1 : stream)) {
     // Canaries cannot be written into a graph being captured.
     guard_.NoteUnguardedCapture();
     return std::nullopt;

@@ -16,6 +16,11 @@ bool StreamOrdered(Api api) { return FamilyOf(api) == GuardFamily::kAsync; }
 
 uint64_t UserEnd(const AllocationRecord& r) { return r.address + r.bytes; }
 
+// A program stream as DeviceOps takes it: there 0 means the tool's own
+// stream, so the program's legacy default stream (0 in the engine) is passed
+// as its explicit handle, CU_STREAM_LEGACY.
+uint64_t ProgramStream(uint64_t stream) { return stream == 0 ? 1 : stream; }
+
 }  // namespace
 
 CheckLevel ParseCheckLevel(absl::string_view text) {
@@ -53,7 +58,7 @@ void GuardManager::Arm(const AllocationRecord& record) {
     b.canaries_armed = true;
     b.canaries_pending = false;
     AppendArmedZones(b, &t);
-    if (ops_->Fill(record.context, record.stream, t.zones)) {
+    if (ops_->Fill(record.context, ProgramStream(record.stream), t.zones)) {
       b.confirmed = false;
     } else {
       b.canaries_armed = false;  // never check what was not written
@@ -305,7 +310,9 @@ void GuardManager::BeforeLaunch(uint64_t context, uint64_t stream) {
   FlushFillsLocked(context, it->second);
   // The program's kernel must see the canaries in place, or its overrun could
   // land before the fill and be painted over.
-  if (!ops_->StreamCapturing(stream)) ops_->OrderAfterFills(context, stream);
+  if (!ops_->StreamCapturing(ProgramStream(stream))) {
+    ops_->OrderAfterFills(context, ProgramStream(stream));
+  }
 }
 
 void GuardManager::AfterLaunch(uint64_t context, uint64_t stream,
@@ -320,7 +327,9 @@ void GuardManager::AfterLaunch(uint64_t context, uint64_t stream,
   if (ops_ == nullptr || level_ != CheckLevel::kKernel) return;
   absl::MutexLock lock(&mu_);
   auto it = contexts_.find(context);
-  if (it == contexts_.end() || ops_->StreamCapturing(stream)) return;
+  if (it == contexts_.end() || ops_->StreamCapturing(ProgramStream(stream))) {
+    return;
+  }
   Context& c = it->second;
   // Answers first: a zone they report is re-armed by the flush below, before
   // this kernel's check runs.
@@ -340,7 +349,8 @@ void GuardManager::AfterLaunch(uint64_t context, uint64_t stream,
   }
   if (has_local_unconfirmed) table = BuildTable(c, stream, false);
   if (table->zones.empty()) return;
-  uint64_t ticket = ops_->CheckAsync(context, stream, table->zones);
+  uint64_t ticket =
+      ops_->CheckAsync(context, ProgramStream(stream), table->zones);
   if (ticket == 0) {
     ++stats_.check_failures;
     return;
@@ -524,7 +534,8 @@ void GuardManager::BeforeRealFree(const AllocationRecord& block,
   if (table->zones.empty()) return;
   if (StreamOrdered(block.api) || stream != 0) {
     // In the free's stream order, no host sync; answered at the next poll.
-    uint64_t ticket = ops_->CheckAsync(block.context, stream, table->zones);
+    uint64_t ticket = ops_->CheckAsync(block.context, ProgramStream(stream),
+                                       table->zones);
     if (ticket == 0) {
       ++stats_.check_failures;
       return;
