@@ -6,11 +6,24 @@
 //                                    to 64 allocations live at once
 //   churn --kernels [--launches N]   N kernel launches (default 200000) over
 //                                    4 buffers of 64 MiB allocated once
+//   churn --live N [--size S] [--seed S]
+//                                    N blocks allocated and kept live (S bytes
+//                                    each; S 0, the default: the sizes of
+//                                    --pairs), then the device and host memory
+//                                    they took are measured, then all freed
 //
 // Expected report: no leaks and no errors; summary.allocations and
 // summary.frees both count the pairs (plus the few buffers of --kernels mode).
 // Timings go to stdout ("churn: N pairs in X ms (Y us/pair)"), so this
-// program's output differs from run to run.
+// program's output differs from run to run. --pairs also prints the device
+// memory in use at the end of the loop over what was in use before it, with
+// the user bytes then live ("churn: device +D bytes at the end, L user bytes
+// live"): with the tool's guard zones that includes the redzones and the
+// quarantine. --live prints "churn-live: N blocks, U user bytes, device +D
+// bytes, host +H bytes (h bytes/block)": device memory from cudaMemGetInfo,
+// host memory from VmRSS in /proc/self/status, both over what was in use
+// before the first allocation (benchmarks/gpu/perf_suite.sh compares the
+// figures with and without the tool).
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -18,6 +31,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "example_check.h"
@@ -42,6 +57,31 @@ size_t RandomSize(uint64_t* state) {
   return bytes > (size_t{4} << 20) ? (size_t{4} << 20) : bytes;
 }
 
+// What ChurnAllocFreePairs measured at the end of its loop, printed after
+// the timing line.
+long long g_pairs_device_added = 0;
+size_t g_pairs_live_bytes = 0;
+
+// Device memory in use (total - free), from CUDA's own count.
+size_t DeviceUsedBytes() {
+  size_t free_bytes = 0, total_bytes = 0;
+  EXAMPLE_CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return total_bytes - free_bytes;
+}
+
+// A "VmRSS:" or "VmHWM:" line of /proc/self/status, in bytes (0 if absent).
+long long ProcStatusBytes(const char* key) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  const size_t len = std::strlen(key);
+  while (std::getline(status, line)) {
+    if (line.compare(0, len, key) == 0) {
+      return std::atoll(line.c_str() + len) * 1024;  // "  1234 kB"
+    }
+  }
+  return 0;
+}
+
 __global__ void AxpyKernel(float* y, const float* x, float a, size_t n) {
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i < n) y[i] = a * x[i] + y[i];
@@ -55,19 +95,56 @@ __attribute__((noinline)) size_t ChurnAllocFreePairs(long pairs,
                                                      uint64_t seed) {
   constexpr int kWindow = 64;
   std::vector<void*> window(kWindow, nullptr);
+  std::vector<size_t> window_bytes(kWindow, 0);
   uint64_t state = seed ? seed : 1;
   size_t total = 0;
+  const size_t used_before = DeviceUsedBytes();
   for (long i = 0; i < pairs; ++i) {
     void*& slot = window[i % kWindow];
     if (slot != nullptr) EXAMPLE_CHECK_CUDA(cudaFree(slot));
     size_t bytes = RandomSize(&state);
     EXAMPLE_CHECK_CUDA(cudaMalloc(&slot, bytes));
+    window_bytes[i % kWindow] = bytes;
     total += bytes;
   }
+  size_t live = 0;
+  for (size_t b : window_bytes) live += b;
+  const long long device_added = static_cast<long long>(DeviceUsedBytes()) -
+                                 static_cast<long long>(used_before);
   for (void* p : window) {
     if (p != nullptr) EXAMPLE_CHECK_CUDA(cudaFree(p));
   }
+  g_pairs_device_added = device_added;
+  g_pairs_live_bytes = live;
   return total;
+}
+
+// N blocks live at once: what each costs in device and host memory.
+__attribute__((noinline)) void ChurnLiveBlocks(long count, size_t size,
+                                               uint64_t seed) {
+  std::vector<void*> blocks;
+  blocks.reserve(static_cast<size_t>(count));  // before the first reading
+  uint64_t state = seed ? seed : 1;
+  const size_t device_before = DeviceUsedBytes();
+  const long long host_before = ProcStatusBytes("VmRSS:");
+  size_t user = 0;
+  for (long i = 0; i < count; ++i) {
+    const size_t bytes = size ? size : RandomSize(&state);
+    void* p = nullptr;
+    EXAMPLE_CHECK_CUDA(cudaMalloc(&p, bytes));
+    blocks.push_back(p);
+    user += bytes;
+  }
+  const long long device_added = static_cast<long long>(DeviceUsedBytes()) -
+                                 static_cast<long long>(device_before);
+  const long long host_added = ProcStatusBytes("VmRSS:") - host_before;
+  std::printf(
+      "churn-live: %ld blocks, %zu user bytes, device +%lld bytes, host "
+      "+%lld bytes (%.1f bytes/block), VmHWM %lld bytes\n",
+      count, user, device_added, host_added,
+      count ? static_cast<double>(host_added) / count : 0.0,
+      ProcStatusBytes("VmHWM:"));
+  for (void* p : blocks) EXAMPLE_CHECK_CUDA(cudaFree(p));
 }
 
 __attribute__((noinline)) void ChurnKernelLaunches(long launches) {
@@ -93,11 +170,17 @@ int main(int argc, char** argv) {
   long count = 200000;
   uint64_t seed = 42;
   bool kernels = false;
+  long live = 0;
+  size_t live_size = 0;
   for (int i = 1; i < argc; ++i) {
     if ((!std::strcmp(argv[i], "--pairs") ||
          !std::strcmp(argv[i], "--launches")) &&
         i + 1 < argc) {
       count = std::atol(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--live") && i + 1 < argc) {
+      live = std::atol(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--size") && i + 1 < argc) {
+      live_size = std::strtoull(argv[++i], nullptr, 10);
     } else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) {
       seed = std::strtoull(argv[++i], nullptr, 10);
     } else if (!std::strcmp(argv[i], "--kernels")) {
@@ -105,12 +188,16 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--pairs N] [--seed S] | --kernels "
-                   "[--launches N]\n",
+                   "[--launches N] | --live N [--size S] [--seed S]\n",
                    argv[0]);
       return 2;
     }
   }
   EXAMPLE_CHECK_CUDA(cudaFree(nullptr));  // create the context before timing
+  if (live > 0) {
+    ChurnLiveBlocks(live, live_size, seed);
+    return 0;
+  }
   using Clock = std::chrono::steady_clock;
   auto start = Clock::now();
   if (kernels) {
@@ -127,6 +214,8 @@ int main(int argc, char** argv) {
   } else {
     std::printf("churn: %ld pairs in %.1f ms (%.3f us/pair)\n", count, ms,
                 count ? ms * 1000.0 / count : 0.0);
+    std::printf("churn: device +%lld bytes at the end, %zu user bytes live\n",
+                g_pairs_device_added, g_pairs_live_bytes);
   }
   return 0;
 }

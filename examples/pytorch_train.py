@@ -8,11 +8,17 @@ and are not bugs in this script. The point of this program is that the tool
 changes nothing: the printed "final loss" line must be bit-identical with and
 without LD_PRELOAD=libgpumemtrace.so.
 
+The training loop's own time (the steps only: not the import, the set-up or
+the final print) goes to stderr, so stdout stays comparable:
+
+  train_seconds=<float> steps=<n> ms_per_step=<float>
+
 Usage: pytorch_train.py [--steps N] [--seed S]
 """
 import argparse
 import os
 import sys
+import time
 
 # cuBLAS needs a fixed workspace configuration for deterministic results; it
 # must be set before CUDA is initialised.
@@ -64,6 +70,10 @@ def main() -> int:
     batch = 256
     order = torch.randperm(n, generator=generator).to(device)
     loss = None
+    # The clock covers the steps only: the set-up's copies and kernels are
+    # finished first, the steps' own work before it stops.
+    torch.cuda.synchronize()
+    started = time.perf_counter()
     for step in range(args.steps):
         start = (step * batch) % n
         idx = order[start:start + batch]
@@ -74,6 +84,10 @@ def main() -> int:
         if step % 50 == 0:
             print(f"step {step} loss {loss.item():.9f}")
     torch.cuda.synchronize()
+    seconds = time.perf_counter() - started
+    ms_per_step = 1000.0 * seconds / args.steps if args.steps > 0 else 0.0
+    print(f"train_seconds={seconds:.6f} steps={args.steps} "
+          f"ms_per_step={ms_per_step:.4f}", file=sys.stderr, flush=True)
     final = loss.item()
     # repr() of a float is exact: equal strings mean equal losses.
     print(f"final loss {final:.9f} ({final!r}, {final.hex()})")

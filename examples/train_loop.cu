@@ -5,13 +5,20 @@
 // pinned host memory and one cudaStreamSynchronize per iteration, like a
 // training loop reading its loss.
 //
-//   train_loop [--iters N] [--mib M] [--buffers B]
+//   train_loop [--iters N] [--mib M] [--buffers B] [--small-kernels K]
 //       N iterations (default 100), buffers of M MiB (default 256), B buffers
 //       (default 4, at least 4).
+//       --small-kernels K: the launch-heavy variant (benchmarks/gpu/
+//       perf_suite.sh): each iteration launches K short kernels (an FMA over a
+//       64 KiB window of the large buffers, 64 blocks; the windows rotate
+//       through the buffers), then the loss reduction over the last window,
+//       the copy and the one cudaStreamSynchronize. The launch path, not the
+//       memory bandwidth, is what such a loop measures.
 //
 // Prints two lines: "train_loop: ... N iterations in X ms (Y ms/iter)" (the
-// loop only, after allocation and initialisation) and "train_loop: checksum
-// Z" (the sum of the per-iteration losses). Grids are fixed (not derived
+// loop only, after allocation and initialisation; with --small-kernels also
+// ", Z us/kernel" over every kernel of the loop) and "train_loop: checksum
+// W" (the sum of the per-iteration losses). Grids are fixed (not derived
 // from the device), so the checksum is bit-for-bit deterministic for given
 // arguments, with or without the tool. Expected report: no errors, no leaks.
 #include <cuda_runtime.h>
@@ -30,6 +37,9 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kGrid = 2048;          // element-wise kernels: grid-stride loops
 constexpr int kReduceBlocks = 1024;  // fixed: the reduction order is fixed
+// --small-kernels: a window of 16 Ki floats (64 KiB), one element per thread.
+constexpr size_t kSmallWindow = size_t{1} << 14;
+constexpr int kSmallGrid = static_cast<int>(kSmallWindow / kThreads);
 
 __host__ __device__ inline uint32_t MixBits(uint32_t x) {
   x ^= x >> 16;
@@ -109,6 +119,28 @@ __global__ void TrainFinalReduceKernel(const float* partials, int count,
   if (threadIdx.x == 0) *loss = s[0] / static_cast<float>(count);
 }
 
+// The launch-heavy step: `kernels` FMA kernels over rotating windows, then
+// the loss of the last window. Returns the number of kernels launched.
+__attribute__((noinline)) long TrainSmallKernelStep(
+    const std::vector<float*>& buf, size_t n, long it, int kernels,
+    float* partials, float* loss, cudaStream_t stream) {
+  const int nbuf = static_cast<int>(buf.size());
+  const size_t windows = n / kSmallWindow;
+  const float* last = buf[0];
+  for (int j = 0; j < kernels; ++j) {
+    const size_t slot = static_cast<size_t>(it * kernels + j) % windows;
+    float* y = buf[j % nbuf] + slot * kSmallWindow;
+    const float* x = buf[(j + 1) % nbuf] + slot * kSmallWindow;
+    TrainFmaKernel<<<kSmallGrid, kThreads, 0, stream>>>(y, x, kSmallWindow);
+    last = y;
+  }
+  TrainBlockReduceKernel<<<kSmallGrid, kThreads, 0, stream>>>(
+      last, kSmallWindow, partials);
+  TrainFinalReduceKernel<<<1, kThreads, 0, stream>>>(partials, kSmallGrid,
+                                                     loss);
+  return kernels + 2;
+}
+
 __attribute__((noinline)) float* TrainAllocateBuffer(size_t bytes) {
   void* p = nullptr;
   EXAMPLE_CHECK_CUDA(cudaMalloc(&p, bytes));
@@ -119,6 +151,7 @@ int main(int argc, char** argv) {
   long iters = 100;
   long mib = 256;
   int nbuf = 4;
+  int small_kernels = 0;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--iters") && i + 1 < argc) {
       iters = std::atol(argv[++i]);
@@ -126,13 +159,17 @@ int main(int argc, char** argv) {
       mib = std::atol(argv[++i]);
     } else if (!std::strcmp(argv[i], "--buffers") && i + 1 < argc) {
       nbuf = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--small-kernels") && i + 1 < argc) {
+      small_kernels = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: %s [--iters N] [--mib M] [--buffers B]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--iters N] [--mib M] [--buffers B] "
+                   "[--small-kernels K]\n",
                    argv[0]);
       return 2;
     }
   }
-  if (iters < 0 || mib < 1 || nbuf < 4) {
+  if (iters < 0 || mib < 1 || nbuf < 4 || small_kernels < 0) {
     std::fprintf(stderr, "train_loop: bad arguments\n");
     return 2;
   }
@@ -157,7 +194,16 @@ int main(int argc, char** argv) {
   using Clock = std::chrono::steady_clock;
   auto start = Clock::now();
   double checksum = 0.0;
-  for (long it = 0; it < iters; ++it) {
+  long launched = 0;
+  for (long it = 0; small_kernels > 0 && it < iters; ++it) {
+    launched +=
+        TrainSmallKernelStep(buf, n, it, small_kernels, partials, loss, stream);
+    EXAMPLE_CHECK_CUDA(cudaMemcpyAsync(host_loss, loss, sizeof(float),
+                                       cudaMemcpyDeviceToHost, stream));
+    EXAMPLE_CHECK_CUDA(cudaStreamSynchronize(stream));
+    checksum += *host_loss;
+  }
+  for (long it = 0; small_kernels == 0 && it < iters; ++it) {
     // Buffers rotate, so the extra ones (--buffers > 4) are used too.
     float* a = buf[it % nbuf];
     float* b = buf[(it + 1) % nbuf];
@@ -187,10 +233,18 @@ int main(int argc, char** argv) {
   EXAMPLE_CHECK_CUDA(cudaFree(loss));
   EXAMPLE_CHECK_CUDA(cudaFreeHost(host_loss));
   EXAMPLE_CHECK_CUDA(cudaStreamDestroy(stream));
-  std::printf(
-      "train_loop: %d buffers of %ld MiB, %ld iterations in %.1f ms "
-      "(%.4f ms/iter)\n",
-      nbuf, mib, iters, ms, iters ? ms / iters : 0.0);
+  if (small_kernels > 0) {
+    std::printf(
+        "train_loop: %d buffers of %ld MiB, %d small kernels per iteration, "
+        "%ld iterations in %.1f ms (%.4f ms/iter, %.3f us/kernel)\n",
+        nbuf, mib, small_kernels, iters, ms, iters ? ms / iters : 0.0,
+        launched ? ms * 1000.0 / launched : 0.0);
+  } else {
+    std::printf(
+        "train_loop: %d buffers of %ld MiB, %ld iterations in %.1f ms "
+        "(%.4f ms/iter)\n",
+        nbuf, mib, iters, ms, iters ? ms / iters : 0.0);
+  }
   std::printf("train_loop: checksum %.9e\n", checksum);
   return 0;
 }

@@ -11,26 +11,30 @@
 #   gpu-tests        tests/gpu/gpu_tests.py over every example (not PyTorch)
 #   pytorch          examples/pytorch_train.py without and with the tool: the
 #                    final loss must be identical
-#   churn            benchmarks/gpu/churn_overhead.sh: us per cudaMalloc/
-#                    cudaFree pair and per kernel launch, without/with the tool
-#   guard-overhead   benchmarks/gpu/guard_overhead.sh: examples/train_loop
-#                    without the tool, with check=sync, with check=kernel and
-#                    under compute-sanitizer memcheck; churn with guard=1/0
+#   perf-suite       benchmarks/gpu/perf_suite.sh: churn (alloc/free pairs),
+#                    train_loop (large kernels), train_loop --small-kernels
+#                    (launch-heavy) and pytorch_train.py, each without the
+#                    tool, with guard=0, check=sync and check=kernel
+#                    (interleaved rounds, medians) and under compute-sanitizer
+#                    memcheck; memory overhead (host bytes per live
+#                    allocation, device bytes added / user bytes); one table
+#                    with the issue-8 targets (PASS / MISS)
 #   examples-text    every example under the tool with the text report
 #   unit:*           the test binaries bundled into .device/unit/
 #   bench:*          the benchmark executables bundled into .device/bench/
 # then prints a summary table. Exit status 1 if any step failed.
 #
 # Output: $OUT (set by the device tool; default ./out) gets summary.txt,
-# gpu-tests.json, pytorch.json, churn.txt, guard.txt, guard_overhead.tsv and
-# device-logs.tgz (every log and JSON report; GMT_KEEP_LOGS=1 keeps them
-# unpacked in $OUT/logs as well).
+# gpu-tests.json, pytorch.json, perf.txt (the perf-suite log), perf.tsv and
+# perf.md (its table; perf.md is README-ready) and device-logs.tgz (every log
+# and JSON report; GMT_KEEP_LOGS=1 keeps them unpacked in $OUT/logs as well).
 # Environment: GMT_BUNDLE (default .device), GMT_PYTHON (default python3),
 # GMT_RUN_BUDGET_S (default 540: steps that would start later are skipped),
-# GMT_CHURN_PAIRS / GMT_CHURN_LAUNCHES (default 200000 each),
-# GMT_GUARD_ITERS (train_loop iterations, default 200; guard_overhead.sh reads
-# its other GMT_GUARD_* settings itself), GMT_SKIP_STEPS (comma-separated step
-# names not to run, e.g. "pytorch,churn"; they show as SKIP),
+# GMT_PERF_LIMIT_S (the perf-suite step's limit, default 240; the suite's own
+# budget is 15 s less, or less again when the run budget has less left;
+# perf_suite.sh reads its other GMT_PERF_* settings itself), GMT_SKIP_STEPS
+# (comma-separated step names not to run, e.g. "pytorch,perf-suite"; they show
+# as SKIP),
 # GMT_EXTRA_OPTIONS (appended to GMT_OPTIONS by the GPU tests).
 set -uo pipefail
 
@@ -52,10 +56,10 @@ LIB="$B/lib/libgpumemtrace.so"
 # Scripts: the repo's copies (current) where they travelled, else the bundle's.
 GPU_TESTS="$ROOT/tests/gpu/gpu_tests.py"
 [ -f "$GPU_TESTS" ] || GPU_TESTS="$B/tests/gpu_tests.py"
-CHURN_SH="$ROOT/benchmarks/gpu/churn_overhead.sh"
-[ -f "$CHURN_SH" ] || CHURN_SH="$B/bench/churn_overhead.sh"
-GUARD_SH="$ROOT/benchmarks/gpu/guard_overhead.sh"
-[ -f "$GUARD_SH" ] || GUARD_SH="$B/bench/guard_overhead.sh"
+PERF_SH="$ROOT/benchmarks/gpu/perf_suite.sh"
+[ -f "$PERF_SH" ] || PERF_SH="$B/bench/perf_suite.sh"
+TORCH_PY="$ROOT/examples/pytorch_train.py"
+[ -f "$TORCH_PY" ] || TORCH_PY="$B/examples/pytorch_train.py"
 START="$(date +%s)"
 DEADLINE=$((START + ${GMT_RUN_BUDGET_S:-540}))
 
@@ -76,7 +80,7 @@ if ldd "$B/examples/leak_runtime" 2>/dev/null | grep -q 'not found'; then
 fi
 NATIVE_LD="$LD_LIBRARY_PATH"
 # For the step functions, which run in a child bash (under timeout).
-export B LIB LOGS NATIVE_LD GPU_TESTS CHURN_SH GUARD_SH
+export B LIB LOGS NATIVE_LD GPU_TESTS PERF_SH
 
 # row NAME STATUS SECONDS DETAIL
 row() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4//$'\t'/ }" >>"$ROWS"; }
@@ -129,7 +133,7 @@ head -20 "$LOGS/nvidia-smi.log"
 
 # --- preflight -------------------------------------------------------------------
 preflight() {
-  echo "scripts: $GPU_TESTS $CHURN_SH $GUARD_SH"
+  echo "scripts: $GPU_TESTS $PERF_SH"
   echo "bundle: $(head -3 "$B/MANIFEST.txt" 2>/dev/null | tail -2 | tr '\n' ' ')"
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   local bad=0 f
@@ -212,35 +216,33 @@ else
   row pytorch "$STEP_STATUS" "$STEP_SECS" "$(tail -1 "$LOGS/pytorch.log")"
 fi
 
-# --- churn benchmark -------------------------------------------------------------
-step churn 240 env LD_LIBRARY_PATH="$NATIVE_LD" bash "$CHURN_SH" \
-  "$LIB" "$B/examples/churn" "${GMT_CHURN_PAIRS:-200000}" \
-  "${GMT_CHURN_LAUNCHES:-200000}" "$LOGS/churn"
-cat "$LOGS/churn.log"
-churn_status="$STEP_STATUS"
-for what in churn_pairs churn_launches; do
-  line="$(grep "^RESULT $what " "$LOGS/churn.log")"
-  if [ -n "$line" ]; then
-    row "$what" "$churn_status" "$STEP_SECS" "$(sed 's/^RESULT [a-z_]* //' <<<"$line")"
-  else
-    [ "$churn_status" = SKIP ] || churn_status=FAIL
-    row "$what" "$churn_status" "$STEP_SECS" "no result (see churn.log)"
-  fi
-done
-
-# --- guard-zone overhead ---------------------------------------------------------
-step guard-overhead 240 env LD_LIBRARY_PATH="$NATIVE_LD" OUT="$OUT" bash \
-  "$GUARD_SH" "$LIB" "$B/examples" "${GMT_GUARD_ITERS:-200}" "$LOGS/guard"
-cat "$LOGS/guard-overhead.log"
-guard_status="$STEP_STATUS"
-for what in guard_train guard_churn; do
-  line="$(grep "^RESULT $what " "$LOGS/guard-overhead.log")"
-  if [ -n "$line" ]; then
-    row "$what" "$guard_status" "$STEP_SECS" "$(sed 's/^RESULT [a-z_]* //' <<<"$line")"
-  else
-    row "$what" "$guard_status" "$STEP_SECS" \
-      "no result ($(tail -1 "$LOGS/guard-overhead.log" | cut -c1-100))"
-  fi
+# --- performance suite (issue 8) ---------------------------------------------
+# One script, one table: overhead per workload and mode against the targets,
+# compute-sanitizer for reference, memory overhead. Its budget is cut to what
+# the run has left, so that it ends (and prints its table) before its limit.
+perf_limit="${GMT_PERF_LIMIT_S:-240}"
+perf_left=$((DEADLINE - $(date +%s)))
+[ "$perf_limit" -gt "$perf_left" ] && perf_limit="$perf_left"
+perf_budget=$((perf_limit - 15))
+[ "$perf_budget" -gt 5 ] || perf_budget=5
+step perf-suite "$perf_limit" env LD_LIBRARY_PATH="$NATIVE_LD" \
+  GMT_PERF_TORCH_LD="$TORCH_LD" GMT_PYTHON="$PY" \
+  GMT_PERF_TORCH_SCRIPT="$TORCH_PY" GMT_PERF_BUDGET_S="$perf_budget" \
+  OUT="$OUT" bash "$PERF_SH" "$LIB" "$B/examples" "$LOGS/perf"
+cat "$LOGS/perf-suite.log"
+perf_status="$STEP_STATUS"
+line="$(grep '^RESULT perf_targets ' "$LOGS/perf-suite.log")"
+if [ -n "$line" ]; then
+  row perf-suite "$perf_status" "$STEP_SECS" \
+    "targets ${line#RESULT perf_targets } (table: perf.md, perf.tsv)"
+else
+  row perf-suite "$perf_status" "$STEP_SECS" \
+    "no table ($(tail -1 "$LOGS/perf-suite.log" | cut -c1-100))"
+fi
+for what in churn train_loop kernel_loop pytorch; do
+  line="$(grep "^RESULT perf_$what " "$LOGS/perf-suite.log")"
+  [ -n "$line" ] || continue
+  row "perf:$what" "$perf_status" "$STEP_SECS" "ratios: ${line#RESULT perf_$what }"
 done
 
 # --- examples under the tool, text report ---------------------------------------
@@ -302,9 +304,8 @@ fails="$(awk -F'\t' '$2 == "FAIL"' "$ROWS" | wc -l)"
   echo "steps failed: $fails"
 } | tee "$OUT/summary.txt"
 
-for f in gpu-tests.json pytorch.json churn.log guard-overhead.log; do
-  dest="${f/churn.log/churn.txt}"
-  dest="${dest/guard-overhead.log/guard.txt}"
+for f in gpu-tests.json pytorch.json perf-suite.log; do
+  dest="${f/perf-suite.log/perf.txt}"
   [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/$dest"
 done
 tar -czf "$OUT/device-logs.tgz" -C "$OUT" logs 2>/dev/null

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (tools/device_run.sh now runs benchmarks/gpu/perf_suite.sh, which covers
+# these runs and more; this script stays for a quick look by hand.)
 # Measures the tool's overhead on examples/churn: the same runs without the
 # tool, with it, and with it but no stack capture (stack_depth=0), for the
 # cudaMalloc/cudaFree loop and for the kernel-launch loop.

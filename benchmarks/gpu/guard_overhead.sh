@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (tools/device_run.sh now runs benchmarks/gpu/perf_suite.sh, which covers
+# these runs and more; this script stays for a quick look by hand.)
 # What guard zones cost (DESIGN.md section 3), on the GPU machine:
 #
 #   train loop  examples/train_loop (4 x 256 MiB buffers, 8 kernels and one

@@ -12,7 +12,12 @@ and each clean program also runs a third time with check=kernel; a buggy one
 must report exactly its one error (kind, offset, changed bytes, allocation,
 the offending kernel among `kernels`: with check=kernel the only one), a
 clean one nothing. api_bounds: the same CUDA return codes with and without
-the tool and one api-bounds error per bad call.
+the tool and one api-bounds error per bad call. user_view: address ranges,
+pointer attributes and pitches print the same with and without the tool
+(check=sync and check=kernel). ipc_pair: two traced processes share a block
+through CUDA IPC; each writes a report, both clean. pytorch_train: the loss is
+bit-identical; its loop's ms/step (stderr) goes into the notes with the
+tool/plain ratios (informational).
 
 Paths come from arguments or, failing those, the environment, so the same
 script runs from a build tree (CTest, tests/gpu/CMakeLists.txt) and from the
@@ -32,6 +37,7 @@ case was skipped (no CUDA device: CTest's SKIP_RETURN_CODE), 2 bad usage.
 Needs only the Python standard library.
 """
 import argparse
+import difflib
 import glob
 import json
 import os
@@ -666,6 +672,34 @@ def case_churn(c):
                 "churn --kernels leaks: %s" % describe_leaks(ktool.report))
 
 
+TRAIN_TIMING = re.compile(r"^train_seconds=([0-9.]+) steps=(\d+) "
+                          r"ms_per_step=([0-9.]+)\s*$", re.M)
+
+
+def record_train_timing(c, runs):
+    """pytorch_train's own loop time (stderr, the steps only) per run into
+    the notes, and the ratios to the run without the tool, printed. Never a
+    failure: timings are for reading, not for judging here."""
+    ms = {}
+    for label, run in runs:
+        m = TRAIN_TIMING.search(run.stderr)
+        if m:
+            ms[label] = float(m.group(3))
+            c.notes["train_seconds_" + label] = float(m.group(1))
+        else:
+            c.warn("%s run printed no train_seconds= line on stderr" % label)
+    c.notes["ms_per_step"] = ms
+    base = ms.get("plain")
+    if base:
+        ratios = {k: round(v / base, 3) for k, v in ms.items()
+                  if k != "plain"}
+        c.notes["ms_per_step_ratio"] = ratios
+        print("    ms/step: %s" % ", ".join(
+            "%s %.3f%s" % (k, v, "" if k == "plain" else
+                           " (x%.2f)" % ratios[k]) for k, v in ms.items()),
+              flush=True)
+
+
 def case_pytorch_train(c):
     script = os.path.join(c.ctx.examples_dir, "pytorch_train.py")
     if not os.path.isfile(script):
@@ -701,6 +735,8 @@ def case_pytorch_train(c):
     c.notes["seconds_plain"] = round(plain.seconds, 3)
     c.notes["seconds_tool"] = round(tool.seconds, 3)
     c.notes["seconds_kernel"] = round(kern.seconds, 3)
+    record_train_timing(c, (("plain", plain), ("tool", tool),
+                            ("kernel", kern)))
     for (what, run), loss in zip(runs, losses):
         c.check(run.rc == 0 and loss,
                 "pytorch_train %s failed (rc %s): %s" % (what, run.rc,
@@ -737,6 +773,10 @@ GUARD_EXAMPLES = {
     "oob_slack": dict(kind="oob-write", kernel="OobSlackOverrunKernel",
                       alloc_api="cudaMalloc", alloc_fn="OobSlackAllocate",
                       alloc_bytes=1000, offset=1000, changed=12),
+    # oob_slack under the static runtime: seen at the driver level only.
+    "oob_static": dict(kind="oob-write", kernel="OobSlackOverrunKernel",
+                       alloc_api="cuMemAlloc", alloc_fn="OobSlackAllocate",
+                       alloc_bytes=1000, offset=1000, changed=12),
     "oob_neighbour": dict(kind="oob-write", kernel="NeighbourSpillKernel",
                           alloc_api="cudaMalloc",
                           alloc_fn="NeighbourAllocateFirst",
@@ -757,6 +797,11 @@ GUARD_EXAMPLES = {
     "oob_pitched": dict(kind="oob-write", kernel="PitchedRowFlipKernel",
                         alloc_api="cudaMallocPitch",
                         alloc_fn="PitchedOobAllocate", rows=16, width=1000),
+    # oob_3d: likewise; one row past the last slice's last row (12 rows in
+    # all: 3 slices of 4).
+    "oob_3d": dict(kind="oob-write", kernel="Oob3dSliceFlipKernel",
+                   alloc_api="cudaMalloc3D", alloc_fn="Oob3dAllocate",
+                   rows=12, width=500),
     "oob_driver": dict(kind="oob-write", kernel="DriverStrideOverrunKernel",
                        alloc_api="cuMemAlloc", alloc_fn="DriverOobAllocate",
                        alloc_bytes=10000, offset=10100, changed=24),
@@ -929,6 +974,112 @@ def case_train_loop(c):
             mode, describe_leaks(r)))
 
 
+# -- what the program observes (DESIGN.md section 2, pitfall 5) --------------
+
+def _stdout_diff(a, b, label_a, label_b, limit=40):
+    """The lines that differ, as a unified diff (at most `limit` lines)."""
+    lines = list(difflib.unified_diff(a.splitlines(), b.splitlines(),
+                                      label_a, label_b, lineterm="", n=1))
+    if len(lines) > limit:
+        lines = lines[:limit] + ["... %d more lines" % (len(lines) - limit)]
+    return "\n".join(lines)
+
+
+# Facts measured on an H200 without the tool, printed by user_view: if CUDA
+# answers otherwise the premise of the case changed (a warning, not a
+# failure: the comparison with the tool is what counts).
+USER_VIEW_PREMISES = (
+    "user_view: cudaMalloc(1000): 1000 bytes, ptr%256=0",
+    "  cuMemGetAddressRange(ptr+size): outside, 500 (CUDA_ERROR_NOT_FOUND)",
+    "user_view: cudaMallocPitch(1000 x 7): pitch 1024",
+)
+
+
+def case_user_view(c):
+    plain, tool = c.run_pair("user_view", compare_stdout=False)
+    kern = c.run_kernel_mode("user_view", plain, compare_stdout=False)
+    c.check(plain.rc == 0 and "user_view: done" in plain.stdout,
+            "user_view did not finish without the tool (rc %s): %s" % (
+                plain.rc, _tail(plain.stderr)))
+    m = re.search(r"^user_view: 3-D .*$", plain.stdout, re.M)
+    c.notes["three_d"] = m.group(0) if m else None
+    c.check(m and re.search(r"\(0 wrong\), memset3D (\d+)/\1 bytes, round "
+                            r"trip (\d+)/\2 bytes", m.group(0)),
+            "the 3-D block did not round-trip without the tool: %r" % (
+                m.group(0) if m else plain.stdout[-400:]))
+    for premise in USER_VIEW_PREMISES:
+        if premise not in plain.stdout.splitlines():
+            c.warn("without the tool user_view did not print %r (CUDA's "
+                   "answer changed?)" % premise)
+    c.notes["pitches"] = re.findall(r"^user_view: .*pitch.*$", plain.stdout,
+                                    re.M)
+    for run, mode in ((tool, "sync"), (kern, "kernel")):
+        c.check(run.stdout == plain.stdout,
+                "[check=%s] what the program observes changed with the tool:"
+                "\n%s" % (mode, _stdout_diff(plain.stdout, run.stdout,
+                                              "without the tool",
+                                              "with the tool")))
+        r = run.report
+        if r is None:
+            continue
+        c.expect_clean_errors(r)
+        c.check(not r.get("leaks"), "[check=%s] user_view leaks: %s" % (
+            mode, describe_leaks(r)))
+        c.check(r.get("summary", {}).get("allocations", 0) >= 10,
+                "[check=%s] only %s allocations tracked (10 expected: "
+                "cudaMalloc x4, cuMemAlloc, managed, async, pitch, 3-D, "
+                "cuMemAllocPitch)" % (mode, r.get("summary", {}).get(
+                    "allocations")))
+
+
+IPC_BYTES = 64 * KiB
+
+
+def case_ipc_pair(c):
+    plain, tool = c.run_pair("ipc_pair", timeout=240)
+    want = "ipc: child saw %d/%d bytes, parent saw %d/%d bytes" % (
+        IPC_BYTES, IPC_BYTES, IPC_BYTES, IPC_BYTES)
+    for what, run in (("without the tool", plain), ("with the tool", tool)):
+        line = _first(r"^(ipc: child saw .*)$", run.stdout)
+        c.check(line == want, "%s: %r, expected %r (stderr: %s)" % (
+            what, line, want, _tail(run.stderr)))
+    # With the tool each process writes its report (%p): the parent's and
+    # the child's (argv[1] "child"); both must be clean.
+    run_dir = os.path.join(c.dir, "tool")
+    parents, children = [], []
+    for path in sorted(glob.glob(os.path.join(run_dir, "*.json"))):
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            c.check(False, "unreadable report %s: %s" % (path, e))
+            continue
+        argv = doc.get("argv") or []
+        is_child = len(argv) > 1 and str(argv[1]).startswith("child")
+        (children if is_child else parents).append((path, doc))
+    c.notes["reports"] = {"parent": [os.path.basename(p) for p, _ in parents],
+                          "child": [os.path.basename(p) for p, _ in children]}
+    c.check(len(parents) == 1, "expected one report from the parent, found "
+            "%d in %s" % (len(parents), run_dir))
+    if not children:
+        c.warn("no report from the child process (it inherits LD_PRELOAD "
+               "and GMT_OPTIONS; was it traced?)")
+    for who, docs in (("parent", parents), ("child", children)):
+        for path, doc in docs:
+            tag = "[%s %s] " % (who, os.path.basename(path))
+            s = doc.get("summary", {})
+            c.check(s.get("errors") == 0 and not doc.get("errors"),
+                    tag + "expected no errors, summary.errors=%s: %s" % (
+                        s.get("errors"), describe_errors(doc)))
+            c.check(s.get("leaks") == 0 and not doc.get("leaks"),
+                    tag + "expected no leaks, summary.leaks=%s: %s" % (
+                        s.get("leaks"), describe_leaks(doc)))
+            c.notes["summary_" + who] = s
+    for _, doc in parents:
+        c.check(doc.get("summary", {}).get("allocations", 0) >= 1,
+                "the parent's report tracked no allocation (IpcPairAllocate)")
+
+
 CASES = [
     ("leak_runtime", case_leak_runtime),
     ("leak_driver", case_leak_driver),
@@ -945,6 +1096,8 @@ CASES = [
     ("churn", case_churn),
 ] + [(name, guard_case(name)) for name in GUARD_EXAMPLES] + [
     ("api_bounds", case_api_bounds),
+    ("user_view", case_user_view),
+    ("ipc_pair", case_ipc_pair),
     ("clean_multistream", case_clean_multistream),
     ("train_loop", case_train_loop),
     ("pytorch_train", case_pytorch_train),

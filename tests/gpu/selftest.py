@@ -65,6 +65,8 @@ kmode = "check=kernel" in os.environ.get("GMT_OPTIONS", "")
 GUARD = {
     "oob_slack": ("oob-write", "OobSlackOverrunKernel", "OobSlackFillKernel",
                   "cudaMalloc", "OobSlackAllocate", 1000, 1000, 12),
+    "oob_static": ("oob-write", "OobSlackOverrunKernel", "OobSlackFillKernel",
+                   "cuMemAlloc", "OobSlackAllocate", 1000, 1000, 12),
     "oob_neighbour": ("oob-write", "NeighbourSpillKernel",
                       "NeighbourFillKernel", "cudaMalloc",
                       "NeighbourAllocateFirst", 4096, 4096, 64),
@@ -79,6 +81,8 @@ GUARD = {
     "oob_pitched": ("oob-write", "PitchedRowFlipKernel", "PitchedFillKernel",
                     "cudaMallocPitch", "PitchedOobAllocate", 16 * 1024,
                     16 * 1024, 1000),
+    "oob_3d": ("oob-write", "Oob3dSliceFlipKernel", "Oob3dFillKernel",
+               "cudaMalloc3D", "Oob3dAllocate", 12 * 512, 12 * 512, 500),
     "oob_driver": ("oob-write", "DriverStrideOverrunKernel",
                    "DriverFillKernel", "cuMemAlloc", "DriverOobAllocate",
                    10000, 10100, 24),
@@ -191,12 +195,18 @@ elif name == "churn":
         summary_override = {"allocations": n, "frees": n}
 elif name == "pytorch_train":
     out = "step 0 loss 1.0\nfinal loss 0.123456789 (0.12345678901)\n"
+    sys.stderr.write("train_seconds=%s steps=200 ms_per_step=%s\n" % (
+        ("0.500000", "2.5000") if kmode else ("0.300000", "1.5000")
+        if tool else ("0.200000", "1.0000")))
     if (brk == "loss" and tool) or (brk == "kernel_loss" and kmode):
         out = "step 0 loss 1.0\nfinal loss 0.123456788 (0.12345678801)\n"
 elif name in GUARD:
     out = "%s: in-bounds checksum 12345\n" % name
     if name == "oob_pitched":
         out = "oob_pitched: pitch 1024, 16 rows of 1000 bytes; checksum 1\n"
+    if name == "oob_3d":
+        out = ("oob_3d: pitch 512, 3 slices of 4 rows of 500 bytes; "
+               "checksum 1\n")
     if brk == "skip" and tool:
         sys.stderr.write("%s: the bad write would leave the mapped page; "
                          "skipped\n" % name)
@@ -218,6 +228,27 @@ elif name == "api_bounds":
         e["call"] = label.split()[0]
         errors.append(e)
     out += "api_bounds: pitch 1024, checksums 1 2\n"
+elif name == "user_view":
+    out = ("user_view: cudaMalloc(1000): 1000 bytes, ptr%256=0\n"
+           "  cuMemGetAddressRange(ptr): base-ptr=0 size=1000\n"
+           "  cuMemGetAddressRange(ptr+size): outside, 500 "
+           "(CUDA_ERROR_NOT_FOUND)\n"
+           "user_view: cudaMallocPitch(1000 x 7): pitch 1024\n"
+           "user_view: 3-D 300 x 5 x 3: kernel checksum 1 (0 wrong), "
+           "memset3D 4500/4500 bytes, round trip 4500/4500 bytes "
+           "(checksum 2)\n"
+           "user_view: done\n")
+    summary_override = {"allocations": 10, "frees": 10}
+    if brk == "view" and kmode:
+        out = out.replace("base-ptr=0 size=1000", "base-ptr=-256 size=5352")
+    if brk == "kernel_error" and kmode:
+        errors = [guard_err("oob_slack")]
+elif name == "ipc_pair":
+    out = ("ipc: parent wrote the first pattern into 65536 bytes\n"
+           "ipc: child saw 65536/65536 bytes, parent saw 65536/65536 "
+           "bytes\n")
+    if brk == "child_view" and tool:
+        out = out.replace("child saw 65536/", "child saw 65280/")
 elif name == "clean_multistream":
     out = "clean_multistream: stream 0: n 100003, sum 1\n"
     summary_override = {"allocations": 40, "frees": 40}
@@ -251,6 +282,21 @@ if tool:
         sys.exit(0)
     with open(path, "w") as f:
         json.dump(report, f)
+    if name == "ipc_pair" and brk != "no_child_report":
+        # The traced child writes its own report (its own pid).
+        child = json.loads(json.dumps(report))
+        child["pid"] = os.getpid() + 1
+        child["argv"] = [name, "child", "00" * 64, "3"]
+        child["summary"]["allocations"] = 0
+        if brk == "child_leak":
+            child["leaks"] = [leak("cudaIpcOpenMemHandle", "IpcPairChild", 1,
+                                   65536)]
+            child["summary"]["leaks"] = 1
+        if brk == "child_error":
+            child["errors"] = [guard_err("oob_slack")]
+            child["summary"]["errors"] = 1
+        with open(path.replace(".json", ".child.json"), "w") as f:
+            json.dump(child, f)
 '''
 
 FAKE_PYTHON = r'''#!/bin/sh
@@ -282,10 +328,10 @@ def setup(work):
                  "leak_pinned_host", "leak_managed", "leak_vmm",
                  "double_free", "invalid_free", "api_mismatch",
                  "clean_cublas_thrust", "static_cudart", "snapshot_api",
-                 "churn", "oob_slack", "oob_neighbour", "oob_underflow",
-                 "oob_few_kib", "oob_managed", "oob_pitched", "oob_driver",
-                 "uaf_write", "api_bounds", "clean_multistream",
-                 "train_loop"):
+                 "churn", "oob_slack", "oob_static", "oob_neighbour", "oob_underflow",
+                 "oob_few_kib", "oob_managed", "oob_pitched", "oob_3d",
+                 "oob_driver", "uaf_write", "api_bounds", "user_view",
+                 "ipc_pair", "clean_multistream", "train_loop"):
         write_exec(os.path.join(exdir, name),
                    '#!/bin/sh\nexec "%s" "%s" %s "$@"\n' % (sys.executable,
                                                             fake, name))
@@ -359,6 +405,13 @@ def main():
                       ("kernel_loss", "pytorch_train"),
                       ("offset", "oob_slack"),
                       ("offset", "oob_pitched"),
+                      ("offset", "oob_3d"),
+                      ("kernels", "oob_3d"),
+                      ("view", "user_view"),
+                      ("kernel_error", "user_view"),
+                      ("child_view", "ipc_pair"),
+                      ("child_leak", "ipc_pair"),
+                      ("child_error", "ipc_pair"),
                       ("kernels", "oob_neighbour"),
                       ("first_free", "uaf_write"),
                       ("skip", "oob_few_kib"),
