@@ -1,13 +1,16 @@
 // include/gmt/gmt.h, implemented on the engine.
 #define GMT_BUILDING_LIBRARY 1
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <string>
 
-#include "absl/strings/str_format.h"
 #include "gmt/gmt.h"
 #include "lib/clock.h"
 #include "lib/engine.h"
+#include "lib/snapshot_diff.h"
 
 namespace gmt {
 namespace {
@@ -20,6 +23,14 @@ Frame ToFrame(const SymbolizedFrame& f) {
   out.line = f.line;
   out.module = f.module;
   return out;
+}
+
+// A malloc'd copy of `text` for the C API (released with gmt_free()).
+char* MallocCopy(const std::string& text) {
+  char* result = static_cast<char*>(std::malloc(text.size() + 1));
+  if (result == nullptr) return nullptr;
+  std::memcpy(result, text.c_str(), text.size() + 1);
+  return result;
 }
 
 }  // namespace
@@ -73,6 +84,14 @@ Snapshot snapshot() {
   return snap;
 }
 
+SnapshotDiff diff(const Snapshot& before, const Snapshot& after) {
+  return DiffSnapshots(before, after);
+}
+
+std::string diff_text(const SnapshotDiff& d) {
+  return RenderDiffText(d, static_cast<int>(getpid()));
+}
+
 uint64_t check_now() {
   Engine& engine = Engine::Get();
   engine.CheckAllZones("request");
@@ -92,48 +111,13 @@ extern "C" {
 
 char* gmt_snapshot_json(void) {
   using nlohmann::json;
-  gmt::Snapshot snap = gmt::snapshot();
-  json out = {{"active", snap.active},
-              {"live_bytes", snap.live_bytes},
-              {"peak_bytes", snap.peak_bytes},
-              {"errors", snap.errors}};
-  out["devices"] = json::array();
-  for (const gmt::DeviceUsage& d : snap.devices) {
-    out["devices"].push_back({{"device", d.device},
-                              {"live_bytes", d.live_bytes},
-                              {"peak_bytes", d.peak_bytes},
-                              {"allocations", d.allocations},
-                              {"frees", d.frees}});
-  }
-  out["allocations"] = json::array();
-  for (const gmt::Allocation& a : snap.allocations) {
-    json stack = json::array();
-    for (const gmt::Frame& f : a.stack) {
-      json frame = {{"address", absl::StrFormat("0x%x", f.address)},
-                    {"function", f.function},
-                    {"module", f.module}};
-      if (!f.file.empty()) {
-        frame["file"] = f.file;
-        frame["line"] = f.line;
-      }
-      stack.push_back(std::move(frame));
-    }
-    out["allocations"].push_back(
-        {{"address", absl::StrFormat("0x%x", a.address)},
-         {"bytes", a.bytes},
-         {"device", a.device},
-         {"api", a.api},
-         {"kind", a.kind},
-         {"stream", a.stream},
-         {"thread", a.thread},
-         {"time_s", a.time_s},
-         {"stack", std::move(stack)}});
-  }
-  std::string text = out.dump(-1, ' ', false, json::error_handler_t::replace);
-  char* result = static_cast<char*>(std::malloc(text.size() + 1));
-  if (result == nullptr) return nullptr;
-  std::memcpy(result, text.c_str(), text.size() + 1);
-  return result;
+  json doc = gmt::SnapshotToJson(gmt::snapshot());
+  return gmt::MallocCopy(
+      doc.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+char* gmt_diff_json(const char* before_json, const char* after_json) {
+  return gmt::MallocCopy(gmt::DiffJsonText(before_json, after_json));
 }
 
 void gmt_free(void* p) { std::free(p); }

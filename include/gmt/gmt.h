@@ -20,6 +20,7 @@
 //     train_one_step();
 //     gmt::Snapshot after = gmt::snapshot();
 //     std::printf("%zu bytes more\n", after.live_bytes - before.live_bytes);
+//     std::fputs(gmt::diff_text(gmt::diff(before, after)).c_str(), stdout);
 //   }
 //
 // Thread safety: every function may be called from any thread at any time.
@@ -99,6 +100,60 @@ GMT_API uint64_t report();
 // Returns the number of errors so far.
 GMT_API uint64_t check_now();
 
+// One call site's share of a diff: the blocks of one (stack, api, device).
+// Two stacks are the same call site when every frame has the same function,
+// file and line (frames with neither function nor file compare by module and
+// address instead).
+struct DiffGroup {
+  std::string api;     // "cudaMalloc", ...
+  std::string kind;    // of the first block: "device", "managed", ...
+  int device = -1;     // -1: host memory
+  uint64_t count = 0;  // blocks
+  size_t bytes = 0;    // their requested bytes together
+  std::vector<Frame> stack;  // innermost first
+};
+
+// The change on one device (-1: pinned host memory).
+struct DeviceDiff {
+  int device = 0;
+  size_t new_bytes = 0;
+  size_t freed_bytes = 0;
+  int64_t net_bytes = 0;  // new_bytes - freed_bytes
+};
+
+// What changed between two snapshots, from diff(). A block is the same in
+// both only when its address, device, thread and allocation time all match,
+// so an address freed and handed out again in between counts as freed once
+// and new once.
+struct SnapshotDiff {
+  bool active = false;  // both snapshots came from an active tracer
+  std::vector<DiffGroup> added;  // live in `after` only; largest bytes first
+  std::vector<DiffGroup> freed;  // live in `before` only; largest bytes first
+  std::vector<DeviceDiff> devices;  // devices that changed, then host (-1)
+  uint64_t new_count = 0;
+  size_t new_bytes = 0;
+  uint64_t freed_count = 0;
+  size_t freed_bytes = 0;
+  int64_t net_bytes = 0;  // new_bytes - freed_bytes
+};
+
+// What is live in `after` and not in `before`, and what was freed in between,
+// grouped by call site. Works on any two snapshots (kept ones too) and does
+// not touch the tracer's state; like everything here it needs the library
+// loaded, so check Available() first. The "run one iteration twice and
+// compare" workflow:
+//
+//   step();                                    // warm-up: caches, pools
+//   gmt::Snapshot before = gmt::snapshot();
+//   step();
+//   gmt::SnapshotDiff d = gmt::diff(before, gmt::snapshot());
+//   if (d.net_bytes > 0) std::fputs(gmt::diff_text(d).c_str(), stderr);
+GMT_API SnapshotDiff diff(const Snapshot& before, const Snapshot& after);
+
+// `d` for people, in the report's style: a summary line, one line per device,
+// then each call site with its stack ("NEW: ..." then "FREED: ...").
+GMT_API std::string diff_text(const SnapshotDiff& d);
+
 // True when the tracer is loaded in this process (linked or preloaded).
 #if defined(GMT_BUILDING_LIBRARY)
 inline bool Available() { return true; }
@@ -118,8 +173,17 @@ extern "C" {
 // is malloc'd: release it with gmt_free(). Never NULL when the tracer is
 // loaded.
 GMT_API char* gmt_snapshot_json(void);
-// Frees a string returned by gmt_snapshot_json().
+// Frees a string returned by gmt_snapshot_json() or gmt_diff_json().
 GMT_API void gmt_free(void* p);
+// Compares two documents from gmt_snapshot_json() (see gmt::diff()). Returns
+// a malloc'd JSON document (release it with gmt_free()):
+// {"active":..,"new_count":..,"new_bytes":..,"freed_count":..,
+//  "freed_bytes":..,"net_bytes":..,"devices":[{"device","new_bytes",
+//  "freed_bytes","net_bytes"}..],"new":[group..],"freed":[group..]}, each group
+// {"api","kind","device","count","bytes","stack":[frame..]}, largest first.
+// Bad input (NULL, not JSON, not a snapshot) gives {"error":"<what is wrong>"}
+// instead; it never crashes. Needs no active tracer.
+GMT_API char* gmt_diff_json(const char* before_json, const char* after_json);
 // Writes the report now (see gmt::report()); returns the error count.
 GMT_API uint64_t gmt_report(void);
 // Checks every guard zone now (see gmt::check_now()); returns the error count.
