@@ -8,9 +8,13 @@
 namespace gmt {
 namespace {
 
-DlsymFn BootstrapDlsym() {
-  // glibc >= 2.34 versions dlsym in libc; older ones in libdl.
-  for (const char* version : {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17"}) {
+GMT_NO_SANITIZE DlsymFn BootstrapDlsym() {
+  // glibc >= 2.34 versions dlsym in libc; older ones in libdl. A plain array,
+  // not an initializer_list: no out-of-line (instrumented) helper may run
+  // here (GMT_NO_SANITIZE).
+  static const char* const kVersions[] = {"GLIBC_2.34", "GLIBC_2.2.5",
+                                          "GLIBC_2.17"};
+  for (const char* version : kVersions) {
     if (void* p = dlvsym(RTLD_NEXT, "dlsym", version)) {
       return reinterpret_cast<DlsymFn>(p);
     }
@@ -50,8 +54,17 @@ void* FindInLoaded(const char* prefix, const char* symbol) {
 
 }  // namespace
 
-DlsymFn RealDlsym() {
-  static const DlsymFn real = BootstrapDlsym();
+// Not a function-local static: its guard (__cxa_guard_acquire/release) is
+// intercepted by TSan, which crashes when its own init reaches here through
+// dlsym (issue 9). Racing first calls compute the same pointer.
+static DlsymFn g_real_dlsym = nullptr;
+
+GMT_NO_SANITIZE DlsymFn RealDlsym() {
+  DlsymFn real = __atomic_load_n(&g_real_dlsym, __ATOMIC_ACQUIRE);
+  if (real == nullptr) {
+    real = BootstrapDlsym();
+    __atomic_store_n(&g_real_dlsym, real, __ATOMIC_RELEASE);
+  }
   return real;
 }
 

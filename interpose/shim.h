@@ -42,6 +42,10 @@ void RecordAlloc(Api api, uint64_t address, uint64_t bytes, uint64_t stream,
 const char* DriverResultName(CUresult result);
 const char* RuntimeResultName(cudaError_t result);
 
+// A runtime call the tool answered itself: cudaGetLastError reports `error`
+// next (runtime_error_state_shims.cc; also declared in guard_shim_util.h).
+void NoteRuntimeError(cudaError_t error);
+
 // The shared free protocol (see Engine): remove, call, confirm or restore.
 // `call(pointer)` frees `pointer` with CUDA: the raw block of a guarded one.
 // A block the tool keeps in quarantine is not handed to CUDA at all.
@@ -54,6 +58,17 @@ auto TrackedFree(Api api, uint64_t address, Call&& call, bool driver,
   if (ticket.held) {
     engine.EndFree(ticket, true, 0, driver ? "CUDA_SUCCESS" : "cudaSuccess");
     return decltype(call(uint64_t{0})){};
+  }
+  if (ticket.rejected) {
+    // Issue 9 fix (FreeTicket::rejected): CUDA's answer without the tool.
+    using Result = decltype(call(uint64_t{0}));
+    const int invalid = driver ? static_cast<int>(CUDA_ERROR_INVALID_VALUE)
+                               : static_cast<int>(cudaErrorInvalidValue);
+    if (!driver) NoteRuntimeError(cudaErrorInvalidValue);
+    engine.EndFree(
+        ticket, false, invalid,
+        driver ? "CUDA_ERROR_INVALID_VALUE" : "cudaErrorInvalidValue");
+    return static_cast<Result>(invalid);
   }
   auto result = call(ticket.real_address);
   const bool ok = static_cast<int>(result) == 0;

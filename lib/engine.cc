@@ -157,6 +157,14 @@ FreeTicket Engine::BeginFree(Api api, uint64_t address, StackId stack,
       break;
   }
   ticket.record = taken.record;
+  if (ticket.state == FreeTicket::State::kUnknown && guard_.ops() != nullptr) {
+    // Issue 9 fix: see FreeTicket::rejected.
+    std::optional<AllocationRecord> live = pointers_.FindContaining(address);
+    if ((live && live->guarded() && live->raw_address == address) ||
+        guard_.HoldsRaw(address)) {
+      ticket.rejected = true;
+    }
+  }
   if (ticket.state == FreeTicket::State::kRemoved && ticket.record.guarded()) {
     ticket.real_address = ticket.record.raw_address;
     std::vector<GuardFinding> findings;
@@ -493,6 +501,7 @@ ReportData Engine::BuildReport(absl::string_view reason) {
     data.guard.unguarded_capture = g.unguarded_capture;
     data.guard.checks = g.checks;
     data.guard.check_failures = g.check_failures;
+    data.guard.fill_failures = g.fill_failures;
     data.guard.bytes_checked = g.bytes_checked;
     data.guard.quarantine_bytes = g.held_bytes;
     data.guard.evicted = g.evicted;
@@ -513,6 +522,12 @@ ReportData Engine::BuildReport(absl::string_view reason) {
           g.check_failures,
           " guard-zone checks could not run on the GPU: redzones were not "
           "verified then"));
+    }
+    if (g.fill_failures > 0) {
+      data.notes.push_back(absl::StrCat(
+          g.fill_failures,
+          " guard-zone fills could not run on the GPU: those redzones were "
+          "never armed, so they were not verified"));
     }
   }
   for (const ErrorRecord& e : data.errors) {

@@ -86,6 +86,15 @@ struct FreeTicket {
   uint64_t real_address = 0;
   // The tool keeps the block (quarantine): do not call CUDA; report success.
   bool held = false;
+  // Issue 9: no live block starts at `address`, but it is the raw start of a
+  // guarded block the tool still has (held in quarantine, or live with its
+  // front redzone starting there). CUDA would accept it and free the tool's
+  // block; without the tool that memory was freed already (or was never at
+  // that address), so CUDA would refuse. Do not call CUDA; answer its
+  // invalid-value code. (Seen with guard_front=0: a double cudaFree of a
+  // quarantined block succeeded, went unreported, and the later eviction
+  // freed the raw block a second time.)
+  bool rejected = false;
 };
 
 class Engine {

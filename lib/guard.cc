@@ -62,6 +62,7 @@ void GuardManager::Arm(const AllocationRecord& record) {
       b.confirmed = false;
     } else {
       b.canaries_armed = false;  // never check what was not written
+      ++stats_.fill_failures;    // ... and say so in the report
     }
   } else if (!c.fills_pending) {
     c.fills_pending = true;
@@ -94,6 +95,7 @@ std::shared_ptr<const GuardManager::Table> GuardManager::BuildTable(
     const Context& c, uint64_t stream, bool device_wide) const {
   auto table = std::make_shared<Table>();
   for (const auto& [raw, b] : c.blocks) {
+    if (b.freeing) continue;  // its memory may be CUDA's again
     if (!b.confirmed && !device_wide && b.record.stream != stream) continue;
     AppendArmedZones(b, table.get());
   }
@@ -113,6 +115,7 @@ void GuardManager::FlushFillsLocked(uint64_t context, Context& c) {
   std::vector<Block*> filled;
   for (auto& [raw, b] : c.blocks) {
     if (!b.canaries_pending && !b.freed_pending) continue;
+    if (b.freeing) continue;  // never write into memory CUDA may reuse
     const AllocationRecord& r = b.record;
     auto add = [&](uint64_t begin, uint64_t end, uint8_t pattern) {
       if (end > begin) zones.push_back(GmtZone{begin, end - begin, pattern, 0});
@@ -131,6 +134,7 @@ void GuardManager::FlushFillsLocked(uint64_t context, Context& c) {
     chunk += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
   }
   const bool ok = ops_->Fill(context, 0, zones);
+  if (!ok) ++stats_.fill_failures;  // these zones stay unchecked: reported
   for (Block* b : filled) {
     ++b->generation;
     if (b->canaries_pending) {
@@ -501,6 +505,16 @@ void GuardManager::EvictOverBudget(std::vector<GuardFinding>* findings) {
   }
 }
 
+bool GuardManager::HoldsRaw(uint64_t raw_address) const {
+  if (ops_ == nullptr) return false;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [context, c] : contexts_) {
+    auto it = c.blocks.find(raw_address);
+    if (it != c.blocks.end() && it->second.held) return true;
+  }
+  return false;
+}
+
 uint64_t GuardManager::ReleaseQuarantine(std::vector<GuardFinding>* findings) {
   if (ops_ == nullptr) return 0;
   absl::MutexLock lock(&mu_);
@@ -515,13 +529,19 @@ uint64_t GuardManager::ReleaseQuarantine(std::vector<GuardFinding>* findings) {
 void GuardManager::BeforeRealFree(const AllocationRecord& block,
                                   uint64_t stream,
                                   std::vector<GuardFinding>* findings) {
-  if (ops_ == nullptr || level_ == CheckLevel::kNone) return;
+  if (ops_ == nullptr) return;
   absl::MutexLock lock(&mu_);
   auto cit = contexts_.find(block.context);
   if (cit == contexts_.end()) return;
   Context& c = cit->second;
   auto it = c.blocks.find(block.raw_address);
   if (it == c.blocks.end()) return;
+  // The caller frees the block with CUDA as soon as this returns, and only
+  // then calls AfterRealFree: out of other threads' tables and fills from now
+  // on (see Block::freeing). This free's own check below still covers it.
+  it->second.freeing = true;
+  c.table.reset();
+  if (level_ == CheckLevel::kNone) return;
   // Checks in flight may read this block; CUDA is about to free it.
   PollPendingLocked(/*wait=*/true, findings);
   auto table = std::make_shared<Table>();
@@ -534,8 +554,8 @@ void GuardManager::BeforeRealFree(const AllocationRecord& block,
   if (table->zones.empty()) return;
   if (StreamOrdered(block.api) || stream != 0) {
     // In the free's stream order, no host sync; answered at the next poll.
-    uint64_t ticket = ops_->CheckAsync(block.context, ProgramStream(stream),
-                                       table->zones);
+    uint64_t ticket =
+        ops_->CheckAsync(block.context, ProgramStream(stream), table->zones);
     if (ticket == 0) {
       ++stats_.check_failures;
       return;
@@ -550,12 +570,23 @@ void GuardManager::BeforeRealFree(const AllocationRecord& block,
 }
 
 void GuardManager::AfterRealFree(const AllocationRecord& block, bool freed) {
-  if (ops_ == nullptr || !freed) return;
+  if (ops_ == nullptr) return;
   absl::MutexLock lock(&mu_);
   auto cit = contexts_.find(block.context);
   if (cit == contexts_.end()) return;
-  cit->second.blocks.erase(block.raw_address);
-  cit->second.table.reset();
+  Context& c = cit->second;
+  if (freed) {
+    c.blocks.erase(block.raw_address);
+  } else if (auto it = c.blocks.find(block.raw_address); it != c.blocks.end()) {
+    // CUDA kept the block: guarded again, with any fill it missed.
+    Block& b = it->second;
+    b.freeing = false;
+    if ((b.canaries_pending || b.freed_pending) && !c.fills_pending) {
+      c.fills_pending = true;
+      contexts_with_fills_.fetch_add(1, std::memory_order_release);
+    }
+  }
+  c.table.reset();
 }
 
 // ---- IPC -------------------------------------------------------------------

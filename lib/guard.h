@@ -77,6 +77,10 @@ struct GuardStats {
   uint64_t unguarded_capture = 0;  // made during stream capture
   uint64_t checks = 0;             // check launches that completed
   uint64_t check_failures = 0;     // checks that could not run
+  // Canary fills that could not run (issue 9: before this count, a tool whose
+  // fills all failed reported "0 check failures" and looked clean): those
+  // zones were never armed, so they were never checked either.
+  uint64_t fill_failures = 0;
   uint64_t bytes_checked = 0;
   uint64_t held_bytes = 0;  // in quarantine now
   uint64_t evicted = 0;     // blocks released from quarantine
@@ -119,6 +123,8 @@ class GuardManager {
   // Out of memory: checks and releases every held block. Returns the bytes
   // given back to CUDA.
   uint64_t ReleaseQuarantine(std::vector<GuardFinding>* findings);
+  // Whether a block in quarantine starts (its raw block) at `raw_address`.
+  bool HoldsRaw(uint64_t raw_address) const;
 
   // ---- Launches, synchronization, checks -----------------------------------
   void BeforeLaunch(uint64_t context, uint64_t stream);
@@ -155,6 +161,13 @@ class GuardManager {
     // Stream-ordered block whose fill ran on its own stream: checked on other
     // streams only once a synchronization proved the fill done.
     bool confirmed = true;
+    // Between BeforeRealFree and AfterRealFree: CUDA may already have freed
+    // (and handed out again) the block's memory, so it is neither filled nor
+    // put in a table by other threads (issue 9: a concurrent sync check read
+    // a block another thread had just freed and reported the allocator's
+    // bookkeeping in it as an overrun; a concurrent flush could paint
+    // canaries over memory the program owns again).
+    bool freeing = false;
     uint32_t generation = 0;  // bumped at every (re)fill
     std::optional<FreedRecord> freed;
   };

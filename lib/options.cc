@@ -160,6 +160,19 @@ ParseResult ParseOptions(absl::string_view text) {
                        " or see README.md for the list"));
     }
   }
+  // Issue 9 fix (found by tests/fuzz/options_fuzz.cc): guard_tail_max is
+  // checked against guard_tail_min as it is parsed, so a guard_tail_min given
+  // after it could still leave min > max ("guard_tail_max=4096:
+  // guard_tail_min=8192" was accepted, the reverse order refused). The pair
+  // is checked once more at the end; a bad pair keeps both defaults.
+  if (o.guard_tail_max < o.guard_tail_min) {
+    result.errors.push_back(
+        absl::StrCat("option 'guard_tail_max': '", o.guard_tail_max,
+                     "' is below guard_tail_min (", o.guard_tail_min,
+                     "); keeping the defaults of both"));
+    o.guard_tail_min = defaults.guard_tail_min;
+    o.guard_tail_max = defaults.guard_tail_max;
+  }
   return result;
 }
 

@@ -70,6 +70,7 @@ struct ReportData {
     uint64_t unguarded_capture = 0;
     uint64_t checks = 0;
     uint64_t check_failures = 0;
+    uint64_t fill_failures = 0;  // zones never armed, so never checked
     uint64_t bytes_checked = 0;
     uint64_t quarantine_bytes = 0;
     uint64_t evicted = 0;

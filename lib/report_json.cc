@@ -132,6 +132,7 @@ std::string RenderJson(const ReportData& data) {
                   {"unguarded_capture", data.guard.unguarded_capture},
                   {"checks", data.guard.checks},
                   {"check_failures", data.guard.check_failures},
+                  {"fill_failures", data.guard.fill_failures},
                   {"bytes_checked", data.guard.bytes_checked},
                   {"quarantine_bytes", data.guard.quarantine_bytes},
                   {"evicted", data.guard.evicted}};

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "tests/fake_cuda/fake_driver.h"
+#include "tests/fake_cuda/fake_tool_faults.h"
 
 namespace fake_cuda {
 namespace {
@@ -66,6 +67,12 @@ FAKE_CU_API(cuStreamCreate, (CUstream * stream, unsigned int flags)) {
   if (stream == nullptr ||
       (flags != CU_STREAM_DEFAULT && flags != CU_STREAM_NON_BLOCKING)) {
     return CUDA_ERROR_INVALID_VALUE;
+  }
+  // Reliability tests: FAKE_CUDA_FAIL_STREAM_CREATE (fake_tool_faults.h).
+  if (CUresult r = fake_cuda::InjectToolFailure(
+          fake_cuda::ToolCall::kStreamCreate, __builtin_return_address(0));
+      r != CUDA_SUCCESS) {
+    return r;
   }
   auto* s = new fake_cuda::Stream{ctx, flags};
   {

@@ -16,6 +16,7 @@
 
 #include "kernels/zone_abi.h"
 #include "tests/fake_cuda/fake_driver.h"
+#include "tests/fake_cuda/fake_tool_faults.h"
 
 namespace fake_cuda {
 namespace {
@@ -153,6 +154,12 @@ FAKE_CU_API(cuLibraryLoadData,
   uint32_t magic = 0;
   std::memcpy(&magic, code, sizeof(magic));
   if (magic != fake_cuda::kFatbinMagic) return CUDA_ERROR_INVALID_IMAGE;
+  // Reliability tests: FAKE_CUDA_FAIL_LIBRARY_LOAD (fake_tool_faults.h).
+  if (CUresult r = fake_cuda::InjectToolFailure(
+          fake_cuda::ToolCall::kLibraryLoad, __builtin_return_address(0));
+      r != CUDA_SUCCESS) {
+    return r;
+  }
   auto* lib = new fake_cuda::Library();
   {
     std::lock_guard<std::mutex> lock(fake_cuda::g_mu);
@@ -214,5 +221,13 @@ FAKE_CU_API(cuLaunchKernel,
   if (!fill && name != fake_cuda::kCheckName) return CUDA_SUCCESS;
   // The guard kernels take their arguments in kernelParams only.
   if (params == nullptr || extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
+  // Reliability tests: FAKE_CUDA_FAIL_LAUNCH (fake_tool_faults.h).
+  if (CUresult r =
+          fake_cuda::InjectToolFailure(fill ? fake_cuda::ToolCall::kFillLaunch
+                                            : fake_cuda::ToolCall::kCheckLaunch,
+                                       __builtin_return_address(0));
+      r != CUDA_SUCCESS) {
+    return r;
+  }
   return fill ? fake_cuda::RunFill(params) : fake_cuda::RunCheck(params);
 }
