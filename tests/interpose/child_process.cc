@@ -83,13 +83,8 @@ std::string RunResult::Describe() const {
   return os.str();
 }
 
-RunResult RunProgram(const std::string& program,
-                     const std::vector<std::string>& args,
-                     const std::string& dir, const RunOptions& options) {
-  RunResult result;
-  std::string out_path = dir + "/stdout.txt";
-  std::string err_path = dir + "/stderr.txt";
-
+std::vector<std::string> ChildEnvironment(const std::string& dir,
+                                          const RunOptions& options) {
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     if (Inherited(*e)) env.emplace_back(*e);
@@ -104,6 +99,17 @@ RunResult RunProgram(const std::string& program,
     env.push_back("GMT_OPTIONS=" + value);
   }
   for (const auto& [key, value] : options.env) env.push_back(key + "=" + value);
+  return env;
+}
+
+RunResult RunProgram(const std::string& program,
+                     const std::vector<std::string>& args,
+                     const std::string& dir, const RunOptions& options) {
+  RunResult result;
+  std::string out_path = dir + "/stdout.txt";
+  std::string err_path = dir + "/stderr.txt";
+
+  std::vector<std::string> env = ChildEnvironment(dir, options);
 
   std::vector<std::string> argv_storage = {program};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());

@@ -62,6 +62,12 @@ struct RunResult {
   std::string Describe() const;
 };
 
+// The environment RunProgram gives a child: the inherited one without the
+// tool's and the double's variables, then the double's library path, the
+// preload, GMT_OPTIONS (<dir> replaced) and `options.env`.
+std::vector<std::string> ChildEnvironment(const std::string& dir,
+                                          const RunOptions& options);
+
 // Runs `program args...` in `dir` (its working directory too) and waits.
 RunResult RunProgram(const std::string& program,
                      const std::vector<std::string>& args,

@@ -13,33 +13,7 @@
 #include <filesystem>
 #include <sstream>
 
-extern char** environ;
-
 namespace gmt_test {
-namespace {
-
-// The variables RunProgram drops from the inherited environment.
-bool Inherited(const char* entry) {
-  static const char* const kDropped[] = {
-      "LD_PRELOAD=", "LD_LIBRARY_PATH=", "GMT_OPTIONS=", "FAKE_CUDA_",
-      "CUDA_INJECTION64_PATH="};
-  for (const char* prefix : kDropped) {
-    if (std::strncmp(entry, prefix, std::strlen(prefix)) == 0) return false;
-  }
-  return true;
-}
-
-std::string ReplaceAll(std::string text, const std::string& from,
-                       const std::string& to) {
-  for (size_t at = text.find(from); at != std::string::npos;
-       at = text.find(from, at + to.size())) {
-    text.replace(at, from.size(), to);
-  }
-  return text;
-}
-
-}  // namespace
-
 std::map<std::string, long> LineFigures(const std::string& out,
                                         const std::string& tag) {
   std::map<std::string, long> figures;
@@ -73,13 +47,9 @@ RunResult RunWithFileSizeLimit(const std::string& program,
   RunResult result;
   // Everything the child needs is built before fork(): it only calls
   // async-signal-safe functions before execve.
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (Inherited(*e)) env.emplace_back(*e);
-  }
-  env.push_back(std::string("LD_LIBRARY_PATH=") + GMT_FAKE_CUDA_DIR);
-  env.push_back(std::string("LD_PRELOAD=") + GMT_TOOL_PATH);
-  env.push_back("GMT_OPTIONS=" + ReplaceAll(gmt_options, "<dir>", dir));
+  RunOptions options;
+  options.gmt_options = gmt_options;
+  std::vector<std::string> env = ChildEnvironment(dir, options);
   std::vector<std::string> argv_storage = {program};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv, envp;
