@@ -1,5 +1,6 @@
 // Runtime API allocation shims: forward, and record what came back. The
 // driver calls these make inside cudart run nested and are not recorded again.
+#include "interpose/guard_shim_util.h"
 #include "interpose/guarded_alloc.h"
 #include "interpose/runtime_hooks.h"
 #include "lib/log.h"
@@ -66,39 +67,24 @@ cudaError_t ForwardFree(Api api, const void* p, Call&& call,
       /*driver=*/false, stream);
 }
 
-// What the program gets when no CUDA runtime is loaded behind the shim. That
-// happens when the program links libgpumemtrace before libcudart with
-// --as-needed: the linker then drops cudart. Said once, plainly.
-cudaError_t NoRuntime() {
-  static const bool said = [] {
-    gmt::LogError(
-        "a CUDA runtime call reached gpumemtrace but no libcudart is loaded: "
-        "link the CUDA runtime before gpumemtrace, or with -Wl,--no-as-needed "
-        "(README, 'Asking from the program')");
-    return true;
-  }();
-  (void)said;
-  return cudaErrorInitializationError;
-}
-
 }  // namespace
 
 cudaError_t Shim_cudaMalloc(void** p, size_t bytes) {
   auto real = gmt::g_real_cudaMalloc.Get();
-  if (real == nullptr) return NoRuntime();
+  if (real == nullptr) return gmt::NoRuntimeError();
   return GuardedAlloc(Api::kCudaMalloc, p, bytes, 0,
                       [&](uint64_t n, void** out) { return real(out, n); });
 }
 
 cudaError_t Shim_cudaFree(void* p) {
   auto real = gmt::g_real_cudaFree.Get();
-  if (real == nullptr) return NoRuntime();
+  if (real == nullptr) return gmt::NoRuntimeError();
   return ForwardFree(Api::kCudaFree, p, [&](void* q) { return real(q); });
 }
 
 cudaError_t Shim_cudaMallocManaged(void** p, size_t bytes, unsigned int flags) {
   auto real = gmt::g_real_cudaMallocManaged.Get();
-  if (real == nullptr) return NoRuntime();
+  if (real == nullptr) return gmt::NoRuntimeError();
   return GuardedAlloc(
       Api::kCudaMallocManaged, p, bytes, 0,
       [&](uint64_t n, void** out) { return real(out, n, flags); });
@@ -106,7 +92,7 @@ cudaError_t Shim_cudaMallocManaged(void** p, size_t bytes, unsigned int flags) {
 
 cudaError_t Shim_cudaMallocAsync(void** p, size_t bytes, cudaStream_t stream) {
   auto real = gmt::g_real_cudaMallocAsync.Get();
-  if (real == nullptr) return NoRuntime();
+  if (real == nullptr) return gmt::NoRuntimeError();
   return GuardedAlloc(
       Api::kCudaMallocAsync, p, bytes, StreamId(stream),
       [&](uint64_t n, void** out) { return real(out, n, stream); });
@@ -115,7 +101,7 @@ cudaError_t Shim_cudaMallocAsync(void** p, size_t bytes, cudaStream_t stream) {
 cudaError_t Shim_cudaMallocAsync_ptsz(void** p, size_t bytes,
                                       cudaStream_t stream) {
   auto real = gmt::g_real_cudaMallocAsync_ptsz.Get();
-  if (real == nullptr) return NoRuntime();
+  if (real == nullptr) return gmt::NoRuntimeError();
   return GuardedAlloc(
       Api::kCudaMallocAsync, p, bytes, StreamId(stream),
       [&](uint64_t n, void** out) { return real(out, n, stream); });
@@ -125,7 +111,7 @@ cudaError_t Shim_cudaMallocFromPoolAsync(void** p, size_t bytes,
                                          cudaMemPool_t pool,
                                          cudaStream_t stream) {
   auto real = gmt::g_real_cudaMallocFromPoolAsync.Get();
-  if (real == nullptr) return NoRuntime();
+  if (real == nullptr) return gmt::NoRuntimeError();
   return GuardedAlloc(
       Api::kCudaMallocFromPoolAsync, p, bytes, StreamId(stream),
       [&](uint64_t n, void** out) { return real(out, n, pool, stream); });
@@ -135,7 +121,7 @@ cudaError_t Shim_cudaMallocFromPoolAsync_ptsz(void** p, size_t bytes,
                                               cudaMemPool_t pool,
                                               cudaStream_t stream) {
   auto real = gmt::g_real_cudaMallocFromPoolAsync_ptsz.Get();
-  if (real == nullptr) return NoRuntime();
+  if (real == nullptr) return gmt::NoRuntimeError();
   return GuardedAlloc(
       Api::kCudaMallocFromPoolAsync, p, bytes, StreamId(stream),
       [&](uint64_t n, void** out) { return real(out, n, pool, stream); });
@@ -143,7 +129,7 @@ cudaError_t Shim_cudaMallocFromPoolAsync_ptsz(void** p, size_t bytes,
 
 cudaError_t Shim_cudaFreeAsync(void* p, cudaStream_t stream) {
   auto real = gmt::g_real_cudaFreeAsync.Get();
-  if (real == nullptr) return NoRuntime();
+  if (real == nullptr) return gmt::NoRuntimeError();
   return ForwardFree(
       Api::kCudaFreeAsync, p, [&](void* q) { return real(q, stream); },
       StreamId(stream));
@@ -151,7 +137,7 @@ cudaError_t Shim_cudaFreeAsync(void* p, cudaStream_t stream) {
 
 cudaError_t Shim_cudaFreeAsync_ptsz(void* p, cudaStream_t stream) {
   auto real = gmt::g_real_cudaFreeAsync_ptsz.Get();
-  if (real == nullptr) return NoRuntime();
+  if (real == nullptr) return gmt::NoRuntimeError();
   return ForwardFree(
       Api::kCudaFreeAsync, p, [&](void* q) { return real(q, stream); },
       StreamId(stream));
@@ -160,7 +146,7 @@ cudaError_t Shim_cudaFreeAsync_ptsz(void* p, cudaStream_t stream) {
 cudaError_t Shim_cudaMallocPitch(void** p, size_t* pitch, size_t width,
                                  size_t height) {
   auto real = gmt::g_real_cudaMallocPitch.Get();
-  if (real == nullptr) return NoRuntime();
+  if (real == nullptr) return gmt::NoRuntimeError();
   InterceptScope scope;
   if (!scope.Recording() || p == nullptr || pitch == nullptr || width == 0) {
     return real(p, pitch, width, height);
@@ -187,7 +173,7 @@ cudaError_t Shim_cudaMallocPitch(void** p, size_t* pitch, size_t width,
 
 cudaError_t Shim_cudaMalloc3D(cudaPitchedPtr* pitched, cudaExtent extent) {
   auto real = gmt::g_real_cudaMalloc3D.Get();
-  if (real == nullptr) return NoRuntime();
+  if (real == nullptr) return gmt::NoRuntimeError();
   InterceptScope scope;
   if (!scope.Recording() || pitched == nullptr || extent.width == 0 ||
       extent.height == 0 || extent.depth == 0) {
@@ -218,27 +204,27 @@ cudaError_t Shim_cudaMalloc3D(cudaPitchedPtr* pitched, cudaExtent extent) {
 
 cudaError_t Shim_cudaMallocHost(void** p, size_t bytes) {
   auto real = gmt::g_real_cudaMallocHost.Get();
-  if (real == nullptr) return NoRuntime();
+  if (real == nullptr) return gmt::NoRuntimeError();
   return TrackedAlloc(Api::kCudaMallocHost, p, bytes, 0,
                       [&] { return real(p, bytes); });
 }
 
 cudaError_t Shim_cudaHostAlloc(void** p, size_t bytes, unsigned int flags) {
   auto real = gmt::g_real_cudaHostAlloc.Get();
-  if (real == nullptr) return NoRuntime();
+  if (real == nullptr) return gmt::NoRuntimeError();
   return TrackedAlloc(Api::kCudaHostAlloc, p, bytes, 0,
                       [&] { return real(p, bytes, flags); });
 }
 
 cudaError_t Shim_cudaFreeHost(void* p) {
   auto real = gmt::g_real_cudaFreeHost.Get();
-  if (real == nullptr) return NoRuntime();
+  if (real == nullptr) return gmt::NoRuntimeError();
   return ForwardFree(Api::kCudaFreeHost, p, [&](void* q) { return real(q); });
 }
 
 cudaError_t Shim_cudaHostRegister(void* p, size_t bytes, unsigned int flags) {
   auto real = gmt::g_real_cudaHostRegister.Get();
-  if (real == nullptr) return NoRuntime();
+  if (real == nullptr) return gmt::NoRuntimeError();
   InterceptScope scope;
   if (!scope.Recording()) return real(p, bytes, flags);
   gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
@@ -252,7 +238,7 @@ cudaError_t Shim_cudaHostRegister(void* p, size_t bytes, unsigned int flags) {
 
 cudaError_t Shim_cudaHostUnregister(void* p) {
   auto real = gmt::g_real_cudaHostUnregister.Get();
-  if (real == nullptr) return NoRuntime();
+  if (real == nullptr) return gmt::NoRuntimeError();
   return ForwardFree(Api::kCudaHostUnregister, p,
                      [&](void* q) { return real(q); });
 }
@@ -262,7 +248,7 @@ cudaError_t Shim_cudaMallocArray(cudaArray_t* array,
                                  size_t width, size_t height,
                                  unsigned int flags) {
   auto real = gmt::g_real_cudaMallocArray.Get();
-  if (real == nullptr) return NoRuntime();
+  if (real == nullptr) return gmt::NoRuntimeError();
   InterceptScope scope;
   if (!scope.Recording()) return real(array, desc, width, height, flags);
   gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
@@ -280,7 +266,7 @@ cudaError_t Shim_cudaMallocArray(cudaArray_t* array,
 
 cudaError_t Shim_cudaFreeArray(cudaArray_t array) {
   auto real = gmt::g_real_cudaFreeArray.Get();
-  if (real == nullptr) return NoRuntime();
+  if (real == nullptr) return gmt::NoRuntimeError();
   return ForwardFree(Api::kCudaFreeArray, array, [&](void* q) {
     return real(static_cast<cudaArray_t>(q));
   });
@@ -288,7 +274,7 @@ cudaError_t Shim_cudaFreeArray(cudaArray_t array) {
 
 cudaError_t Shim_cudaDeviceReset() {
   auto real = gmt::g_real_cudaDeviceReset.Get();
-  if (real == nullptr) return NoRuntime();
+  if (real == nullptr) return gmt::NoRuntimeError();
   InterceptScope scope;
   if (!scope.Recording()) return real();
   // cudaDeviceReset resets the runtime's current device, which is set even
