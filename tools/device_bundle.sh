@@ -89,7 +89,7 @@ done
 cp examples/pytorch_train.py "$BUNDLE/examples/"
 log "examples: $n_examples programs"
 
-cp tests/gpu/gpu_tests.py "$BUNDLE/tests/"
+cp tests/gpu/gpu_tests.py tests/gpu/gpu_cases_*.py "$BUNDLE/tests/" 2>/dev/null || cp tests/gpu/gpu_tests.py "$BUNDLE/tests/"
 
 if [ -d "$BUILD/benchmarks" ]; then
   while read -r f; do

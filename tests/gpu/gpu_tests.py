@@ -1104,6 +1104,28 @@ CASES = [
 ]
 
 
+def load_case_modules():
+    """Cases of other features live in gpu_cases_*.py beside this script.
+
+    Each such module defines `cases(t)`, where `t` is this module (for Case,
+    Skip, stack_has, ...), and returns a list of (name, function) pairs.
+    """
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    this = sys.modules[__name__]
+    out = []
+    for path in sorted(glob.glob(os.path.join(here, "gpu_cases_*.py"))):
+        name = os.path.splitext(os.path.basename(path))[0]
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        out.extend(module.cases(this))
+    return out
+
+
+CASES = CASES + load_case_modules()
+
+
 def cuda_device_present():
     """(present, reason). nvidia-smi -L first, the driver's proc files next."""
     smi = shutil.which("nvidia-smi")
