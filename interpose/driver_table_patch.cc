@@ -1,0 +1,110 @@
+#include "interpose/driver_table_patch.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+
+#include "absl/container/flat_hash_map.h"
+#include "interpose/driver_hooks.h"
+
+namespace gmt {
+namespace {
+
+// Objects whose data is never a program's driver table.
+bool Skipped(const char* name, uintptr_t base, uintptr_t self_base) {
+  if (base == self_base) return true;
+  const char* file = std::strrchr(name, '/');
+  file = file != nullptr ? file + 1 : name;
+  static const char* const kPrefixes[] = {"libcuda.so",     "libcupti.so",
+                                          "libgpumemtrace", "libnvidia-",
+                                          "ld-linux",       "libc.so"};
+  for (const char* prefix : kPrefixes) {
+    if (std::strncmp(file, prefix, std::strlen(prefix)) == 0) return true;
+  }
+  return false;
+}
+
+struct Scan {
+  const absl::flat_hash_map<uintptr_t, const DriverHook*>* real_to_hook;
+  uintptr_t self_base = 0;  // this library's load address
+  int patched = 0;
+};
+
+// Replaces matching words in [begin, end).
+void PatchRange(uintptr_t begin, uintptr_t end, Scan* scan) {
+  begin = (begin + 7) & ~uintptr_t{7};
+  for (uintptr_t at = begin; at + 8 <= end; at += 8) {
+    auto* word = reinterpret_cast<std::atomic<uintptr_t>*>(at);
+    const uintptr_t value = word->load(std::memory_order_relaxed);
+    auto it = scan->real_to_hook->find(value);
+    if (it == scan->real_to_hook->end()) continue;
+    const DriverHook* hook = it->second;
+    hook->store_real(reinterpret_cast<void*>(value));
+    word->store(reinterpret_cast<uintptr_t>(hook->shim),
+                std::memory_order_release);
+    ++scan->patched;
+  }
+}
+
+int PatchObject(dl_phdr_info* info, size_t, void* data) {
+  auto* scan = static_cast<Scan*>(data);
+  const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+  if (Skipped(name, info->dlpi_addr, scan->self_base)) {
+    return 0;
+  }
+  uintptr_t relro_begin = 0, relro_end = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_GNU_RELRO) {
+      relro_begin = info->dlpi_addr + ph.p_vaddr;
+      relro_end = relro_begin + ph.p_memsz;
+    }
+  }
+  constexpr uintptr_t kMaxSegment = uintptr_t{256} << 20;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || (ph.p_flags & PF_W) == 0 ||
+        ph.p_memsz > kMaxSegment) {
+      continue;
+    }
+    uintptr_t begin = info->dlpi_addr + ph.p_vaddr;
+    uintptr_t end = begin + ph.p_memsz;
+    // Writable minus RELRO (at most one range, at the segment's start).
+    if (relro_end > begin && relro_begin < end) {
+      if (relro_begin > begin) PatchRange(begin, relro_begin, scan);
+      begin = relro_end;
+    }
+    if (begin < end) PatchRange(begin, end, scan);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int PatchDriverTables() {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  absl::flat_hash_map<uintptr_t, const DriverHook*> real_to_hook;
+#define GMT_DRIVER_HOOK(Base, Symbol, MinVersion, PerThread, PFN)    \
+  if (const DriverHook* hook = HookForSymbol(#Symbol)) {             \
+    if (void* real = FindDriverSymbol(#Symbol);                      \
+        real != nullptr && !IsDriverShim(real)) {                    \
+      real_to_hook.emplace(reinterpret_cast<uintptr_t>(real), hook); \
+    }                                                                \
+  }
+#include "interpose/driver_hooks.inc"
+  if (real_to_hook.empty()) return 0;  // no libcuda loaded
+  Scan scan;
+  scan.real_to_hook = &real_to_hook;
+  Dl_info self{};
+  if (dladdr(reinterpret_cast<const void*>(&PatchDriverTables), &self) != 0) {
+    scan.self_base = reinterpret_cast<uintptr_t>(self.dli_fbase);
+  }
+  dl_iterate_phdr(&PatchObject, &scan);
+  return scan.patched;
+}
+
+}  // namespace gmt

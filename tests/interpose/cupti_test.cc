@@ -1,0 +1,185 @@
+// The CUPTI front end (issue 4) against the fake driver and fake libcupti:
+// a program the tool was injected into (CUDA_INJECTION64_PATH, no
+// LD_PRELOAD) is traced from CUPTI callbacks; beside the shims nothing is
+// counted twice; a CUPTI held by another tool, or none at all, is one note
+// and the program runs on.
+#include <cupti_callbacks.h>
+#include <cupti_driver_cbid.h>
+
+#include <fstream>
+#include <set>
+#include <utility>
+
+#include "tests/interpose/interpose_test_util.h"
+
+namespace gmt_test {
+namespace {
+
+class CuptiTest : public InterposeTest {
+ protected:
+  // The tool through CUDA_INJECTION64_PATH, LD_PRELOAD only if `preload`.
+  RunResult RunInjected(
+      bool preload, const std::string& extra_options = "",
+      std::vector<std::pair<std::string, std::string>> env = {},
+      const std::vector<std::string>& args = {}) {
+    RunOptions options;
+    options.preload = preload;
+    options.gmt_options =
+        "report=json:report_path=<dir>/r.%p.json" + extra_options;
+    env.emplace_back("CUDA_INJECTION64_PATH", GMT_TOOL_PATH);
+    options.env = std::move(env);
+    return Run(GMT_CUPTI_PROGRAM, args, options);
+  }
+
+  // "domain cbid" pairs the fake libcupti had enabled at exit.
+  static std::set<std::pair<int, int>> Enabled(const std::string& path) {
+    std::set<std::pair<int, int>> out;
+    std::ifstream in(path);
+    int domain = 0, cbid = 0;
+    while (in >> domain >> cbid) out.insert({domain, cbid});
+    return out;
+  }
+};
+
+TEST_F(CuptiTest, InjectionAloneRecordsLeaksAndFreeErrors) {
+  RunResult r = RunInjected(/*preload=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  // What the program sees is unchanged: the double free is CUDA's error.
+  EXPECT_NE(r.out.find("cuMemFree again -> 1 CUDA_ERROR_INVALID_VALUE"),
+            std::string::npos)
+      << r.out;
+  std::vector<json> leaks = LeaksWithApi(r.report, "cuMemAlloc");
+  bool found_1000 = false;
+  for (const json& leak : leaks) {
+    if (leak.value("bytes", uint64_t{0}) != 1000) continue;
+    found_1000 = true;
+    EXPECT_EQ(leak.value("count", 0), 1);
+    // Innermost frame is the program's, not libcuda's or libcupti's.
+    ASSERT_FALSE(leak["stack"].empty()) << leak.dump();
+    EXPECT_EQ(leak["stack"][0].value("function", ""), "LeakThroughDriver()")
+        << StackFunctions(leak["stack"]);
+  }
+  EXPECT_TRUE(found_1000) << r.Describe();
+  std::vector<json> frees = ErrorsOfKind(r.report, "double-free");
+  ASSERT_EQ(frees.size(), 1u) << r.Describe();
+  EXPECT_TRUE(StackHas(frees[0]["stack"], "FreeTwice"))
+      << StackFunctions(frees[0]["stack"]);
+  // 1000, 2000 and the 512 made through the looked-up pointer, once each.
+  EXPECT_EQ(r.report["summary"].value("allocations", -1), 3) << r.Describe();
+  EXPECT_EQ(r.report["summary"].value("frees", -1), 1) << r.Describe();
+}
+
+// A cuGetProcAddress answered after the injection hands out the shim, so the
+// block gets redzones; the overrun is named with the kernel CUPTI saw launch.
+TEST_F(CuptiTest, LookupAfterInjectionGetsGuardsAndKernelNames) {
+  RunResult r = RunInjected(/*preload=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  EXPECT_NE(r.out.find("\nredirected\n"), std::string::npos) << r.out;
+  std::vector<json> oob = ErrorsOfKind(r.report, "oob-write");
+  ASSERT_EQ(oob.size(), 1u) << r.Describe();
+  EXPECT_EQ(oob[0].value("offset", int64_t{-1}), 512) << oob[0].dump();
+  ASSERT_TRUE(oob[0].contains("kernels")) << oob[0].dump();
+  bool named = false;
+  for (const json& k : oob[0]["kernels"]) {
+    if (k.get<std::string>() == "cupti_named_kernel") named = true;
+  }
+  EXPECT_TRUE(named) << oob[0].dump();
+  EXPECT_TRUE(StackHas(oob[0]["allocation"]["stack"], "OverrunAfterLookup"))
+      << oob[0].dump();
+}
+
+// A table the runtime filled before cuInit (nvcc's static runtime) is
+// redirected to the shims by the injection itself.
+TEST_F(CuptiTest, TableFilledBeforeCuInitIsRedirected) {
+  RunResult r = RunInjected(/*preload=*/false, "", {}, {"early"});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  EXPECT_NE(r.out.find("\nredirected\n"), std::string::npos) << r.out;
+  std::vector<json> oob = ErrorsOfKind(r.report, "oob-write");
+  ASSERT_EQ(oob.size(), 1u) << r.Describe();
+  EXPECT_EQ(oob[0].value("offset", int64_t{-1}), 256) << oob[0].dump();
+  EXPECT_TRUE(StackHas(oob[0]["allocation"]["stack"], "EarlyTableAlloc"))
+      << oob[0].dump();
+  bool named = false;
+  for (const json& k : oob[0]["kernels"]) {
+    if (k.get<std::string>() == "cupti_named_kernel") named = true;
+  }
+  EXPECT_TRUE(named) << oob[0].dump();
+  EXPECT_EQ(r.report["summary"].value("allocations", -1), 1) << r.Describe();
+}
+
+// Shims and CUPTI both active: every call is seen by both, counted once.
+TEST_F(CuptiTest, BothPathsCountOnce) {
+  RunResult r = RunInjected(/*preload=*/true, ":cupti=on");
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  EXPECT_EQ(r.report["summary"].value("allocations", -1), 3) << r.Describe();
+  EXPECT_EQ(r.report["summary"].value("frees", -1), 1) << r.Describe();
+  EXPECT_EQ(ErrorsOfKind(r.report, "double-free").size(), 1u) << r.Describe();
+  std::vector<json> leaks = LeaksWithApi(r.report, "cuMemAlloc");
+  EXPECT_EQ(TotalCount(leaks), 2u) << r.Describe();
+  EXPECT_EQ(TotalBytes(leaks), 1512u) << r.Describe();
+}
+
+TEST_F(CuptiTest, LaunchCallbacksOnlyWhenGuardReportsNeedNames) {
+  const std::pair<int, int> launch{CUPTI_CB_DOMAIN_DRIVER_API,
+                                   CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel};
+  const std::pair<int, int> alloc{CUPTI_CB_DOMAIN_DRIVER_API,
+                                  CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2};
+  const std::string with = tmp() + "/with.txt";
+  RunResult r = RunInjected(false, "", {{"FAKE_CUPTI_REPORT", with}});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_TRUE(Enabled(with).count(launch)) << r.Describe();
+  EXPECT_TRUE(Enabled(with).count(alloc)) << r.Describe();
+
+  const std::string without = tmp() + "/without.txt";
+  r = RunInjected(false, ":guard=0", {{"FAKE_CUPTI_REPORT", without}});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_FALSE(Enabled(without).count(launch)) << r.Describe();
+  EXPECT_TRUE(Enabled(without).count(alloc)) << r.Describe();
+}
+
+// Under LD_PRELOAD alone the default leaves CUPTI to profilers: libcupti is
+// not even loaded.
+TEST_F(CuptiTest, PreloadAloneDoesNotSubscribeByDefault) {
+  const std::string path = tmp() + "/enabled.txt";
+  RunOptions options;
+  options.env = {{"FAKE_CUPTI_REPORT", path}};
+  RunResult r = Run(GMT_CUPTI_PROGRAM, {}, options);
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  EXPECT_FALSE(std::filesystem::exists(path)) << ReadFile(path);
+  EXPECT_EQ(r.report["summary"].value("allocations", -1), 3) << r.Describe();
+}
+
+TEST_F(CuptiTest, TakenCuptiIsOneNoteAndTheProgramRuns) {
+  RunResult plain = RunPlain(GMT_CUPTI_PROGRAM);
+  RunResult r = RunInjected(/*preload=*/true, ":cupti=on",
+                            {{"FAKE_CUPTI_TAKEN", "nsys-profiler"}});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(r.out, plain.out);
+  size_t first = r.err.find("CUPTI is taken");
+  ASSERT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("CUPTI is taken", first + 1), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("nsys-profiler"), std::string::npos) << r.err;
+  // The shims still traced everything.
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  EXPECT_EQ(r.report["summary"].value("allocations", -1), 3) << r.Describe();
+}
+
+TEST_F(CuptiTest, MissingCuptiIsAClearNoteAndTheProgramRuns) {
+  RunResult r =
+      RunInjected(/*preload=*/false, ":cupti_library=/nonexistent/libcupti.so");
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_NE(r.err.find("CUPTI could not be loaded"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("/nonexistent/libcupti.so"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("cuMemAlloc(1000) -> 0 CUDA_SUCCESS"), std::string::npos)
+      << r.out;
+}
+
+}  // namespace
+}  // namespace gmt_test

@@ -1,0 +1,109 @@
+// A driver-API program whose references to libcuda are bound at link time, as
+// the tool sees a program it was injected into (CUDA_INJECTION64_PATH) rather
+// than preloaded: only CUPTI callbacks (the fake driver emits them to the fake
+// libcupti) tell the tool what it does.
+//
+//   gmt_cupti_program          the steps below
+//   gmt_cupti_program early    a driver table filled before cuInit, as nvcc's
+//                              static runtime does: cuMemAlloc_v2 looked up
+//                              with dlsym into a global before cuInit; after
+//                              it, cuMemAlloc(256) through that pointer in
+//                              EarlyTableAlloc, "cupti_named_kernel"
+//                              launched, one byte written past the end
+//
+//   1. cuInit (loads the injection), primary context current
+//   2. cuMemAlloc(1000) in LeakThroughDriver, never freed
+//   3. cuMemAlloc(2000) + cuMemFree in AllocAndFree
+//   4. cuMemFree of that pointer again in FreeTwice: CUDA_ERROR_INVALID_VALUE
+//   5. cuGetProcAddress_v2("cuMemAlloc") after cuInit, as a runtime that looks
+//      the driver up lazily; prints "redirected" when the pointer it got is
+//      not libcuda's own cuMemAlloc_v2; through it, cuMemAlloc(512) in
+//      OverrunAfterLookup, never freed
+//   6. cuLaunchKernel of "cupti_named_kernel" (the fake names a CUfunction by
+//      the string it points to), then one byte written past the end of the
+//      512 as that kernel would (the fake's device memory is host memory)
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "tests/interpose/programs/program_util.h"
+
+namespace {
+
+const char kKernelName[] = "cupti_named_kernel";
+
+// The early table: one entry, in the executable's .bss.
+CUresult (*g_early_mem_alloc)(CUdeviceptr*, size_t) = nullptr;
+
+}  // namespace
+
+NOINLINE void LeakThroughDriver() {
+  CUdeviceptr p = 0;
+  Cu("cuMemAlloc(1000)", cuMemAlloc(&p, 1000));
+}
+
+NOINLINE CUdeviceptr AllocAndFree() {
+  CUdeviceptr p = 0;
+  Cu("cuMemAlloc(2000)", cuMemAlloc(&p, 2000));
+  Cu("cuMemFree", cuMemFree(p));
+  return p;
+}
+
+NOINLINE void FreeTwice(CUdeviceptr p) { Cu("cuMemFree again", cuMemFree(p)); }
+
+NOINLINE CUdeviceptr OverrunAfterLookup() {
+  void* fn = nullptr;
+  CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  Cu("cuGetProcAddress(cuMemAlloc)",
+     cuGetProcAddress("cuMemAlloc", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT,
+                      &status));
+  void* own =
+      dlsym(dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD), "cuMemAlloc_v2");
+  std::printf("%s\n", fn != own ? "redirected" : "not redirected");
+  auto alloc = reinterpret_cast<CUresult (*)(CUdeviceptr*, size_t)>(fn);
+  CUdeviceptr p = 0;
+  Cu("looked-up cuMemAlloc(512)", alloc(&p, 512));
+  return p;
+}
+
+NOINLINE void LaunchNamedKernel() {
+  auto f = reinterpret_cast<CUfunction>(const_cast<char*>(kKernelName));
+  Cu("cuLaunchKernel",
+     cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr));
+}
+
+NOINLINE CUdeviceptr EarlyTableAlloc() {
+  CUdeviceptr p = 0;
+  Cu("early-table cuMemAlloc(256)", g_early_mem_alloc(&p, 256));
+  return p;
+}
+
+int Early() {
+  g_early_mem_alloc = reinterpret_cast<CUresult (*)(CUdeviceptr*, size_t)>(
+      dlsym(dlopen("libcuda.so.1", RTLD_NOW), "cuMemAlloc_v2"));
+  if (g_early_mem_alloc == nullptr || !DriverSetup(0)) return 1;
+  void* own =
+      dlsym(dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD), "cuMemAlloc_v2");
+  std::printf("%s\n", reinterpret_cast<void*>(g_early_mem_alloc) != own
+                          ? "redirected"
+                          : "not redirected");
+  const CUdeviceptr p = EarlyTableAlloc();
+  LaunchNamedKernel();
+  if (p != 0) reinterpret_cast<unsigned char*>(p)[256] = 0x5a;
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "early") == 0) return Early();
+  if (!DriverSetup(0)) return 1;
+  LeakThroughDriver();
+  FreeTwice(AllocAndFree());
+  const CUdeviceptr overrun = OverrunAfterLookup();
+  LaunchNamedKernel();
+  if (overrun != 0) {
+    reinterpret_cast<unsigned char*>(overrun)[512] = 0x5a;  // past the end
+  }
+  Cu("cuCtxSynchronize", cuCtxSynchronize());
+  return 0;
+}

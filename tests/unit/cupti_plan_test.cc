@@ -1,0 +1,65 @@
+// PlanCupti (lib/cupti_plan.h): when the tool subscribes to CUPTI and what it
+// enables, and the validation of the cupti options.
+#include "lib/cupti_plan.h"
+
+#include "gtest/gtest.h"
+#include "lib/options.h"
+
+namespace gmt {
+namespace {
+
+Options Parsed(const char* text) {
+  ParseResult r = ParseOptions(text);
+  EXPECT_TRUE(r.errors.empty()) << r.errors[0];
+  return r.options;
+}
+
+TEST(CuptiPlanTest, AutoSubscribesOnlyForInjectionWithoutShims) {
+  const Options o = Parsed("");
+  EXPECT_EQ(o.cupti, "auto");
+  CuptiPlan injected = PlanCupti(o, /*injected=*/true,
+                                 /*shims_interposed=*/false);
+  EXPECT_TRUE(injected.subscribe);
+  EXPECT_TRUE(injected.memory);
+  EXPECT_TRUE(injected.contexts);
+  EXPECT_TRUE(injected.redirect);
+  EXPECT_TRUE(injected.launches);  // guard=1, check=sync: names are needed
+  EXPECT_FALSE(PlanCupti(o, true, /*shims_interposed=*/true).subscribe);
+  EXPECT_FALSE(PlanCupti(o, /*injected=*/false, false).subscribe);
+  EXPECT_FALSE(PlanCupti(o, false, true).subscribe);
+}
+
+TEST(CuptiPlanTest, OnSubscribesBesideTheShimsWithoutRedirecting) {
+  CuptiPlan plan = PlanCupti(Parsed("cupti=on"), /*injected=*/false,
+                             /*shims_interposed=*/true);
+  EXPECT_TRUE(plan.subscribe);
+  EXPECT_TRUE(plan.memory);
+  EXPECT_FALSE(plan.redirect);  // the program already has the shims
+}
+
+TEST(CuptiPlanTest, OffAndDisabledNeverSubscribe) {
+  EXPECT_FALSE(PlanCupti(Parsed("cupti=off"), true, false).subscribe);
+  EXPECT_FALSE(PlanCupti(Parsed("cupti=on:enabled=0"), true, false).subscribe);
+}
+
+TEST(CuptiPlanTest, LaunchCallbacksFollowTheGuardMode) {
+  EXPECT_FALSE(PlanCupti(Parsed("guard=0"), true, false).launches);
+  EXPECT_FALSE(PlanCupti(Parsed("check=none"), true, false).launches);
+  EXPECT_TRUE(PlanCupti(Parsed("check=kernel"), true, false).launches);
+  EXPECT_TRUE(
+      PlanCupti(Parsed("guard=0:cupti_kernels=on"), true, false).launches);
+  EXPECT_FALSE(PlanCupti(Parsed("cupti_kernels=off"), true, false).launches);
+}
+
+TEST(CuptiPlanTest, BadValuesNameTheKeyAndKeepTheDefault) {
+  ParseResult r = ParseOptions("cupti=sometimes:cupti_kernels=2");
+  ASSERT_EQ(r.errors.size(), 2u);
+  EXPECT_NE(r.errors[0].find("'cupti'"), std::string::npos) << r.errors[0];
+  EXPECT_NE(r.errors[1].find("'cupti_kernels'"), std::string::npos)
+      << r.errors[1];
+  EXPECT_EQ(r.options.cupti, "auto");
+  EXPECT_EQ(r.options.cupti_kernels, "auto");
+}
+
+}  // namespace
+}  // namespace gmt
