@@ -1,0 +1,201 @@
+// The crash report (issue 5 item 3): fatal signals and the first sticky CUDA
+// error write the report before the process dies, and the process then ends
+// exactly as it would without the tool (same signal, same exit code).
+#include <signal.h>
+
+#include <filesystem>
+
+#include "tests/interpose/interpose_test_util.h"
+
+namespace gmt_test {
+namespace {
+
+using CrashTest = InterposeTest;
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Names of report["crash"]["recent_kernels"].
+std::vector<std::string> RecentKernels(const json& report) {
+  std::vector<std::string> names;
+  for (const json& k : report["crash"]["recent_kernels"]) {
+    names.push_back(k.value("name", ""));
+  }
+  return names;
+}
+
+bool HasName(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// The live blocks listed in the crash object, by API.
+int LiveWithApi(const json& report, const std::string& api) {
+  int n = 0;
+  for (const json& b : report["crash"]["live_allocations"]) {
+    if (b.value("api", "") == api) ++n;
+  }
+  return n;
+}
+
+// Checks what every signal crash report has.
+void ExpectSignalReport(const RunResult& r, int sig, const char* name) {
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  const json& report = r.report;
+  EXPECT_EQ(report.value("reason", ""), "crash") << r.Describe();
+  ASSERT_TRUE(report.contains("crash")) << report.dump(1);
+  const json& c = report["crash"];
+  EXPECT_EQ(c.value("kind", ""), "signal");
+  EXPECT_EQ(c.value("signal", 0), sig);
+  EXPECT_EQ(c.value("signal_name", ""), name);
+  EXPECT_GT(c.value("thread", 0), 0);
+  // Both live blocks, in the crash object and as leaks (live at the end).
+  EXPECT_EQ(c.value("live_blocks", 0), 2) << c.dump(1);
+  EXPECT_EQ(LiveWithApi(report, "cudaMalloc"), 1) << c.dump(1);
+  EXPECT_EQ(LiveWithApi(report, "cudaMallocHost"), 1) << c.dump(1);
+  EXPECT_EQ(LeaksWithApi(report, "cudaMalloc").size(), 1u);
+  EXPECT_TRUE(HasName(RecentKernels(report), "crash_program_kernel"))
+      << c.dump(1);
+  // The signal-safe header line comes first, always.
+  EXPECT_TRUE(Contains(r.err, std::string("caught ") + name)) << r.err;
+}
+
+TEST_F(CrashTest, SegfaultWritesReportAndDiesBySigsegv) {
+  RunResult plain = RunPlain(GMT_CRASH_PROGRAM, {"segv", "."});
+  RunResult r = Run(GMT_CRASH_PROGRAM, {"segv", "."});
+  EXPECT_EQ(plain.exit_code, 128 + SIGSEGV) << plain.Describe();
+  EXPECT_EQ(r.exit_code, 128 + SIGSEGV) << r.Describe();
+  EXPECT_EQ(r.out, plain.out);
+  ExpectSignalReport(r, SIGSEGV, "SIGSEGV");
+  const json& c = r.report["crash"];
+  EXPECT_EQ(c.value("code_name", ""), "SEGV_MAPERR");
+  EXPECT_EQ(c.value("fault_address", ""), "0x0");
+  EXPECT_TRUE(c["fault_block"].is_null()) << c.dump(1);
+}
+
+TEST_F(CrashTest, FaultInsidePinnedBlockNamesTheBlock) {
+  RunResult r = Run(GMT_CRASH_PROGRAM, {"segv_pinned", "."});
+  EXPECT_EQ(r.exit_code, 128 + SIGSEGV) << r.Describe();
+  ExpectSignalReport(r, SIGSEGV, "SIGSEGV");
+  const json& c = r.report["crash"];
+  EXPECT_EQ(c.value("code_name", ""), "SEGV_ACCERR");
+  ASSERT_TRUE(c["fault_block"].is_object()) << c.dump(1);
+  EXPECT_EQ(c["fault_block"].value("api", ""), "cudaMallocHost");
+  EXPECT_EQ(c["fault_block"].value("bytes", 0), 64 * 1024);
+  const int64_t offset = c.value("fault_offset", int64_t{-1});
+  EXPECT_GE(offset, 16);
+  EXPECT_LT(offset, 64 * 1024);
+}
+
+TEST_F(CrashTest, AbortWritesReportAndDiesBySigabrt) {
+  RunResult r = Run(GMT_CRASH_PROGRAM, {"abort", "."});
+  EXPECT_EQ(r.exit_code, 128 + SIGABRT) << r.Describe();
+  ExpectSignalReport(r, SIGABRT, "SIGABRT");
+  EXPECT_TRUE(r.report["crash"]["fault_address"].is_null());
+}
+
+TEST_F(CrashTest, TextReportHasCrashSection) {
+  RunOptions options;
+  options.gmt_options = "report=text";
+  RunResult r = Run(GMT_CRASH_PROGRAM, {"segv", "."}, options);
+  EXPECT_EQ(r.exit_code, 128 + SIGSEGV) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "report (crash)")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "CRASH: SIGSEGV (SEGV_MAPERR) at address 0x0"))
+      << r.err;
+  EXPECT_TRUE(Contains(r.err, "crash_program_kernel")) << r.err;
+}
+
+// A handler the program installed before the tool: ours runs first (the
+// report exists when the program's runs), then the program's, whose own
+// re-raise ends the process by SIGSEGV.
+TEST_F(CrashTest, ProgramHandlerInstalledBeforeIsChained) {
+  RunResult plain = RunPlain(GMT_CRASH_PROGRAM, {"chain_before", "."});
+  EXPECT_EQ(plain.exit_code, 128 + SIGSEGV) << plain.Describe();
+  EXPECT_TRUE(Contains(plain.out, "program handler: report absent"));
+  RunResult r = Run(GMT_CRASH_PROGRAM, {"chain_before", "."});
+  EXPECT_EQ(r.exit_code, 128 + SIGSEGV) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "program handler: report present")) << r.out;
+  ExpectSignalReport(r, SIGSEGV, "SIGSEGV");
+}
+
+// A handler installed after the tool replaces ours: the program's runs alone
+// and exits as it chooses; no crash report (documented), and _exit() skips
+// the exit report.
+TEST_F(CrashTest, ProgramHandlerInstalledAfterWins) {
+  RunResult r = Run(GMT_CRASH_PROGRAM, {"chain_after", "."});
+  EXPECT_EQ(r.exit_code, 43) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "program handler ran")) << r.out;
+  EXPECT_FALSE(Contains(r.err, "writing the crash report")) << r.err;
+  EXPECT_FALSE(r.has_report) << r.Describe();
+}
+
+// Issue 9, "exit from a signal handler": the program's chained handler calls
+// exit(); the process ends with its code and exactly one valid report, the
+// crash report (the exit report is not written over it).
+TEST_F(CrashTest, ExitFromSignalHandlerLeavesOneValidReport) {
+  RunResult r = Run(GMT_CRASH_PROGRAM, {"exit_in_handler", "."});
+  EXPECT_EQ(r.exit_code, 5) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "program handler: report present")) << r.out;
+  ExpectSignalReport(r, SIGSEGV, "SIGSEGV");
+  int reports = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(
+           std::filesystem::path(r.report_path).parent_path())) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("r.", 0) == 0) ++reports;
+  }
+  EXPECT_EQ(reports, 1);
+}
+
+TEST_F(CrashTest, CrashReportOffWritesNothingAndStillDiesBySignal) {
+  RunOptions options;
+  options.gmt_options = "report=json:report_path=r.%p.json:crash_report=0";
+  RunResult r = Run(GMT_CRASH_PROGRAM, {"segv", "."}, options);
+  EXPECT_EQ(r.exit_code, 128 + SIGSEGV) << r.Describe();
+  EXPECT_FALSE(Contains(r.err, "caught SIGSEGV")) << r.err;
+  EXPECT_FALSE(r.has_report);
+}
+
+// The first sticky CUDA error: a cuda-error naming the call, the code and the
+// planted kernel; the report exists before the program exits with its own
+// code; the program saw the same code as without the tool.
+TEST_F(CrashTest, StickyCudaErrorReportsBeforeExit) {
+  RunResult plain = RunPlain(GMT_CRASH_PROGRAM, {"sticky", "."});
+  EXPECT_EQ(plain.exit_code, 1) << plain.Describe();
+  EXPECT_TRUE(Contains(plain.out,
+                       "cudaDeviceSynchronize -> 700 cudaErrorIllegalAddress"))
+      << plain.out;
+  RunResult r = Run(GMT_CRASH_PROGRAM, {"sticky", "."});
+  EXPECT_EQ(r.exit_code, 1) << r.Describe();
+  EXPECT_TRUE(
+      Contains(r.out, "cudaDeviceSynchronize -> 700 cudaErrorIllegalAddress"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out, "report before exit: yes")) << r.out;
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  std::vector<json> errors = ErrorsOfKind(r.report, "cuda-error");
+  ASSERT_EQ(errors.size(), 1u) << r.Describe();
+  const json& e = errors[0];
+  EXPECT_EQ(e.value("call", ""), "cudaDeviceSynchronize");
+  EXPECT_EQ(e.value("cuda_result", 0), 700);
+  EXPECT_EQ(e.value("cuda_error", ""), "cudaErrorIllegalAddress");
+  ASSERT_TRUE(e["kernels"].is_array());
+  ASSERT_FALSE(e["kernels"].empty());
+  EXPECT_EQ(e["kernels"].back(), "fake_fault_illegal_address") << e.dump(1);
+  EXPECT_TRUE(StackHas(e["stack"], "main")) << StackFunctions(e["stack"]);
+  // The later exit report keeps the crash object.
+  ASSERT_TRUE(r.report.contains("crash")) << r.report.dump(1);
+  const json& c = r.report["crash"];
+  EXPECT_EQ(c.value("kind", ""), "cuda-error");
+  EXPECT_EQ(c.value("call", ""), "cudaDeviceSynchronize");
+  EXPECT_EQ(c.value("cuda_result", 0), 700);
+  EXPECT_TRUE(HasName(RecentKernels(r.report), "fake_fault_illegal_address"));
+  EXPECT_TRUE(HasName(RecentKernels(r.report), "crash_program_kernel"));
+  EXPECT_EQ(c.value("live_blocks", 0), 2);
+  // Once per process: printed once.
+  size_t first = r.err.find("ERROR: cuda-error");
+  ASSERT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("ERROR: cuda-error", first + 1), std::string::npos)
+      << r.err;
+}
+
+}  // namespace
+}  // namespace gmt_test

@@ -1,0 +1,160 @@
+// Crashes on purpose, for the crash report (issue 5 item 3). Every mode first
+// makes two CUDA allocations (1 MiB device, 64 KiB pinned host) and launches
+// one kernel, "crash_program_kernel", so the report has live blocks and a
+// recent kernel to show.
+//
+//   crash_program <mode> <dir>
+//     segv            writes through a null pointer: dies by SIGSEGV
+//     segv_pinned     writes into a page of the pinned block made
+//                     inaccessible (mprotect): SIGSEGV inside a tracked block
+//     abort           abort(): dies by SIGABRT
+//     chain_before    installs its own SIGSEGV handler before any CUDA call,
+//                     then segfaults; the handler prints whether the crash
+//                     report (<dir>/r.<pid>.json) exists already, then dies by
+//                     SIGSEGV (default action, re-raised)
+//     chain_after     installs its own SIGSEGV handler after the tool is
+//                     loaded and in use, then segfaults; the handler prints
+//                     and _exit(43)s
+//     exit_in_handler like chain_before, but the handler calls exit(5)
+//     sticky          launches fake_fault_illegal_address (the double plants
+//                     CUDA_ERROR_ILLEGAL_ADDRESS), synchronizes, prints the
+//                     code, prints whether the report exists already, and
+//                     returns 1
+// No core files are written (RLIMIT_CORE 0): the signal is the same.
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "tests/interpose/programs/program_util.h"
+
+namespace {
+
+std::string g_dir;
+char g_report_path[4096];
+
+bool ReportExists() { return access(g_report_path, F_OK) == 0; }
+
+void Say(const char* text) {
+  ssize_t n = write(STDOUT_FILENO, text, std::strlen(text));
+  (void)n;
+}
+
+void* g_pinned = nullptr;
+constexpr size_t kPinnedBytes = 64 * 1024;
+
+NOINLINE void* CrashAllocateDevice() {
+  void* p = nullptr;
+  Rt("cudaMalloc", cudaMalloc(&p, 1 << 20));
+  AfterCall();
+  return p;
+}
+
+NOINLINE void* CrashAllocatePinned() {
+  void* p = nullptr;
+  Rt("cudaMallocHost", cudaMallocHost(&p, kPinnedBytes));
+  AfterCall();
+  return p;
+}
+
+void LaunchNamed(const char* name) {
+  // A kernel handle of the test double is a pointer to the kernel's name.
+  Rt("cudaLaunchKernel",
+     cudaLaunchKernel(static_cast<const void*>(name), dim3(1), dim3(32),
+                      nullptr, 0, nullptr));
+}
+
+NOINLINE void WriteThrough(volatile int* p) {
+  *p = 42;
+  AfterCall();
+}
+
+void ProgramHandlerReraise(int sig) {
+  Say(ReportExists() ? "program handler: report present\n"
+                     : "program handler: report absent\n");
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void ProgramHandlerExit43(int) {
+  Say("program handler ran\n");
+  _exit(43);
+}
+
+void ProgramHandlerExit5(int) {
+  Say(ReportExists() ? "program handler: report present\n"
+                     : "program handler: report absent\n");
+  exit(5);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s <mode> <dir>\n", argv[0]);
+    return 2;
+  }
+  const std::string mode = argv[1];
+  g_dir = argv[2];
+  std::snprintf(g_report_path, sizeof(g_report_path), "%s/r.%d.json",
+                g_dir.c_str(), static_cast<int>(getpid()));
+  struct rlimit no_core = {0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+
+  if (mode == "chain_before" || mode == "exit_in_handler") {
+    struct sigaction act;
+    std::memset(&act, 0, sizeof(act));
+    act.sa_handler =
+        mode == "chain_before" ? ProgramHandlerReraise : ProgramHandlerExit5;
+    sigemptyset(&act.sa_mask);
+    sigaction(SIGSEGV, &act, nullptr);
+  }
+
+  void* device = CrashAllocateDevice();
+  g_pinned = CrashAllocatePinned();
+  LaunchNamed("crash_program_kernel");
+  std::printf("device %s, pinned %s\n", device ? "ok" : "null",
+              g_pinned ? "ok" : "null");
+  std::fflush(stdout);
+
+  if (mode == "chain_after") {
+    struct sigaction act;
+    std::memset(&act, 0, sizeof(act));
+    act.sa_handler = ProgramHandlerExit43;
+    sigemptyset(&act.sa_mask);
+    sigaction(SIGSEGV, &act, nullptr);
+  }
+
+  if (mode == "segv" || mode == "chain_before" || mode == "chain_after" ||
+      mode == "exit_in_handler") {
+    WriteThrough(nullptr);
+  } else if (mode == "segv_pinned") {
+    // A page inside the pinned block (host memory in the double).
+    const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    uintptr_t start =
+        (reinterpret_cast<uintptr_t>(g_pinned) + page - 1) / page * page;
+    if (mprotect(reinterpret_cast<void*>(start), page, PROT_NONE) != 0) {
+      std::perror("mprotect");
+      return 3;
+    }
+    WriteThrough(reinterpret_cast<volatile int*>(start + 16));
+  } else if (mode == "abort") {
+    std::abort();
+  } else if (mode == "sticky") {
+    LaunchNamed("fake_fault_illegal_address");
+    cudaError_t e = Rt("cudaDeviceSynchronize", cudaDeviceSynchronize());
+    std::printf("report before exit: %s\n", ReportExists() ? "yes" : "no");
+    std::fflush(stdout);
+    return e == cudaSuccess ? 0 : 1;
+  } else {
+    std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
+    return 2;
+  }
+  std::printf("survived\n");
+  return 0;
+}
