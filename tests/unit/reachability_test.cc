@@ -1,0 +1,311 @@
+// Reachability (lib/reachability.h): the flood fill on made-up memory, and the
+// Linux scanner (lib/reachability_linux.h) on this very process, with made-up
+// "device" addresses held in a global, a heap object, another thread's stack,
+// or nowhere.
+#include "lib/reachability.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "lib/reachability_linux.h"
+
+namespace gmt {
+namespace {
+
+// Memory made of word arrays at chosen addresses; everything else unreadable.
+class FakeMemory : public MemoryReader {
+ public:
+  // Returns the region's words for the test to fill.
+  std::vector<uint64_t>& Map(uint64_t base, size_t words) {
+    auto& region = regions_[base];
+    region.assign(words, 0);
+    return region;
+  }
+  size_t Read(uint64_t address, void* out, size_t bytes) override {
+    auto it = regions_.upper_bound(address);
+    if (it == regions_.begin()) return 0;
+    --it;
+    uint64_t end = it->first + it->second.size() * 8;
+    if (address >= end) return 0;
+    size_t n = static_cast<size_t>(std::min<uint64_t>(bytes, end - address));
+    std::memcpy(out,
+                reinterpret_cast<const char*>(it->second.data()) +
+                    (address - it->first),
+                n);
+    ++reads_;
+    return n;
+  }
+  int reads_ = 0;
+
+ private:
+  std::map<uint64_t, std::vector<uint64_t>> regions_;
+};
+
+// Heap objects at chosen ranges.
+class FakeHeap : public HeapOracle {
+ public:
+  void Add(uint64_t begin, uint64_t end) { objects_.push_back({begin, end}); }
+  std::optional<AddressRange> ObjectAt(uint64_t address) override {
+    for (const AddressRange& o : objects_) {
+      if (o.Contains(address)) return o;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  std::vector<AddressRange> objects_;
+};
+
+constexpr uint64_t kGlobals = 0x10000;
+constexpr uint64_t kHeap = 0x20000;
+constexpr uint64_t kDevice = 0x7f0000000000;
+
+std::vector<AddressRange> ThreeBlocks() {
+  return {{kDevice, kDevice + 4096},
+          {kDevice + 8192, kDevice + 8192 + 512},
+          {kDevice + 65536, kDevice + 65536 + 256}};
+}
+
+TEST(FloodFill, PointerInARootMakesItsBlockReachableOthersLost) {
+  FakeMemory memory;
+  FakeHeap heap;
+  memory.Map(kGlobals, 16)[3] = kDevice + 8192;
+  ReachResult r =
+      FloodFill({{kGlobals, kGlobals + 128}}, ThreeBlocks(), memory, heap, {});
+  EXPECT_EQ(r.reachable, (std::vector<bool>{false, true, false}));
+  EXPECT_FALSE(r.truncated);
+  EXPECT_EQ(r.roots, 1u);
+  EXPECT_EQ(r.bytes_scanned, 128u);
+}
+
+TEST(FloodFill, InteriorPointerCounts) {
+  FakeMemory memory;
+  FakeHeap heap;
+  memory.Map(kGlobals, 4)[0] = kDevice + 4095;  // last byte of block 0
+  ReachResult r =
+      FloodFill({{kGlobals, kGlobals + 32}}, ThreeBlocks(), memory, heap, {});
+  EXPECT_EQ(r.reachable, (std::vector<bool>{true, false, false}));
+}
+
+TEST(FloodFill, OnePastTheEndIsNotInside) {
+  FakeMemory memory;
+  FakeHeap heap;
+  memory.Map(kGlobals, 4)[0] = kDevice + 8192 + 512;
+  ReachResult r =
+      FloodFill({{kGlobals, kGlobals + 32}}, ThreeBlocks(), memory, heap, {});
+  EXPECT_EQ(r.reachable, (std::vector<bool>{false, false, false}));
+}
+
+TEST(FloodFill, FollowsHeapObjectsReachedFromRoots) {
+  FakeMemory memory;
+  FakeHeap heap;
+  // global -> object A (interior pointer) -> object B -> block 2
+  memory.Map(kGlobals, 4)[1] = kHeap + 40;
+  std::vector<uint64_t>& a = memory.Map(kHeap, 8);
+  a[7] = kHeap + 0x100;
+  memory.Map(kHeap + 0x100, 4)[2] = kDevice + 65536 + 8;
+  heap.Add(kHeap, kHeap + 64);
+  heap.Add(kHeap + 0x100, kHeap + 0x120);
+  ReachResult r =
+      FloodFill({{kGlobals, kGlobals + 32}}, ThreeBlocks(), memory, heap, {});
+  EXPECT_EQ(r.reachable, (std::vector<bool>{false, false, true}));
+  EXPECT_EQ(r.heap_objects, 2u);
+}
+
+TEST(FloodFill, HeapObjectsNotReachedAreNotScanned) {
+  FakeMemory memory;
+  FakeHeap heap;
+  memory.Map(kGlobals, 4);
+  memory.Map(kHeap, 8)[0] = kDevice;  // e.g. the driver's own table
+  heap.Add(kHeap, kHeap + 64);
+  ReachResult r =
+      FloodFill({{kGlobals, kGlobals + 32}}, ThreeBlocks(), memory, heap, {});
+  EXPECT_EQ(r.reachable, (std::vector<bool>{false, false, false}));
+  EXPECT_EQ(r.heap_objects, 0u);
+}
+
+TEST(FloodFill, CyclesEndAndEachObjectIsReadOnce) {
+  FakeMemory memory;
+  FakeHeap heap;
+  memory.Map(kGlobals, 4)[0] = kHeap;
+  memory.Map(kHeap, 4)[0] = kHeap + 0x100;
+  memory.Map(kHeap + 0x100, 4)[0] = kHeap;  // back to the first
+  heap.Add(kHeap, kHeap + 32);
+  heap.Add(kHeap + 0x100, kHeap + 0x120);
+  ReachResult r =
+      FloodFill({{kGlobals, kGlobals + 32}}, ThreeBlocks(), memory, heap, {});
+  EXPECT_EQ(r.heap_objects, 2u);
+  EXPECT_EQ(r.bytes_scanned, 32u + 32u + 32u);
+}
+
+TEST(FloodFill, DeviceBlocksAreNeverReadAsHostObjects) {
+  // With the test double, device memory is host memory that may hold
+  // anything; a block's contents must not make another block reachable even
+  // when the oracle would call the block a heap object.
+  FakeMemory memory;
+  FakeHeap heap;
+  memory.Map(kGlobals, 4)[0] = kDevice;
+  memory.Map(kDevice, 512)[0] = kDevice + 8192;
+  heap.Add(kDevice, kDevice + 4096);
+  ReachResult r =
+      FloodFill({{kGlobals, kGlobals + 32}}, ThreeBlocks(), memory, heap, {});
+  EXPECT_EQ(r.reachable, (std::vector<bool>{true, false, false}));
+}
+
+TEST(FloodFill, UnreadableHolesInARootAreSkipped) {
+  FakeMemory memory;
+  FakeHeap heap;
+  // A root of three pages whose middle page is unreadable.
+  memory.Map(kGlobals, 512);
+  memory.Map(kGlobals + 8192, 512)[5] = kDevice;
+  ReachResult r = FloodFill({{kGlobals, kGlobals + 3 * 4096}}, ThreeBlocks(),
+                            memory, heap, {});
+  EXPECT_EQ(r.reachable, (std::vector<bool>{true, false, false}));
+}
+
+TEST(FloodFill, ByteBoundTruncatesAndLeavesTheRestUnproven) {
+  FakeMemory memory;
+  FakeHeap heap;
+  std::vector<uint64_t>& g = memory.Map(kGlobals, 1 << 16);
+  g[0] = kDevice;
+  g[(1 << 16) - 1] = kDevice + 8192;  // at the very end of 512 KiB
+  ReachLimits limits;
+  limits.max_bytes = 64 * 1024;
+  ReachResult r = FloodFill({{kGlobals, kGlobals + (8u << 16)}}, ThreeBlocks(),
+                            memory, heap, limits);
+  EXPECT_TRUE(r.truncated);
+  EXPECT_TRUE(r.reachable[0]);
+  EXPECT_FALSE(r.reachable[1]);
+  EXPECT_LE(r.bytes_scanned, 64u * 1024);
+}
+
+TEST(FloodFill, StopsReadingOnceEveryBlockIsReachable) {
+  FakeMemory memory;
+  FakeHeap heap;
+  std::vector<uint64_t>& g = memory.Map(kGlobals, 1 << 16);
+  g[0] = kDevice;
+  g[1] = kDevice + 8192;
+  g[2] = kDevice + 65536;
+  ReachResult r = FloodFill({{kGlobals, kGlobals + (8u << 16)}}, ThreeBlocks(),
+                            memory, heap, {});
+  EXPECT_EQ(r.reachable, (std::vector<bool>{true, true, true}));
+  EXPECT_EQ(memory.reads_, 1);
+}
+
+TEST(CudaModules, NamesOfTheCudaLibrariesAndTheTool) {
+  for (const char* path :
+       {"/usr/lib/x86_64-linux-gnu/libcuda.so.1", "libcuda.so.580.82.07",
+        "libcudart.so.13", "/opt/x/libcupti.so.2025.1", "libnvidia-ml.so.1",
+        "libnvrtc.so.13", "libcublas.so.13", "libcublasLt.so.13",
+        "libcudnn_ops.so.9", "libnccl.so.2", "libcufft.so.12",
+        "libcurand.so.10", "libcusparse.so.12", "libcusolver.so.11",
+        "libnvJitLink.so.13", "/work/build/interpose/libgpumemtrace.so",
+        // The test double's stand-ins (tests/fake_cuda/CMakeLists.txt).
+        "/b/tests/fake_cuda/lib/libcuda.so.1",
+        "/b/tests/fake_cuda/lib/libcudart.so.13"}) {
+    EXPECT_TRUE(IsCudaOrToolModule(path)) << path;
+  }
+  for (const char* path :
+       {"libc.so.6", "libc10_cuda.so", "libtorch_cuda.so", "libstdc++.so.6",
+        "/usr/bin/python3.12", "", "libcudaprog.so", "myapp"}) {
+    EXPECT_FALSE(IsCudaOrToolModule(path)) << path;
+  }
+}
+
+// ---- The real process ------------------------------------------------------
+// "Device" addresses nothing maps; the test keeps them as plain integers in
+// the places a program would keep pointers.
+constexpr uint64_t kInGlobal = 0x6f0000001000;
+constexpr uint64_t kInHeap = 0x6f0000002000;
+constexpr uint64_t kOnThreadStack = 0x6f0000003000;
+constexpr uint64_t kNowhere = 0x6f0000004000;
+constexpr uint64_t kBlockBytes = 0x800;
+
+volatile uint64_t g_pointer;
+struct HeapHolder {
+  uint64_t padding[5];
+  uint64_t pointer;
+};
+HeapHolder* volatile g_holder;
+
+std::atomic<bool> g_thread_ready{false};
+std::atomic<bool> g_thread_stop{false};
+
+void* HoldOnStack(void*) {
+  // Built from two halves so the whole value sits only in this frame.
+  volatile uint64_t local = kOnThreadStack / 2;
+  local = local * 2 + 0x10;  // an interior pointer
+  g_thread_ready.store(true);
+  while (!g_thread_stop.load()) usleep(1000);  // blocked in a syscall
+  return reinterpret_cast<void*>(local);
+}
+
+// The blocks exist only below this frame (like the engine's copies).
+__attribute__((noinline)) ProcessReach ScanFromHere() {
+  uint64_t stack_from = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
+  std::vector<AddressRange> blocks;
+  for (uint64_t b : {kInGlobal, kInHeap, kOnThreadStack, kNowhere}) {
+    blocks.push_back({b, b + kBlockBytes});
+  }
+  ReachLimits limits;
+  limits.max_bytes = uint64_t{1} << 36;
+  return ScanProcess(blocks, stack_from, {}, limits);
+}
+
+TEST(ScanProcess, FindsGlobalsHeapObjectsAndOtherThreadsStacks) {
+  g_pointer = kInGlobal + 8;
+  g_holder = new HeapHolder{};
+  g_holder->pointer = kInHeap;
+  pthread_t thread;
+  ASSERT_EQ(pthread_create(&thread, nullptr, &HoldOnStack, nullptr), 0);
+  while (!g_thread_ready.load()) usleep(1000);
+  usleep(20000);  // into its sleep
+
+  ProcessReach scan = ScanFromHere();
+  g_thread_stop.store(true);
+  pthread_join(thread, nullptr);
+
+  ASSERT_EQ(scan.result.reachable.size(), 4u);
+  EXPECT_TRUE(scan.result.reachable[0]) << "held in a global";
+  EXPECT_TRUE(scan.result.reachable[1]) << "held in a heap object";
+  EXPECT_TRUE(scan.result.reachable[2])
+      << "held on another thread's stack; threads " << scan.threads
+      << " unknown " << scan.threads_unknown << " excluded "
+      << scan.threads_excluded;
+  EXPECT_FALSE(scan.result.reachable[3]) << "held nowhere";
+  EXPECT_FALSE(scan.result.truncated);
+  EXPECT_GE(scan.threads, 2u);
+  EXPECT_GT(scan.modules, 0u);
+  EXPECT_GT(scan.result.bytes_scanned, 0u);
+  EXPECT_GT(scan.ns, 0);
+  delete g_holder;
+  g_holder = nullptr;
+}
+
+TEST(ScanProcess, OverwrittenPointerIsLost) {
+  g_pointer = kInGlobal;
+  g_pointer = 0;
+  ProcessReach scan = ScanFromHere();
+  EXPECT_FALSE(scan.result.reachable[0]);
+}
+
+TEST(ScanProcess, TimeBoundTruncates) {
+  g_pointer = 0;
+  std::vector<AddressRange> blocks = {{kNowhere, kNowhere + kBlockBytes}};
+  ReachLimits limits;
+  limits.deadline_ns = 1;  // long past
+  ProcessReach scan = ScanProcess(
+      blocks, reinterpret_cast<uint64_t>(__builtin_frame_address(0)), {},
+      limits);
+  EXPECT_TRUE(scan.result.truncated);
+  EXPECT_FALSE(scan.result.reachable[0]);
+}
+
+}  // namespace
+}  // namespace gmt
