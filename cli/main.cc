@@ -1,0 +1,93 @@
+// gpumemtrace: the launcher. Dispatches to the subcommands of commands.h.
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "cli/commands.h"
+#include "cli/usage.h"
+#include "lib/options.h"
+
+namespace gmt::cli {
+namespace {
+
+#ifndef GMT_VERSION
+#define GMT_VERSION "unknown"
+#endif
+
+int NotBuilt(const char* command) {
+  std::fprintf(stderr, "gpumemtrace %s: not built in this build\n", command);
+  return 1;
+}
+
+int Health(int argc, char** argv) {
+#ifdef GMT_CLI_HAS_HEALTH
+  return HealthMain(argc, argv);
+#else
+  (void)argc;
+  (void)argv;
+  return NotBuilt("health");
+#endif
+}
+
+int Memtest(int argc, char** argv) {
+#ifdef GMT_CLI_HAS_MEMTEST
+  return MemtestMain(argc, argv);
+#else
+  (void)argc;
+  (void)argv;
+  return NotBuilt("memtest");
+#endif
+}
+
+// `gpumemtrace help [COMMAND]`.
+int Help(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(MainUsage().c_str(), stdout);
+    return 0;
+  }
+  const std::string topic = argv[1];
+  if (topic == "run") {
+    std::fputs(RunUsage().c_str(), stdout);
+  } else if (topic == "report") {
+    std::fputs(ReportUsage().c_str(), stdout);
+  } else if (topic == "options") {
+    std::fputs(OptionsHelp().c_str(), stdout);
+  } else if (topic == "health" || topic == "memtest") {
+    // Their pages belong to them: `gpumemtrace health --help`.
+    char help_flag[] = "--help";
+    char* sub_argv[] = {argv[1], help_flag, nullptr};
+    return topic == "health" ? Health(2, sub_argv) : Memtest(2, sub_argv);
+  } else {
+    return UsageError("", absl::StrCat("no help for '", topic,
+                                       "' (commands: run, report, health, "
+                                       "memtest)"));
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace gmt::cli
+
+int main(int argc, char** argv) {
+  using namespace gmt::cli;
+  if (argc < 2) return UsageError("", "no command given");
+  const std::string command = argv[1];
+  if (command == "-h" || command == "--help") return Help(1, argv + 1);
+  if (command == "help") return Help(argc - 1, argv + 1);
+  if (command == "--help-options") {
+    std::fputs(gmt::OptionsHelp().c_str(), stdout);
+    return 0;
+  }
+  if (command == "--version") {
+    std::printf("gpumemtrace %s\n", GMT_VERSION);
+    return 0;
+  }
+  if (command == "run") return RunMain(argc - 1, argv + 1);
+  if (command == "report") return ReportMain(argc - 1, argv + 1);
+  if (command == "health") return Health(argc - 1, argv + 1);
+  if (command == "memtest") return Memtest(argc - 1, argv + 1);
+  if (!command.empty() && command[0] == '-') {
+    return UsageError("", absl::StrCat("unknown flag '", command, "'"));
+  }
+  return UsageError("", absl::StrCat("unknown command '", command, "'"));
+}
