@@ -1,0 +1,189 @@
+// NVTX injection: the program's NVTX calls (nvtxRangePushA/Pop, the C++
+// nvtx3::scoped_range, torch.cuda.nvtx.range_push, ...) reach the tool through
+// NVTX's own tool interface, so each allocation can be attributed to the range
+// open on its thread. Only forwards push/pop to lib/nvtx_ranges.h.
+//
+// NVTX finds a tool through NVTX_INJECTION64_PATH: it dlopens that library at
+// the program's first NVTX call and calls its exported
+// InitializeInjectionNvtx2. `gpumemtrace run` sets the variable; under plain
+// LD_PRELOAD the library sets it at load to its own path when it is unset (so
+// a profiler's injection, set by the user, is never displaced) and nvtx=1.
+// NVTX's other route, the static-injection weak symbol
+// InitializeInjectionNvtx2_fnptr, cannot be used by a preloaded library: the
+// NVTX headers define it hidden in every module that uses them.
+//
+// What the program sees does not change: push and pop return
+// NVTX_NO_PUSH_POP_TRACKING, as they do with no tool attached.
+//
+// Ranges of all NVTX domains share one stack per thread; process-wide
+// start/end ranges (nvtxRangeStart/End) are not attributed: they are not tied
+// to a thread.
+#define NVTX_NO_IMPL
+#include <nvtx3/nvToolsExt.h>
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "absl/container/node_hash_set.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "lib/nvtx_ranges.h"
+#include "lib/options.h"
+
+namespace {
+
+// NVTX's wide strings: ASCII is kept, anything else becomes '?' (names are
+// for people reading a report; exact Unicode does not matter here).
+std::string Narrow(const wchar_t* text) {
+  std::string out;
+  if (text == nullptr) return out;
+  for (; *text != 0; ++text) {
+    out.push_back(*text > 0 && *text < 128 ? static_cast<char>(*text) : '?');
+  }
+  return out;
+}
+
+// Registered strings (nvtxDomainRegisterString): the handle we give back is a
+// pointer to our own interned copy, so a later NVTX_MESSAGE_TYPE_REGISTERED
+// message reads it directly. Never freed: NVTX handles live for the process.
+nvtxStringHandle_t Register(std::string text) {
+  static absl::Mutex& mu = *new absl::Mutex;
+  static auto& strings = *new absl::node_hash_set<std::string>;
+  absl::MutexLock lock(&mu);
+  const std::string& kept = *strings.insert(std::move(text)).first;
+  return reinterpret_cast<nvtxStringHandle_t>(
+      const_cast<std::string*>(&kept));
+}
+
+std::string MessageOf(const nvtxEventAttributes_t* attributes) {
+  if (attributes == nullptr) return "";
+  switch (attributes->messageType) {
+    case NVTX_MESSAGE_TYPE_ASCII:
+      return attributes->message.ascii != nullptr ? attributes->message.ascii
+                                                  : "";
+    case NVTX_MESSAGE_TYPE_UNICODE:
+      return Narrow(attributes->message.unicode);
+    case NVTX_MESSAGE_TYPE_REGISTERED:
+      if (attributes->message.registered == nullptr) return "";
+      return *reinterpret_cast<const std::string*>(
+          attributes->message.registered);
+    default:
+      return "";
+  }
+}
+
+// What NVTX returns with no tool attached: the program sees no difference.
+constexpr int kUntracked = NVTX_NO_PUSH_POP_TRACKING;
+
+int PushA(const char* message) {
+  gmt::NvtxPush(message != nullptr ? message : "");
+  return kUntracked;
+}
+int PushW(const wchar_t* message) {
+  gmt::NvtxPush(Narrow(message));
+  return kUntracked;
+}
+int PushEx(const nvtxEventAttributes_t* attributes) {
+  gmt::NvtxPush(MessageOf(attributes));
+  return kUntracked;
+}
+int Pop() {
+  gmt::NvtxPop();
+  return kUntracked;
+}
+int DomainPushEx(nvtxDomainHandle_t, const nvtxEventAttributes_t* attributes) {
+  gmt::NvtxPush(MessageOf(attributes));
+  return kUntracked;
+}
+int DomainPop(nvtxDomainHandle_t) {
+  gmt::NvtxPop();
+  return kUntracked;
+}
+nvtxStringHandle_t DomainRegisterA(nvtxDomainHandle_t, const char* text) {
+  return Register(text != nullptr ? text : "");
+}
+nvtxStringHandle_t DomainRegisterW(nvtxDomainHandle_t, const wchar_t* text) {
+  return Register(Narrow(text));
+}
+
+template <typename F>
+void Set(NvtxFunctionTable table, unsigned size, unsigned id, F* fn) {
+  if (table != nullptr && id < size && table[id] != nullptr) {
+    *table[id] = reinterpret_cast<NvtxFunctionPointer>(fn);
+  }
+}
+
+int Initialize(NvtxGetExportTableFunc_t get_export_table) {
+  if (get_export_table == nullptr) return 0;
+  const auto* callbacks = static_cast<const NvtxExportTableCallbacks*>(
+      get_export_table(NVTX_ETID_CALLBACKS));
+  if (callbacks == nullptr ||
+      callbacks->struct_size < sizeof(NvtxExportTableCallbacks) ||
+      callbacks->GetModuleFunctionTable == nullptr) {
+    return 0;
+  }
+  NvtxFunctionTable core = nullptr;
+  unsigned core_size = 0;
+  if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &core,
+                                        &core_size) == 0) {
+    return 0;
+  }
+  Set(core, core_size, NVTX_CBID_CORE_RangePushA, &PushA);
+  Set(core, core_size, NVTX_CBID_CORE_RangePushW, &PushW);
+  Set(core, core_size, NVTX_CBID_CORE_RangePushEx, &PushEx);
+  Set(core, core_size, NVTX_CBID_CORE_RangePop, &Pop);
+  NvtxFunctionTable core2 = nullptr;
+  unsigned core2_size = 0;
+  if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &core2,
+                                        &core2_size) != 0) {
+    Set(core2, core2_size, NVTX_CBID_CORE2_DomainRangePushEx, &DomainPushEx);
+    Set(core2, core2_size, NVTX_CBID_CORE2_DomainRangePop, &DomainPop);
+    Set(core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringA,
+        &DomainRegisterA);
+    Set(core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringW,
+        &DomainRegisterW);
+  }
+  if (const auto* version = static_cast<const NvtxExportTableVersionInfo*>(
+          get_export_table(NVTX_ETID_VERSIONINFO));
+      version != nullptr &&
+      version->struct_size >= sizeof(NvtxExportTableVersionInfo) &&
+      version->SetInjectionNvtxVersion != nullptr) {
+    version->SetInjectionNvtxVersion(NVTX_VERSION);
+  }
+  return 1;
+}
+
+// At load, before the program's first NVTX call: point NVTX at this library
+// unless the user pointed it elsewhere or turned the tool or NVTX off.
+__attribute__((constructor)) void PointNvtxHere() {
+  if (std::getenv("NVTX_INJECTION64_PATH") != nullptr) return;
+  const char* text = std::getenv("GMT_OPTIONS");
+  gmt::ParseResult parsed = gmt::ParseOptions(text != nullptr ? text : "");
+  if (!parsed.options.enabled || !parsed.options.nvtx) return;
+  Dl_info info;
+  if (dladdr(reinterpret_cast<const void*>(&PointNvtxHere), &info) == 0 ||
+      info.dli_fname == nullptr) {
+    return;
+  }
+  // Absolute: the program may change its working directory before NVTX loads.
+  char* path = realpath(info.dli_fname, nullptr);
+  if (path == nullptr) return;
+  setenv("NVTX_INJECTION64_PATH", path, /*overwrite=*/0);
+  std::free(path);
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) int InitializeInjectionNvtx2(
+    NvtxGetExportTableFunc_t get_export_table) {
+  return Initialize(get_export_table);
+}
+
+}  // extern "C"
