@@ -22,14 +22,18 @@ using gmt::VolumeExtent;
 namespace {
 
 // Forwards `call` unless `rejected(engine)` refuses it.
+// `api`: the entry point, for a sticky error's report (issue 5 item 3).
 template <typename Real, typename Rejected, typename Call>
-CUresult Checked(Real real, Rejected&& rejected, Call&& call) {
+CUresult Checked(const char* api, Real real, Rejected&& rejected, Call&& call) {
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   InterceptScope scope;
-  if (scope.Recording() && rejected(gmt::Engine::Get())) {
+  const bool recording = scope.Recording();
+  if (recording && rejected(gmt::Engine::Get())) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  return call();
+  CUresult result = call();
+  if (recording && result != CUDA_SUCCESS) gmt::NoteStickyResult(api, result);
+  return result;
 }
 
 // ---- 1-D copies: (dst, src, bytes[, stream]) --------------------------------
@@ -44,7 +48,7 @@ CUresult Copy1D(const char* api, Dst dst, Src src, size_t bytes,
                 Stream... stream) {
   auto real = kReal.Get();
   return Checked(
-      real,
+      api, real,
       [&](gmt::Engine& engine) {
         return (kDstDevice &&
                 gmt::AccessRejected(engine, api, AsAddress(dst), bytes)) ||
@@ -61,7 +65,7 @@ CUresult CopyPeer(const char* api, CUdeviceptr dst, CUcontext dst_ctx,
                   Stream... stream) {
   auto real = kReal.Get();
   return Checked(
-      real,
+      api, real,
       [&](gmt::Engine& engine) {
         return gmt::AccessRejected(engine, api, dst, bytes) ||
                gmt::AccessRejected(engine, api, src, bytes);
@@ -76,7 +80,7 @@ CUresult Set1D(const char* api, CUdeviceptr dst, Value value, size_t count,
                Stream... stream) {
   auto real = kReal.Get();
   return Checked(
-      real,
+      api, real,
       [&](gmt::Engine& engine) {
         return gmt::AccessRejected(engine, api, dst,
                                    ElementBytes(count, sizeof(Value)));
@@ -90,7 +94,7 @@ CUresult Set2D(const char* api, CUdeviceptr dst, size_t pitch, Value value,
                size_t width, size_t height, Stream... stream) {
   auto real = kReal.Get();
   return Checked(
-      real,
+      api, real,
       [&](gmt::Engine& engine) {
         const uint64_t row = ElementBytes(width, sizeof(Value));
         return row != 0 &&
@@ -149,7 +153,8 @@ template <auto& kReal, typename... Stream>
 CUresult Copy2D(const char* api, const CUDA_MEMCPY2D* p, Stream... stream) {
   auto real = kReal.Get();
   return Checked(
-      real, [&](gmt::Engine& engine) { return Copy2DRejected(engine, api, p); },
+      api, real,
+      [&](gmt::Engine& engine) { return Copy2DRejected(engine, api, p); },
       [&] { return real(p, stream...); });
 }
 
@@ -157,7 +162,8 @@ template <auto& kReal, typename... Stream>
 CUresult Copy3D(const char* api, const CUDA_MEMCPY3D* p, Stream... stream) {
   auto real = kReal.Get();
   return Checked(
-      real, [&](gmt::Engine& engine) { return Copy3DRejected(engine, api, p); },
+      api, real,
+      [&](gmt::Engine& engine) { return Copy3DRejected(engine, api, p); },
       [&] { return real(p, stream...); });
 }
 

@@ -53,16 +53,21 @@ bool SetRejected(const char* api, const void* ptr, uint64_t bytes) {
 
 // Forwards `call` unless `rejected()` refuses it. The scope is held across the
 // call so that what cudart does inside is not checked again.
+// `api`: the entry point, for a sticky error's report (issue 5 item 3).
 template <typename Real, typename Rejected, typename Call>
-cudaError_t Checked(Real real, Rejected&& rejected, Call&& call) {
+cudaError_t Checked(const char* api, Real real, Rejected&& rejected,
+                    Call&& call) {
   if (real == nullptr) return gmt::NoRuntimeError();
   InterceptScope scope;
-  if (scope.Recording() && rejected()) {
+  const bool recording = scope.Recording();
+  if (recording && rejected()) {
     // Also what cudaGetLastError must answer next, as after CUDA's refusal.
     gmt::NoteRuntimeError(cudaErrorInvalidValue);
     return cudaErrorInvalidValue;
   }
-  return call();
+  cudaError_t result = call();
+  if (recording && result != cudaSuccess) gmt::NoteStickyResult(api, result);
+  return result;
 }
 
 // ---- One template per shape; `kReal` is the variant's real-function slot.
@@ -72,7 +77,8 @@ cudaError_t Memcpy1D(const char* api, void* dst, const void* src, size_t count,
                      cudaMemcpyKind kind, Stream... stream) {
   auto real = kReal.Get();
   return Checked(
-      real, [&] { return CopyRejected(api, kind, dst, count, src, count); },
+      api, real,
+      [&] { return CopyRejected(api, kind, dst, count, src, count); },
       [&] { return real(dst, src, count, kind, stream...); });
 }
 
@@ -81,7 +87,7 @@ cudaError_t Memset1D(const char* api, void* ptr, int value, size_t count,
                      Stream... stream) {
   auto real = kReal.Get();
   return Checked(
-      real, [&] { return SetRejected(api, ptr, count); },
+      api, real, [&] { return SetRejected(api, ptr, count); },
       [&] { return real(ptr, value, count, stream...); });
 }
 
@@ -91,7 +97,7 @@ cudaError_t Memcpy2D(const char* api, void* dst, size_t dpitch, const void* src,
                      cudaMemcpyKind kind, Stream... stream) {
   auto real = kReal.Get();
   return Checked(
-      real,
+      api, real,
       [&] {
         return CopyRejected(api, kind, dst,
                             PitchedExtent(dpitch, width, height), src,
@@ -107,7 +113,7 @@ cudaError_t Memset2D(const char* api, void* ptr, size_t pitch, int value,
                      size_t width, size_t height, Stream... stream) {
   auto real = kReal.Get();
   return Checked(
-      real,
+      api, real,
       [&] {
         return SetRejected(api, ptr, PitchedExtent(pitch, width, height));
       },
@@ -141,7 +147,7 @@ cudaError_t Memcpy3D(const char* api, const cudaMemcpy3DParms* p,
                      Stream... stream) {
   auto real = kReal.Get();
   return Checked(
-      real, [&] { return Copy3DRejected(api, p); },
+      api, real, [&] { return Copy3DRejected(api, p); },
       [&] { return real(p, stream...); });
 }
 
@@ -150,7 +156,7 @@ cudaError_t Memset3D(const char* api, cudaPitchedPtr pitched, int value,
                      cudaExtent extent, Stream... stream) {
   auto real = kReal.Get();
   return Checked(
-      real,
+      api, real,
       [&] {
         return SetRejected(
             api, pitched.ptr,
@@ -323,7 +329,7 @@ cudaError_t Shim_cudaMemcpyPeer(void* dst, int dst_device, const void* src,
                                 int src_device, size_t count) {
   auto real = gmt::g_real_cudaMemcpyPeer.Get();
   return Checked(
-      real,
+      "cudaMemcpyPeer", real,
       [&] {
         return CopyRejected("cudaMemcpyPeer", cudaMemcpyDeviceToDevice, dst,
                             count, src, count);
@@ -336,7 +342,7 @@ cudaError_t Shim_cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src,
                                      cudaStream_t stream) {
   auto real = gmt::g_real_cudaMemcpyPeerAsync.Get();
   return Checked(
-      real,
+      "cudaMemcpyPeerAsync", real,
       [&] {
         return CopyRejected("cudaMemcpyPeerAsync", cudaMemcpyDeviceToDevice,
                             dst, count, src, count);

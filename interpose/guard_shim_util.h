@@ -9,8 +9,10 @@
 #define GMT_INTERPOSE_GUARD_SHIM_UTIL_H_
 
 #include <cstdint>
+#include <type_traits>
 
 #include "interpose/shim.h"
+#include "lib/sticky_errors.h"
 
 namespace gmt {
 
@@ -89,6 +91,23 @@ cudaError_t NoRuntimeError();
 // A runtime call the tool refused itself: cudaGetLastError and
 // cudaPeekAtLastError report `error` next (runtime_error_state_shims.cc).
 void NoteRuntimeError(cudaError_t error);
+
+// Issue 5 item 3: what a shim hands back, seen on the way out. A sticky CUDA
+// error (illegal address, launch failure, ...) is told to the engine, which
+// writes the report at once, the first time. Call it in the outermost scope
+// only (scope.Recording()), so that cudart's nested driver call does not
+// claim it under the driver's name. `result` is returned unchanged.
+template <typename Result>
+inline Result NoteStickyResult(const char* call, Result result) {
+  const int code = static_cast<int>(result);
+  if (IsStickyCudaError(code)) {
+    constexpr bool kDriver = std::is_same_v<Result, CUresult>;
+    Engine::Get().OnStickyError(call, code,
+                                kDriver ? StickyDriverErrorName(code)
+                                        : StickyRuntimeErrorName(code));
+  }
+  return result;
+}
 
 }  // namespace gmt
 

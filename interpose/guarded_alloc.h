@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "interpose/oom_shim_util.h"
 #include "interpose/shim.h"
 
 namespace gmt {
@@ -44,6 +45,8 @@ auto GuardedLinearAlloc(Api api, uint64_t bytes, uint64_t stream, StackId stack,
   if (static_cast<int>(result) == 0) {
     *user = raw;
     RecordAlloc(api, raw, bytes, stream, stack);
+  } else if (IsOutOfMemory(static_cast<int>(result))) {
+    NoteAllocFailure(api, bytes, stack, static_cast<int>(result));  // issue 5
   }
   return result;
 }
@@ -79,6 +82,10 @@ auto GuardedRowsAlloc(Api api, uint64_t rows, uint64_t row_estimate,
   if (static_cast<int>(result) == 0) {
     *user = raw;
     RecordAlloc(api, raw, *pitch * rows, 0, stack);
+  } else if (IsOutOfMemory(static_cast<int>(result))) {
+    // Issue 5; the pitch is unknown after a failure: the least row size.
+    NoteAllocFailure(api, rows * row_estimate, stack,
+                     static_cast<int>(result));
   }
   return result;
 }

@@ -105,9 +105,10 @@ uint32_t GraphKernelId() {
 
 // The launch protocol around `call`; `kernel_id()` is asked only on success.
 // Works for CUresult and cudaError_t alike (success is 0 in both).
+// `name`: the entry point, for a sticky error's report (issue 5 item 3).
 template <typename KernelId, typename Call>
-auto Launch(const void* stream, bool per_thread, KernelId&& kernel_id,
-            Call&& call) {
+auto Launch(const char* name, const void* stream, bool per_thread,
+            KernelId&& kernel_id, Call&& call) {
   InterceptScope scope;
   if (!scope.Recording()) return call();
   gmt::Engine& engine = gmt::Engine::Get();
@@ -117,6 +118,8 @@ auto Launch(const void* stream, bool per_thread, KernelId&& kernel_id,
   auto result = call();
   if (static_cast<int>(result) == 0) {
     engine.AfterLaunch(context, engine_stream, kernel_id());
+  } else {
+    gmt::NoteStickyResult(name, result);
   }
   return result;
 }
@@ -132,7 +135,7 @@ CUresult Shim_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
   auto real = gmt::g_real_cuLaunchKernel.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   return Launch(
-      stream, false, [f] { return DriverKernelId(f); },
+      "cuLaunchKernel", stream, false, [f] { return DriverKernelId(f); },
       [&] {
         return real(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params,
                     extra);
@@ -148,7 +151,7 @@ CUresult Shim_cuLaunchKernel_ptsz(CUfunction f, unsigned int gx,
   auto real = gmt::g_real_cuLaunchKernel_ptsz.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   return Launch(
-      stream, true, [f] { return DriverKernelId(f); },
+      "cuLaunchKernel_ptsz", stream, true, [f] { return DriverKernelId(f); },
       [&] {
         return real(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params,
                     extra);
@@ -160,7 +163,7 @@ CUresult Shim_cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f,
   auto real = gmt::g_real_cuLaunchKernelEx.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   return Launch(
-      config != nullptr ? config->hStream : nullptr, false,
+      "cuLaunchKernelEx", config != nullptr ? config->hStream : nullptr, false,
       [f] { return DriverKernelId(f); },
       [&] { return real(config, f, params, extra); });
 }
@@ -170,8 +173,8 @@ CUresult Shim_cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f,
   auto real = gmt::g_real_cuLaunchKernelEx_ptsz.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   return Launch(
-      config != nullptr ? config->hStream : nullptr, true,
-      [f] { return DriverKernelId(f); },
+      "cuLaunchKernelEx_ptsz", config != nullptr ? config->hStream : nullptr,
+      true, [f] { return DriverKernelId(f); },
       [&] { return real(config, f, params, extra); });
 }
 
@@ -184,7 +187,8 @@ CUresult Shim_cuLaunchCooperativeKernel(CUfunction f, unsigned int gx,
   auto real = gmt::g_real_cuLaunchCooperativeKernel.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   return Launch(
-      stream, false, [f] { return DriverKernelId(f); },
+      "cuLaunchCooperativeKernel", stream, false,
+      [f] { return DriverKernelId(f); },
       [&] {
         return real(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params);
       });
@@ -199,7 +203,8 @@ CUresult Shim_cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx,
   auto real = gmt::g_real_cuLaunchCooperativeKernel_ptsz.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   return Launch(
-      stream, true, [f] { return DriverKernelId(f); },
+      "cuLaunchCooperativeKernel_ptsz", stream, true,
+      [f] { return DriverKernelId(f); },
       [&] {
         return real(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params);
       });
@@ -208,14 +213,14 @@ CUresult Shim_cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx,
 CUresult Shim_cuGraphLaunch(CUgraphExec exec, CUstream stream) {
   auto real = gmt::g_real_cuGraphLaunch.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  return Launch(stream, false, GraphKernelId,
+  return Launch("cuGraphLaunch", stream, false, GraphKernelId,
                 [&] { return real(exec, stream); });
 }
 
 CUresult Shim_cuGraphLaunch_ptsz(CUgraphExec exec, CUstream stream) {
   auto real = gmt::g_real_cuGraphLaunch_ptsz.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  return Launch(stream, true, GraphKernelId,
+  return Launch("cuGraphLaunch_ptsz", stream, true, GraphKernelId,
                 [&] { return real(exec, stream); });
 }
 
@@ -227,7 +232,8 @@ cudaError_t Shim_cudaLaunchKernel(const void* func, dim3 grid, dim3 block,
   auto real = gmt::g_real_cudaLaunchKernel.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
   return Launch(
-      stream, false, [func] { return RuntimeKernelId(func); },
+      "cudaLaunchKernel", stream, false,
+      [func] { return RuntimeKernelId(func); },
       [&] { return real(func, grid, block, args, shared_bytes, stream); });
 }
 
@@ -237,7 +243,8 @@ cudaError_t Shim_cudaLaunchKernel_ptsz(const void* func, dim3 grid, dim3 block,
   auto real = gmt::g_real_cudaLaunchKernel_ptsz.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
   return Launch(
-      stream, true, [func] { return RuntimeKernelId(func); },
+      "cudaLaunchKernel_ptsz", stream, true,
+      [func] { return RuntimeKernelId(func); },
       [&] { return real(func, grid, block, args, shared_bytes, stream); });
 }
 
@@ -246,8 +253,8 @@ cudaError_t Shim_cudaLaunchKernelExC(const cudaLaunchConfig_t* config,
   auto real = gmt::g_real_cudaLaunchKernelExC.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
   return Launch(
-      config != nullptr ? config->stream : nullptr, false,
-      [func] { return RuntimeKernelId(func); },
+      "cudaLaunchKernelExC", config != nullptr ? config->stream : nullptr,
+      false, [func] { return RuntimeKernelId(func); },
       [&] { return real(config, func, args); });
 }
 
@@ -256,8 +263,8 @@ cudaError_t Shim_cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config,
   auto real = gmt::g_real_cudaLaunchKernelExC_ptsz.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
   return Launch(
-      config != nullptr ? config->stream : nullptr, true,
-      [func] { return RuntimeKernelId(func); },
+      "cudaLaunchKernelExC_ptsz", config != nullptr ? config->stream : nullptr,
+      true, [func] { return RuntimeKernelId(func); },
       [&] { return real(config, func, args); });
 }
 
@@ -268,7 +275,8 @@ cudaError_t Shim_cudaLaunchCooperativeKernel(const void* func, dim3 grid,
   auto real = gmt::g_real_cudaLaunchCooperativeKernel.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
   return Launch(
-      stream, false, [func] { return RuntimeKernelId(func); },
+      "cudaLaunchCooperativeKernel", stream, false,
+      [func] { return RuntimeKernelId(func); },
       [&] { return real(func, grid, block, args, shared_bytes, stream); });
 }
 
@@ -279,14 +287,15 @@ cudaError_t Shim_cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 grid,
   auto real = gmt::g_real_cudaLaunchCooperativeKernel_ptsz.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
   return Launch(
-      stream, true, [func] { return RuntimeKernelId(func); },
+      "cudaLaunchCooperativeKernel_ptsz", stream, true,
+      [func] { return RuntimeKernelId(func); },
       [&] { return real(func, grid, block, args, shared_bytes, stream); });
 }
 
 cudaError_t Shim_cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   auto real = gmt::g_real_cudaGraphLaunch.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
-  return Launch(stream, false, GraphKernelId,
+  return Launch("cudaGraphLaunch", stream, false, GraphKernelId,
                 [&] { return real(exec, stream); });
 }
 
@@ -294,6 +303,6 @@ cudaError_t Shim_cudaGraphLaunch_ptsz(cudaGraphExec_t exec,
                                       cudaStream_t stream) {
   auto real = gmt::g_real_cudaGraphLaunch_ptsz.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
-  return Launch(stream, true, GraphKernelId,
+  return Launch("cudaGraphLaunch_ptsz", stream, true, GraphKernelId,
                 [&] { return real(exec, stream); });
 }

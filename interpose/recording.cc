@@ -1,6 +1,7 @@
 // The recording helpers of shim.h: current device, device facts, error names.
 #include <dlfcn.h>
 
+#include "interpose/oom_shim_util.h"
 #include "interpose/shim.h"
 
 namespace gmt {
@@ -40,6 +41,7 @@ void NoteDeviceOnce(int ordinal) {
     }
   }
   engine.NoteDevice(ordinal, name, total);
+  NoteCudaVersionsOnce();  // issue 5: versions for the health report
 }
 
 }  // namespace

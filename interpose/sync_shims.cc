@@ -28,12 +28,15 @@ uint64_t ContextOr(uint64_t context) {
 }
 
 // Forwards `call`; on success the whole of `context` (0: current) is idle.
+// `name`: the entry point, for a sticky error's report (issue 5 item 3).
 template <typename Call>
-auto DeviceWide(uint64_t context, Call&& call) {
+auto DeviceWide(const char* name, uint64_t context, Call&& call) {
   InterceptScope scope;
   auto result = call();
   if (static_cast<int>(result) == 0 && scope.Recording()) {
     gmt::Engine::Get().OnSynchronized(ContextOr(context));
+  } else if (scope.Recording()) {
+    gmt::NoteStickyResult(name, result);
   }
   return result;
 }
@@ -41,11 +44,13 @@ auto DeviceWide(uint64_t context, Call&& call) {
 // Forwards `call`; on success the work on `stream` of the current context is
 // done.
 template <typename Call>
-auto OneStream(uint64_t stream, Call&& call) {
+auto OneStream(const char* name, uint64_t stream, Call&& call) {
   InterceptScope scope;
   auto result = call();
   if (static_cast<int>(result) == 0 && scope.Recording()) {
     gmt::Engine::Get().OnStreamSynchronized(ContextOr(0), stream);
+  } else if (scope.Recording()) {
+    gmt::NoteStickyResult(name, result);
   }
   return result;
 }
@@ -57,27 +62,29 @@ auto OneStream(uint64_t stream, Call&& call) {
 cudaError_t Shim_cudaDeviceSynchronize() {
   auto real = gmt::g_real_cudaDeviceSynchronize.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
-  return DeviceWide(0, [&] { return real(); });
+  return DeviceWide("cudaDeviceSynchronize", 0, [&] { return real(); });
 }
 
 cudaError_t Shim_cudaStreamSynchronize(cudaStream_t stream) {
   auto real = gmt::g_real_cudaStreamSynchronize.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
-  return OneStream(gmt::EngineStream(stream, false),
+  return OneStream("cudaStreamSynchronize", gmt::EngineStream(stream, false),
                    [&] { return real(stream); });
 }
 
 cudaError_t Shim_cudaStreamSynchronize_ptsz(cudaStream_t stream) {
   auto real = gmt::g_real_cudaStreamSynchronize_ptsz.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
-  return OneStream(gmt::EngineStream(stream, true),
+  return OneStream("cudaStreamSynchronize_ptsz",
+                   gmt::EngineStream(stream, true),
                    [&] { return real(stream); });
 }
 
 cudaError_t Shim_cudaEventSynchronize(cudaEvent_t event) {
   auto real = gmt::g_real_cudaEventSynchronize.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
-  return OneStream(gmt::kAnyOneStream, [&] { return real(event); });
+  return OneStream("cudaEventSynchronize", gmt::kAnyOneStream,
+                   [&] { return real(event); });
 }
 
 // ---- Driver -----------------------------------------------------------------
@@ -85,31 +92,33 @@ cudaError_t Shim_cudaEventSynchronize(cudaEvent_t event) {
 CUresult Shim_cuCtxSynchronize() {
   auto real = gmt::g_real_cuCtxSynchronize.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  return DeviceWide(0, [&] { return real(); });
+  return DeviceWide("cuCtxSynchronize", 0, [&] { return real(); });
 }
 
 CUresult Shim_cuCtxSynchronize_v2(CUcontext ctx) {
   auto real = gmt::g_real_cuCtxSynchronize_v2.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  return DeviceWide(reinterpret_cast<uint64_t>(ctx), [&] { return real(ctx); });
+  return DeviceWide("cuCtxSynchronize_v2", reinterpret_cast<uint64_t>(ctx),
+                    [&] { return real(ctx); });
 }
 
 CUresult Shim_cuStreamSynchronize(CUstream stream) {
   auto real = gmt::g_real_cuStreamSynchronize.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  return OneStream(gmt::EngineStream(stream, false),
+  return OneStream("cuStreamSynchronize", gmt::EngineStream(stream, false),
                    [&] { return real(stream); });
 }
 
 CUresult Shim_cuStreamSynchronize_ptsz(CUstream stream) {
   auto real = gmt::g_real_cuStreamSynchronize_ptsz.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  return OneStream(gmt::EngineStream(stream, true),
+  return OneStream("cuStreamSynchronize_ptsz", gmt::EngineStream(stream, true),
                    [&] { return real(stream); });
 }
 
 CUresult Shim_cuEventSynchronize(CUevent event) {
   auto real = gmt::g_real_cuEventSynchronize.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  return OneStream(gmt::kAnyOneStream, [&] { return real(event); });
+  return OneStream("cuEventSynchronize", gmt::kAnyOneStream,
+                   [&] { return real(event); });
 }

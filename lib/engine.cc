@@ -3,18 +3,23 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <tuple>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "lib/clock.h"
 #include "lib/error_reports.h"
 #include "lib/log.h"
+#include "lib/nvtx_ranges.h"
+#include "lib/nvtx_report.h"
 #include "lib/report_output.h"
 #include "lib/stack_capture.h"
+#include "lib/sticky_errors.h"
 
 namespace gmt {
 namespace {
@@ -42,6 +47,7 @@ Engine& Engine::Get() {
     WarmUpStackCapture();
     auto* e = new Engine(GlobalOptions());
     g_engine.store(e, std::memory_order_release);
+    InstallCrashHandlers(e->options());  // issue 5 item 3
 
     LogNote(1, "tracking CUDA allocations (stack_depth=%lld)",
             static_cast<long long>(e->options().stack_depth));
@@ -58,7 +64,18 @@ Engine::Engine(const Options& options, DeviceOps* ops)
       pointers_(static_cast<size_t>(options.freed_history)),
       vmm_handles_(
           static_cast<size_t>(std::min<int64_t>(options.freed_history, 4096))),
-      guard_(options, options.enabled ? ops : nullptr) {}
+      guard_(options, options.enabled ? ops : nullptr),
+      timeline_(TimelineCapacity(options)),
+      growth_(GrowthTracker::Config{
+          static_cast<uint32_t>(options.growth_samples),
+          static_cast<uint64_t>(options.growth_min_bytes)}) {
+  // Suppressions: a bad file is said once, and then no rule applies.
+  if (!options_.suppressions.empty() &&
+      !Suppressions::Load(options_.suppressions, &suppressions_,
+                          &suppressions_error_)) {
+    LogError("%s; no suppressions apply", suppressions_error_.c_str());
+  }
+}
 
 void Engine::ReportFindings(const std::vector<GuardFinding>& findings) {
   for (const GuardFinding& f : findings) ReportGuardFinding(*this, f);
@@ -77,6 +94,7 @@ Registry& Engine::RegistryFor(MemoryKind kind) {
 
 void Engine::AccountFree(const AllocationRecord& record) {
   if (CountsTowardsUsage(record.kind)) usage_.Sub(record.device, record.bytes);
+  RecordTimeline(TimelineKind::kFree, record);
 }
 
 void Engine::OnAlloc(const AllocEvent& event) {
@@ -91,6 +109,9 @@ void Engine::OnAlloc(const AllocEvent& event) {
         // The last check while the runtime still answers: its own exit
         // handler, registered before ours, runs after this one.
         engine->CheckAllZones("exit");
+        // Issue 7: before the static destructors of libraries loaded before
+        // CUDA was first used (PyTorch's caching allocator) run.
+        engine->ScanReachability();
       }
     });
     return true;
@@ -109,7 +130,12 @@ void Engine::OnAlloc(const AllocEvent& event) {
   record.device = event.device;
   record.api = event.api;
   record.kind = ApiMemoryKind(event.api);
+  record.nvtx_range = options_.nvtx ? NvtxCurrentRange() : kNoNvtxRange;
+  if (record.nvtx_range != kNoNvtxRange) {
+    NvtxCountAlloc(record.nvtx_range, record.bytes);
+  }
   if (CountsTowardsUsage(record.kind)) usage_.Add(record.device, record.bytes);
+  RecordTimeline(TimelineKind::kAlloc, record);
   std::optional<AllocationRecord> replaced =
       RegistryFor(record.kind).Insert(record);
   if (replaced) {
@@ -182,6 +208,13 @@ FreeTicket Engine::BeginFree(Api api, uint64_t address, StackId stack,
 
 void Engine::EndFree(const FreeTicket& ticket, bool succeeded, int cuda_result,
                      const char* cuda_result_name) {
+  // Issue 5 item 3: a free is a common place for a sticky error to surface.
+  if (IsStickyCudaError(cuda_result)) {
+    const bool runtime = absl::StartsWith(ApiName(ticket.api), "cuda");
+    OnStickyError(ApiName(ticket.api), cuda_result,
+                  runtime ? StickyRuntimeErrorName(cuda_result)
+                          : StickyDriverErrorName(cuda_result));
+  }
   switch (ticket.state) {
     case FreeTicket::State::kIgnored:
       return;
@@ -341,6 +374,7 @@ void Engine::OnContextTeardown(int device, uint64_t context,
   for (const AllocationRecord& r : dropped) {
     // Not a free by the program: usage drops, the free count does not.
     if (CountsTowardsUsage(r.kind)) usage_.Release(r.device, r.bytes);
+    RecordTimeline(TimelineKind::kFree, r);
     released_.push_back(ReleasedBlock{r, std::string(reason)});
   }
   LogNote(1, "%s released %zu blocks", std::string(reason).c_str(),
@@ -361,13 +395,25 @@ void Engine::NoteDevice(int device, absl::string_view name,
 void Engine::RecordError(ErrorRecord error) {
   constexpr size_t kMaxStoredErrors = 10000;
   std::string text;
+  bool suppressed = false;
   {
     absl::MutexLock lock(&errors_mu_);
-    if (options_.print_errors) {
+    // A suppressed error is stored (the report counts it as suppressed) but
+    // neither printed nor halting.
+    const bool check_rules = !suppressions_.empty();
+    if (options_.print_errors || check_rules) {
       std::vector<StackId> ids = {error.stack};
       if (error.allocation) ids.push_back(error.allocation->stack);
       if (error.previous_free) ids.push_back(error.previous_free->free_stack);
+      if (error.oom) {  // issue 5: the holders' call sites
+        for (const auto& h : error.oom->holders) ids.push_back(h.stack);
+      }
       SymbolizeInto(ids, &printed_stacks_);
+      suppressed =
+          check_rules && suppressions_.MatchError(error, printed_stacks_) >= 0;
+    }
+    if (options_.print_errors && !suppressed) {
+      error.suppression = SuggestSuppression(error, printed_stacks_);
       text = RenderErrorText(error, printed_stacks_, getpid());
     }
     if (errors_.size() < kMaxStoredErrors) {
@@ -377,7 +423,7 @@ void Engine::RecordError(ErrorRecord error) {
     }
   }
   if (!text.empty()) WriteStderr(text.data(), text.size());
-  if (options_.halt_on_error) {
+  if (options_.halt_on_error && !suppressed) {
     LogError("halt_on_error=1: writing the report and aborting");
     FinalReport();
     std::abort();
@@ -450,19 +496,27 @@ ReportData Engine::BuildReport(absl::string_view reason) {
 
   std::vector<StackId> ids;
   if (options_.leak_check) {
-    // Group by call site: (stack, api, device, released_by).
-    using Key = std::tuple<StackId, Api, int, std::string>;
+    // Group by call site: (stack, api, device, released_by, reachability
+    // state: issue 7, a site with lost and reachable blocks has two entries).
+    // Issue 6: and the NVTX range path (one entry per range a site ran in).
+    using Key =
+        std::tuple<StackId, Api, int, std::string, std::string, uint32_t>;
     std::map<Key, ReportData::Leak> groups;
     auto add = [&](const AllocationRecord& r, const std::string& released_by) {
+      std::string state = released_by.empty() ? ReachStateOf(r) : "";
       ReportData::Leak& leak =
-          groups[Key{r.stack, r.api, r.device, released_by}];
+          groups[Key{r.stack, r.api, r.device, released_by, state,
+                     r.nvtx_range}];
       if (leak.count == 0) {
+        leak.state = state;
         leak.api = r.api;
         leak.kind = r.kind;
         leak.device = r.device;
         leak.stack = r.stack;
         leak.address = r.address;
         leak.released_by = released_by;
+        leak.nvtx_range = NvtxRangeName(r.nvtx_range);
+        if (state == "reachable") leak.reachable_via = ReachViaOf(r);
       }
       leak.bytes += r.bytes;
       ++leak.count;
@@ -485,6 +539,10 @@ ReportData Engine::BuildReport(absl::string_view reason) {
                      [](const ReportData::Leak& a, const ReportData::Leak& b) {
                        return a.bytes > b.bytes;
                      });
+  }
+  FillLeakAnalysis(&data, &ids);  // issue 7: reachability, growth
+  if (NvtxSeen()) {  // issue 6: allocations by NVTX range
+    data.nvtx_ranges = BuildNvtxSection(NvtxTotals(), LiveAllocations());
   }
   {
     absl::MutexLock lock(&errors_mu_);
@@ -534,8 +592,20 @@ ReportData Engine::BuildReport(absl::string_view reason) {
     ids.push_back(e.stack);
     if (e.allocation) ids.push_back(e.allocation->stack);
     if (e.previous_free) ids.push_back(e.previous_free->free_stack);
+    if (e.oom) {  // issue 5: the holders' call sites
+      for (const auto& h : e.oom->holders) ids.push_back(h.stack);
+    }
   }
+  FillCrash(&data, &ids);  // issue 5 item 3 (lib/engine_crash.cc)
   SymbolizeInto(ids, &data.stacks);
+  FillHealth(&data, reason);  // issue 5: NVML health (lib/engine_oom.cc)
+  FillTimeline(&data);  // memory over time (viz)
+  // Suppressions (lib/suppressions.h): filtered on the symbolized picture.
+  ApplySuppressions(suppressions_, &data);
+  if (!suppressions_error_.empty()) {
+    data.notes.push_back(
+        absl::StrCat("suppressions not applied: ", suppressions_error_));
+  }
   if (options_.stack_depth > 0 && !FastUnwinderLoaded()) {
     data.notes.push_back(
         "libunwind.so.8 could not be loaded: stacks were captured with glibc's "
@@ -566,8 +636,13 @@ void Engine::FinalReport() {
             getpid());
     return;
   }
+  ScanReachability();  // issue 7; no-op when the atexit hook ran it
   ReportData::Summary summary = WriteReport("exit");
   if (options_.exitcode != 0 && (summary.errors > 0 || summary.leaks > 0)) {
+    // _exit skips stdio's flush at the end of exit(): flush the program's
+    // buffered output first (seen on the H200: oob_slack's one line, piped,
+    // was lost under exitcode=9).
+    std::fflush(nullptr);
     _exit(static_cast<int>(options_.exitcode));
   }
 }

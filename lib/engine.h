@@ -22,14 +22,20 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "lib/api.h"
+#include "lib/crash_handler.h"
 #include "lib/errors.h"
+#include "lib/growth.h"
 #include "lib/guard.h"
 #include "lib/kernel_names.h"
+#include "lib/oom_diagnosis.h"
 #include "lib/options.h"
+#include "lib/recent_launches.h"
 #include "lib/registry.h"
 #include "lib/report.h"
 #include "lib/stack_depot.h"
+#include "lib/suppressions.h"
 #include "lib/symbolizer.h"
+#include "lib/timeline.h"
 #include "lib/usage.h"
 
 namespace gmt {
@@ -225,6 +231,54 @@ class Engine {
   // Symbolizes `ids` into `table` (skipping those already there).
   void SymbolizeInto(const std::vector<StackId>& ids, StackTable* table);
 
+  // ---- Issue 5: OOM diagnosis, GPU health (lib/engine_oom.cc) ----
+  // An allocation failed for lack of memory (cudaErrorMemoryAllocation /
+  // CUDA_ERROR_OUT_OF_MEMORY) after any retry: reports `oom` with the
+  // diagnosis, once per burst. The program still gets `cuda_result`.
+  struct AllocFailure {
+    Api api = Api::kUnknown;
+    uint64_t bytes = 0;
+    int device = 0;
+    int cuda_result = 0;
+    const char* cuda_result_name = nullptr;
+    StackId stack = kNoStack;
+    // cuMemGetInfo just after the failure; empty with the reason if unknown.
+    std::optional<uint64_t> device_free;
+    std::optional<uint64_t> device_total;
+    std::string meminfo_status = "ok";
+  };
+  void OnAllocFailed(const AllocFailure& failure);
+  // The program's CUDA versions, when a device is first seen; also starts
+  // the Xid watcher (health=1, xid_events=1, NVML present).
+  void OnCudaVersions(int runtime_version, int driver_version);
+
+  // ---- Issue 7: reachability at exit, growth while running
+  // (lib/engine_leaks.cc) ----
+  // Scans the process for pointers to the live blocks (lib/reachability.h),
+  // once: the first call at exit (the atexit hook, before static destructors
+  // of what was built before CUDA), else the exit report. Only with
+  // leak_check, reachability=1 and live blocks.
+  void ScanReachability();
+  // After a synchronizing call: at most once per growth_interval_ms, samples
+  // the live bytes of every call site and flags the ones that keep rising.
+  void MaybeSampleGrowth();
+
+  // ---- Issue 5 item 3: the crash report (lib/engine_crash.cc) ----
+  // `call` ("cudaDeviceSynchronize") returned sticky CUDA error `code`
+  // (lib/sticky_errors.h) named `code_name`. The first time: records a
+  // cuda-error naming the call and the recent kernels, stops GPU work of the
+  // tool (the context is lost) and writes the report (reason "cuda-error")
+  // at once, before the program can exit. Later calls do nothing.
+  void OnStickyError(absl::string_view call, int code, const char* code_name);
+  // From the fatal-signal handler (lib/crash_handler.h): writes the report
+  // (reason "crash") using try-locks, once; no-op in a fork()ed child or when
+  // the exit report was written already.
+  void WriteCrashReport(const CrashSignal& signal);
+  // A sticky CUDA error was seen: no more GPU work for the tool.
+  bool ContextLost() const {
+    return sticky_seen_.load(std::memory_order_acquire);
+  }
+
  private:
   struct DeviceInfo {
     std::string name;
@@ -274,11 +328,56 @@ class Engine {
 
   GuardManager guard_;
   KernelNames kernel_names_;
+  // Suppressions (option suppressions=FILE), loaded once; a file that cannot
+  // be used leaves no rule and its error here for the report's notes.
+  Suppressions suppressions_;
+  std::string suppressions_error_;
 
   std::atomic<uint64_t> untracked_frees_{0};
   std::atomic<bool> final_done_{false};
   std::atomic<bool> exiting_{false};
   absl::Mutex report_mu_;  // one report at a time
+
+  // Memory over time for the html/trace/torch reports (lib/timeline.h;
+  // engine_timeline.cc). Recorded where usage_ changes.
+  static uint64_t TimelineCapacity(const Options& options);
+  void RecordTimeline(TimelineKind kind, const AllocationRecord& record);
+  void FillTimeline(ReportData* data);
+  Timeline timeline_;
+
+  // Issue 7 (lib/engine_leaks.cc): the exit scan's verdict per block, and the
+  // growth tracker.
+  struct ReachVerdict {
+    int64_t time_ns;    // the block's allocation time: a reused address differs
+    const char* state;  // "lost", "reachable", "unknown"
+    std::string via;    // reachable: the root and word that point at it
+  };
+  // The state of `record` for the report ("" when not analysed).
+  std::string ReachStateOf(const AllocationRecord& record) const;
+  // Why a reachable block is ("" otherwise).
+  std::string ReachViaOf(const AllocationRecord& record) const;
+  // Reachability summary and growth flags; their stack ids go to `ids`.
+  void FillLeakAnalysis(ReportData* data, std::vector<StackId>* ids);
+  mutable absl::Mutex leaks_mu_;
+  bool reach_done_ ABSL_GUARDED_BY(leaks_mu_) = false;
+  ReportData::Reachability reach_summary_ ABSL_GUARDED_BY(leaks_mu_);
+  absl::flat_hash_map<uint64_t, ReachVerdict> reach_verdicts_
+      ABSL_GUARDED_BY(leaks_mu_);
+  absl::Mutex growth_mu_;
+  GrowthTracker growth_ ABSL_GUARDED_BY(growth_mu_);
+  std::atomic<int64_t> next_growth_ns_{0};
+
+  // Issue 5 item 3 (lib/engine_crash.cc): the crash, once known, goes into
+  // every later report; the newest launches for its "recent kernels".
+  void FillCrash(ReportData* data, std::vector<StackId>* ids);
+  RecentLaunches recent_launches_;
+  mutable absl::Mutex crash_mu_;
+  ReportData::Crash crash_ ABSL_GUARDED_BY(crash_mu_);
+  std::atomic<bool> sticky_seen_{false};
+
+  // Issue 5 (lib/engine_oom.cc): health read into a report, OOM bursts.
+  void FillHealth(ReportData* data, absl::string_view reason);
+  OomBurstLimiter oom_limiter_;
 };
 
 }  // namespace gmt

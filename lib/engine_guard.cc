@@ -1,5 +1,6 @@
 // Engine members for guard zones: thin glue between the front ends and the
 // GuardManager, plus the reports of what it finds.
+#include "lib/clock.h"
 #include "lib/engine.h"
 #include "lib/error_reports.h"
 
@@ -78,6 +79,7 @@ void Engine::BeforeLaunch(uint64_t context, uint64_t stream) {
 }
 
 void Engine::AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel) {
+  recent_launches_.Record(kernel, stream, context, NowNs());  // issue 5 item 3
   std::vector<GuardFinding> findings;
   guard_.AfterLaunch(context, stream, kernel, &findings);
   ReportFindings(findings);
@@ -87,15 +89,20 @@ void Engine::OnSynchronized(uint64_t context) {
   std::vector<GuardFinding> findings;
   guard_.OnSynchronized(context, 0, /*device_wide=*/true, &findings);
   ReportFindings(findings);
+  MaybeSampleGrowth();  // issue 7
 }
 
 void Engine::OnStreamSynchronized(uint64_t context, uint64_t stream) {
   std::vector<GuardFinding> findings;
   guard_.OnSynchronized(context, stream, /*device_wide=*/false, &findings);
   ReportFindings(findings);
+  MaybeSampleGrowth();  // issue 7
 }
 
 void Engine::CheckAllZones(absl::string_view reason) {
+  // Issue 5 item 3: after a sticky CUDA error the context is lost; the crash
+  // report says the zones went unchecked.
+  if (ContextLost()) return;
   std::vector<GuardFinding> findings;
   guard_.CheckAll(reason, &findings);
   ReportFindings(findings);

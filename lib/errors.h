@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "lib/oom_record.h"
 #include "lib/registry.h"
 
 namespace gmt {
@@ -25,7 +26,10 @@ namespace gmt {
   X(kApiBounds, "api-bounds", "copy or set past the end of an allocation")     \
   X(kOom, "oom", "allocation failed: out of memory")                           \
   X(kApiMismatch, "api-mismatch",                                              \
-    "memory released by an API that does not match its allocator")
+    "memory released by an API that does not match its allocator")            \
+  /* Issue 5 item 3: a sticky CUDA error (illegal address, ...) */             \
+  X(kCudaError, "cuda-error",                                                  \
+    "a CUDA call returned a sticky error: the context is lost")
 
 enum class ErrorKind : uint8_t {
 #define GMT_ERROR_ENUM(Enum, Name, Meaning) Enum,
@@ -63,6 +67,11 @@ struct ErrorRecord {
   uint64_t kernels_omitted = 0;  // older kernels not listed
   std::string check;
   std::string call;  // api-bounds: the copy/set entry point ("cudaMemcpy")
+  // Suppressions (lib/suppressions.h): the rule that would silence this
+  // error, filled when a report is built.
+  std::string suppression;
+  // Issue 5 (kind oom): the diagnosis (lib/oom_diagnosis.h).
+  std::optional<OomDiagnosis> oom;
 };
 
 }  // namespace gmt

@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "lib/launcher_rank.h"
 #include "lib/log.h"
 
 namespace gmt {
@@ -55,9 +56,11 @@ std::string CheckValue(absl::string_view key, const Options& o) {
   if (key == "report") {
     if (o.report == "none") return "";
     for (absl::string_view part : absl::StrSplit(o.report, ',')) {
-      if (part != "text" && part != "json") {
+      if (part != "text" && part != "json" && part != "html" &&
+          part != "trace" && part != "torch") {
         return absl::StrCat("unknown format '", part,
-                            "' (expected text, json, text,json or none)");
+                            "' (expected a comma-separated list of text, "
+                            "json, html, trace, torch; or none)");
       }
     }
     return "";
@@ -84,8 +87,28 @@ std::string CheckValue(absl::string_view key, const Options& o) {
     return range(o.guard_tail_max, o.guard_tail_min, 1 << 28);
   }
   if (key == "guard_tail_ratio") return range(o.guard_tail_ratio, 1, 1 << 16);
+  // Issue 7: reachability and growth.
+  if (key == "reachability_max_ms") {
+    return range(o.reachability_max_ms, 1, 3600000);
+  }
+  if (key == "reachability_max_bytes") {
+    return range(o.reachability_max_bytes, 1 << 20, int64_t{1} << 44);
+  }
+  if (key == "growth_interval_ms") {
+    return range(o.growth_interval_ms, 1, 3600000);
+  }
+  if (key == "growth_samples") return range(o.growth_samples, 2, 1000);
+  if (key == "growth_min_bytes") {
+    return range(o.growth_min_bytes, 0, int64_t{1} << 44);
+  }
   if (key == "quarantine_bytes") {
     return range(o.quarantine_bytes, 0, int64_t{1} << 40);
+  }
+  // CUPTI (issue 4).
+  if (key == "cupti" || key == "cupti_kernels") {
+    const std::string& v = key == "cupti" ? o.cupti : o.cupti_kernels;
+    if (v == "auto" || v == "on" || v == "off") return "";
+    return absl::StrCat("unknown value '", v, "' (expected auto, on or off)");
   }
   if (key == "guard_skip") {
     if (o.guard_skip.empty()) return "";
@@ -100,6 +123,35 @@ std::string CheckValue(absl::string_view key, const Options& o) {
   }
   if (key == "report_path" && o.report_path.find('\0') != std::string::npos) {
     return "contains a NUL byte";
+  }
+  // Reports to look at (viz).
+  if (key == "timeline_events") {
+    return range(o.timeline_events, 0, int64_t{1} << 26);
+  }
+  auto path = [](const std::string& p) -> std::string {
+    if (p.empty()) return "must not be empty";
+    if (p.find('\0') != std::string::npos) return "contains a NUL byte";
+    return "";
+  };
+  if (key == "html_path") return path(o.html_path);
+  if (key == "trace_path") return path(o.trace_path);
+  if (key == "torch_path") return path(o.torch_path);
+  if (key == "suppressions" &&
+      o.suppressions.find('\0') != std::string::npos) {
+    return "contains a NUL byte";
+  }
+  // Issue 5 item 3: the crash report.
+  if (key == "crash_timeout_s") return range(o.crash_timeout_s, 0, 3600);
+  if (key == "crash_signals") {
+    for (absl::string_view part :
+         absl::StrSplit(o.crash_signals, ',', absl::SkipEmpty())) {
+      if (part != "SEGV" && part != "BUS" && part != "ABRT" &&
+          part != "FPE" && part != "ILL") {
+        return absl::StrCat("unknown signal '", part,
+                            "' (expected SEGV, BUS, ABRT, FPE, ILL)");
+      }
+    }
+    return "";
   }
   return "";
 }
@@ -116,6 +168,14 @@ bool Options::report_text() const {
 bool Options::report_json() const {
   for (absl::string_view part : absl::StrSplit(report, ',')) {
     if (part == "json") return true;
+  }
+  return false;
+}
+
+// Reports to look at (viz).
+bool Options::report_format(absl::string_view format) const {
+  for (absl::string_view part : absl::StrSplit(report, ',')) {
+    if (part == format) return true;
   }
   return false;
 }
@@ -194,6 +254,12 @@ std::string ExpandPath(absl::string_view pattern, int pid) {
       char c = pattern[i + 1];
       if (c == 'p') {
         absl::StrAppend(&out, pid);
+        ++i;
+        continue;
+      }
+      // Multi-process jobs (lib/launcher_rank.h): one report per rank/host.
+      if (c == 'r' || c == 'h') {
+        absl::StrAppend(&out, c == 'r' ? LauncherRank() : HostNameForPath());
         ++i;
         continue;
       }

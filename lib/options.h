@@ -24,6 +24,8 @@ struct Options {
   // Derived from `report`.
   bool report_text() const;
   bool report_json() const;
+  // Whether `format` ("html", "trace", "torch", ...) is one of `report`'s.
+  bool report_format(absl::string_view format) const;
 };
 
 struct ParseResult {
@@ -39,7 +41,9 @@ ParseResult ParseOptions(absl::string_view text);
 // "key  default  description" lines for every option, for help output.
 std::string OptionsHelp();
 
-// Expands %p (pid) and %% in a report path.
+// Expands %p (pid), %r (rank from the job launcher's environment, "0" when
+// none; lib/launcher_rank.h), %h (host name) and %% in a report path. Any
+// other '%' is kept as is.
 std::string ExpandPath(absl::string_view pattern, int pid);
 
 // The process-wide options, parsed from the environment on first use.

@@ -38,6 +38,8 @@ struct AllocationRecord {
   int64_t time_ns = 0;   // monotonic
   StackId stack = kNoStack;
   uint32_t thread = 0;  // CurrentThreadIndex() of the allocating thread
+  // The NVTX range path open on that thread (lib/nvtx_ranges.h), or 0.
+  uint32_t nvtx_range = 0;
   int32_t device = kHostDevice;
   Api api = Api::kUnknown;
   MemoryKind kind = MemoryKind::kDevice;

@@ -5,11 +5,13 @@
 #define GMT_LIB_REPORT_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "lib/errors.h"
+#include "lib/health.h"
 #include "lib/symbolizer.h"
 
 namespace gmt {
@@ -42,6 +44,9 @@ struct ReportData {
     uint64_t leaks = 0;  // leaked blocks
     uint64_t leaked_bytes = 0;
     uint64_t untracked_frees = 0;  // frees CUDA accepted of blocks we never saw
+    // Removed by suppressions (lib/suppressions.h): errors, leaked blocks.
+    uint64_t suppressed_errors = 0;
+    uint64_t suppressed_leaks = 0;
   } summary;
 
   // One entry per (call site, API, device, how it ended).
@@ -54,9 +59,53 @@ struct ReportData {
     uint64_t count = 0;
     uint64_t address = 0;     // one example block
     std::string released_by;  // "" or the teardown call that released it
+    std::string suppression;  // the rule that would silence it
+    // Issue 7, reachability at exit: "lost" (definitely lost), "reachable"
+    // (still reachable), "unknown" (the scan hit its bound first); "" when not
+    // analysed. A call site with blocks in several states has one entry each.
+    std::string state;
+    // For "reachable": what points at its example block, e.g. "globals of
+    // libfoo.so (word at 0x...)" or "stack of another thread [...]".
+    std::string reachable_via;
+    // Issue 6: the NVTX range path its blocks were allocated in ("" none). A
+    // call site used in several ranges has one entry each.
+    std::string nvtx_range;
   };
   std::vector<Leak> leaks;  // largest first
   bool leak_check = true;
+
+  // Issue 7: the reachability scan at exit (lib/reachability_linux.h).
+  struct Reachability {
+    bool ran = false;
+    double ms = 0;  // the scan's own wall time
+    uint64_t bytes_scanned = 0;
+    uint64_t roots = 0;        // root ranges (module data, thread stacks)
+    uint64_t heap_chunks = 0;  // heap objects followed
+    uint64_t modules = 0;
+    uint64_t modules_excluded = 0;  // CUDA libraries and the tool
+    uint64_t threads = 0;
+    uint64_t threads_excluded = 0;  // CUDA / tool helper threads
+    uint64_t threads_unknown = 0;   // running: stack not scanned
+    bool truncated = false;         // a bound was hit
+    uint64_t lost_bytes = 0;
+    uint64_t reachable_bytes = 0;
+    uint64_t unknown_bytes = 0;
+    uint64_t lost_blocks = 0;
+    uint64_t reachable_blocks = 0;
+    uint64_t unknown_blocks = 0;
+  } reachability;
+
+  // Issue 7: call sites whose live bytes kept rising (lib/growth.h).
+  struct Growth {
+    StackId stack = kNoStack;
+    uint32_t rises = 0;
+    uint64_t first_bytes = 0;
+    uint64_t last_bytes = 0;
+    double first_s = 0;  // seconds since the tool started
+    double last_s = 0;
+  };
+  std::vector<Growth> growth;
+  uint64_t growth_samples = 0;
 
   std::vector<ErrorRecord> errors;
   uint64_t errors_dropped = 0;
@@ -76,8 +125,120 @@ struct ReportData {
     uint64_t evicted = 0;
   } guard;
 
+  // Suppressions: every rule loaded and how many errors and leak call sites
+  // it silenced in this report (lib/suppressions.h).
+  struct SuppressionUse {
+    std::string rule;
+    std::string file;
+    int line = 0;
+    uint64_t hits = 0;
+  };
+  std::vector<SuppressionUse> suppressions;
+
+  // Issue 5: GPU health through NVML, read when the report is built
+  // (lib/health.h); health_read is false with health=0.
+  bool health_read = false;
+  HealthReading health;
+
+  // Issue 6: allocations grouped by the NVTX range open on the allocating
+  // thread (lib/nvtx_ranges.h); empty when the program used no NVTX range.
+  struct NvtxRange {
+    std::string name;  // "outer/inner"
+    uint64_t allocations = 0;
+    uint64_t bytes = 0;  // allocated inside the range, in all
+    uint64_t live_blocks = 0;  // still allocated when the report was made
+    uint64_t live_bytes = 0;
+  };
+  std::vector<NvtxRange> nvtx_ranges;  // largest live_bytes, then bytes, first
+
   StackTable stacks;  // every stack id referenced above, symbolized
   std::vector<std::string> notes;
+
+  // Memory over time (lib/timeline.h), for the trace, PyTorch snapshot and
+  // HTML writers. Times are nanoseconds since the tool started.
+  struct Timeline {
+    // Events were recorded (false: timeline_events=0, or a report re-read
+    // from JSON, which keeps only `series`).
+    bool recorded = false;
+    uint64_t capacity = 0;         // events the ring keeps
+    uint64_t recorded_events = 0;  // events ever recorded
+    uint64_t dropped = 0;          // the oldest, not in `events`
+    struct Event {
+      int64_t time_ns = 0;
+      uint64_t address = 0;
+      uint64_t bytes = 0;
+      uint64_t stream = 0;
+      uint64_t live_bytes = 0;  // the device's bytes in use after the event
+      StackId stack = kNoStack;
+      uint32_t thread = 0;
+      int device = -1;  // -1: pinned host memory
+      Api api = Api::kUnknown;  // the allocating API, for frees too
+      bool free = false;
+    };
+    std::vector<Event> events;  // oldest first
+    // Bytes in use per device (-1: pinned host), downsampled for plots
+    // (peaks kept), oldest first.
+    struct Point {
+      int64_t time_ns = 0;
+      uint64_t live_bytes = 0;
+    };
+    std::map<int, std::vector<Point>> series;
+    // Blocks live when the report was taken (the PyTorch snapshot's
+    // segments).
+    struct Block {
+      uint64_t address = 0;
+      uint64_t bytes = 0;
+      uint64_t stream = 0;
+      int64_t time_ns = 0;
+      StackId stack = kNoStack;
+      int device = -1;
+      Api api = Api::kUnknown;
+    };
+    std::vector<Block> live;
+  } timeline;
+
+  // Issue 5 item 3: the crash report (lib/engine_crash.cc). Present in every
+  // report taken after a fatal signal or the first sticky CUDA error.
+  struct Crash {
+    bool present = false;
+    std::string kind;  // "signal" or "cuda-error"
+    // kind "signal": the signal, its si_code, the faulting address.
+    int signal = 0;
+    std::string signal_name;  // "SIGSEGV"
+    int code = 0;
+    std::string code_name;  // "SEGV_MAPERR"; "" when not a named code
+    uint64_t fault_address = 0;
+    bool has_fault_address = false;  // SIGSEGV, SIGBUS, SIGFPE, SIGILL
+    int thread = 0;                  // kernel thread id of the crashing thread
+    // The tracked host-visible block (managed, pinned, registered) the fault
+    // address lies in or near (within kNearBytes), if any.
+    bool has_fault_block = false;
+    AllocationRecord fault_block;
+    int64_t fault_offset = 0;  // fault_address - fault_block.address
+    // kind "cuda-error": the call, the CUDA code and its name.
+    std::string call;
+    int cuda_result = 0;
+    std::string cuda_result_name;
+    // The newest kernel launches the tool saw (any context), oldest first.
+    struct Launch {
+      std::string name;
+      uint64_t stream = 0;
+      uint64_t context = 0;
+      double time_s = 0;  // since the tool started
+    };
+    std::vector<Launch> recent_kernels;
+    uint64_t launches_seen = 0;  // every launch since start
+    std::string recent_kernels_note;  // why the list may be empty
+    // Live blocks at the crash (the largest kMaxListed), and their totals.
+    std::vector<AllocationRecord> live;
+    uint64_t live_blocks = 0;
+    uint64_t live_bytes = 0;
+    // Device health at the crash, or why it was not read.
+    std::string health_status;
+    // Parts of the report left out, and why (a lock held by the crashing
+    // thread, no engine, ...).
+    std::vector<std::string> skipped;
+  } crash;
 };
 
 // The human report (what goes to stderr by default). `max_leaks` 0 lists all.
@@ -95,6 +256,18 @@ std::string RenderJson(const ReportData& data);
 
 // "4.0 KiB", "1.5 GiB", "512 B".
 std::string HumanBytes(uint64_t bytes);
+
+// ---- Reports to look at (viz). Pure functions of `data`; each works without
+// timeline events too (a report re-read from JSON), using what `data` has.
+// Chrome trace event JSON (Perfetto, chrome://tracing): a process per device,
+// a counter of bytes in use, allocation lifetimes grouped by API.
+std::string RenderChromeTrace(const ReportData& data);
+// The pickle that torch.cuda.memory._dump_snapshot() writes (segments and
+// device_traces), for torch.cuda._memory_viz and pytorch.org/memory_viz.
+std::string RenderTorchSnapshot(const ReportData& data);
+// One self-contained HTML page (no network): memory plot per device, top call
+// sites, leaks and errors with stacks.
+std::string RenderHtml(const ReportData& data);
 
 }  // namespace gmt
 

@@ -4,7 +4,9 @@
 
 #include "absl/strings/str_format.h"
 #include "lib/clock.h"
+#include "lib/health_report.h"
 #include "lib/report.h"
+#include "lib/report_crash.h"
 
 namespace gmt {
 namespace {
@@ -66,6 +68,9 @@ std::string RenderJson(const ReportData& data) {
   out["devices"] = json::array();
   for (const ReportData::Device& d : data.devices) {
     out["devices"].push_back(DeviceJson(d));
+    // Issue 5: NVML health of the device (lib/health_report.h).
+    out["devices"].back()["health"] =
+        ReportDeviceHealthJson(data.health_read, data.health, d.index);
   }
   out["host"] = {{"peak_bytes", data.host.peak_bytes},
                  {"live_bytes", data.host.live_bytes},
@@ -79,6 +84,9 @@ std::string RenderJson(const ReportData& data) {
                     {"leaked_bytes", data.summary.leaked_bytes},
                     {"leak_sites", data.leaks.size()},
                     {"untracked_frees", data.summary.untracked_frees}};
+  // Suppressions (lib/suppressions.h): what the rules removed.
+  out["summary"]["suppressed_errors"] = data.summary.suppressed_errors;
+  out["summary"]["suppressed_leaks"] = data.summary.suppressed_leaks;
   out["leak_check"] = data.leak_check;
   out["leaks"] = json::array();
   for (const ReportData::Leak& leak : data.leaks) {
@@ -90,6 +98,10 @@ std::string RenderJson(const ReportData& data) {
               {"device", leak.device},
               {"stack", StackJson(leak.stack, data.stacks)}};
     if (!leak.released_by.empty()) j["released_by"] = leak.released_by;
+    if (!leak.suppression.empty()) j["suppression"] = leak.suppression;
+    if (!leak.state.empty()) j["state"] = leak.state;  // issue 7
+    if (!leak.reachable_via.empty()) j["reachable_via"] = leak.reachable_via;
+    if (!leak.nvtx_range.empty()) j["nvtx_range"] = leak.nvtx_range;
     out["leaks"].push_back(std::move(j));
   }
   out["errors"] = json::array();
@@ -114,8 +126,38 @@ std::string RenderJson(const ReportData& data) {
     }
     if (!e.check.empty()) j["check"] = e.check;
     if (!e.call.empty()) j["call"] = e.call;
+    if (!e.suppression.empty()) j["suppression"] = e.suppression;
     if (e.allocation)
       j["allocation"] = AllocationJson(*e.allocation, data.stacks);
+    if (e.oom) {  // issue 5: the out-of-memory diagnosis
+      const OomDiagnosis& o = *e.oom;
+      j["requested"] = o.requested;
+      j["device"] = o.device;
+      j["device_free"] = o.device_free ? json(*o.device_free) : json(nullptr);
+      j["device_total"] = o.device_total ? json(*o.device_total) : json(nullptr);
+      j["meminfo_status"] = o.meminfo_status;
+      j["process_bytes"] = o.process_bytes;
+      j["process_blocks"] = o.process_blocks;
+      json holders = json::array();
+      for (const OomDiagnosis::Holder& h : o.holders) {
+        holders.push_back({{"bytes", h.bytes},
+                           {"count", h.count},
+                           {"api", std::string(ApiName(h.api))},
+                           {"stack", StackJson(h.stack, data.stacks)}});
+      }
+      j["holders"] = std::move(holders);
+      j["holders_omitted"] = o.holders_omitted;
+      json others = json::array();
+      for (const OomDiagnosis::OtherProcess& p : o.other_processes) {
+        others.push_back({{"pid", p.pid},
+                          {"name", p.name},
+                          {"bytes", p.bytes ? json(*p.bytes) : json(nullptr)}});
+      }
+      j["other_processes"] = std::move(others);
+      j["other_processes_status"] = o.other_processes_status;
+      j["reading"] = o.reading;
+      j["unreported_previous_burst"] = o.earlier_in_burst;
+    }
     if (e.previous_free) {
       j["first_free"] = {
           {"api", std::string(ApiName(e.previous_free->free_api))},
@@ -125,6 +167,11 @@ std::string RenderJson(const ReportData& data) {
     out["errors"].push_back(std::move(j));
   }
   out["errors_dropped"] = data.errors_dropped;
+  out["suppressions"] = json::array();
+  for (const ReportData::SuppressionUse& s : data.suppressions) {
+    out["suppressions"].push_back(
+        {{"rule", s.rule}, {"file", s.file}, {"line", s.line}, {"hits", s.hits}});
+  }
   out["guard"] = {{"enabled", data.guard.enabled},
                   {"check", data.guard.check},
                   {"guarded", data.guard.guarded},
@@ -136,6 +183,68 @@ std::string RenderJson(const ReportData& data) {
                   {"bytes_checked", data.guard.bytes_checked},
                   {"quarantine_bytes", data.guard.quarantine_bytes},
                   {"evicted", data.guard.evicted}};
+  // Memory over time (viz): compact, bounded (a few thousand points per
+  // device), so `gpumemtrace report FILE.json --format html` still plots it.
+  if (data.timeline.recorded || !data.timeline.series.empty()) {
+    json series = json::object();
+    for (const auto& [device, points] : data.timeline.series) {
+      json p = json::array();
+      for (const auto& point : points) {
+        p.push_back({point.time_ns, point.live_bytes});
+      }
+      series[std::to_string(device)] = std::move(p);
+    }
+    out["timeline"] = {{"events_recorded", data.timeline.recorded_events},
+                       {"events_dropped", data.timeline.dropped},
+                       {"capacity", data.timeline.capacity},
+                       {"series", std::move(series)}};
+  }
+  // Issue 7: the reachability scan at exit and the call sites that kept
+  // growing while the program ran.
+  const ReportData::Reachability& r = data.reachability;
+  out["reachability"] = {{"ran", r.ran},
+                         {"ms", r.ms},
+                         {"bytes_scanned", r.bytes_scanned},
+                         {"roots", r.roots},
+                         {"heap_chunks", r.heap_chunks},
+                         {"modules", r.modules},
+                         {"modules_excluded", r.modules_excluded},
+                         {"threads", r.threads},
+                         {"threads_excluded", r.threads_excluded},
+                         {"threads_unknown", r.threads_unknown},
+                         {"truncated", r.truncated},
+                         {"lost_bytes", r.lost_bytes},
+                         {"lost_blocks", r.lost_blocks},
+                         {"reachable_bytes", r.reachable_bytes},
+                         {"reachable_blocks", r.reachable_blocks},
+                         {"unknown_bytes", r.unknown_bytes},
+                         {"unknown_blocks", r.unknown_blocks}};
+  out["growth_samples"] = data.growth_samples;
+  out["growth"] = json::array();
+  for (const ReportData::Growth& g : data.growth) {
+    out["growth"].push_back({{"stack_id", g.stack},
+                             {"rises", g.rises},
+                             {"first_bytes", g.first_bytes},
+                             {"last_bytes", g.last_bytes},
+                             {"first_s", g.first_s},
+                             {"last_s", g.last_s},
+                             {"stack", StackJson(g.stack, data.stacks)}});
+  }
+  // Issue 5: the whole NVML reading (versions, warnings, Xid events).
+  if (data.health_read) out["health"] = HealthReadingJson(data.health);
+  // Issue 5 item 3: the crash report.
+  if (data.crash.present) out["crash"] = CrashJson(data);
+  // Issue 6: allocations by NVTX range (only when the program used NVTX).
+  if (!data.nvtx_ranges.empty()) {
+    json& ranges = out["nvtx_ranges"] = json::array();
+    for (const ReportData::NvtxRange& r : data.nvtx_ranges) {
+      ranges.push_back(json{{"range", r.name},
+                            {"allocations", r.allocations},
+                            {"bytes", r.bytes},
+                            {"live_blocks", r.live_blocks},
+                            {"live_bytes", r.live_bytes}});
+    }
+  }
   out["notes"] = data.notes;
   // Invalid UTF-8 (odd symbol names, argv) is replaced rather than thrown on:
   // the report must never be lost to an encoding error.

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 
@@ -30,6 +31,47 @@ bool WriteAll(int fd, absl::string_view contents) {
 }
 
 }  // namespace
+
+// ---- Reports to look at (viz): html, trace, torch. Each has its own path
+// option; report_path is the text/JSON one only. A file that cannot be
+// written goes to $TMPDIR (or /tmp) under the same name, with a warning:
+// these are too big (or binary) for stderr.
+void WriteVizOutputs(const ReportData& data, const Options& options) {
+  struct Format {
+    const char* name;
+    const std::string& pattern;
+    std::string (*render)(const ReportData&);
+  };
+  const Format formats[] = {
+      {"html", options.html_path, &RenderHtml},
+      {"trace", options.trace_path, &RenderChromeTrace},
+      {"torch", options.torch_path, &RenderTorchSnapshot},
+  };
+  for (const Format& f : formats) {
+    if (!options.report_format(f.name)) continue;
+    const std::string rendered = f.render(data);
+    std::string path = ExpandPath(f.pattern, data.pid);
+    std::string error;
+    if (WriteFileAtomically(path, rendered, &error)) {
+      LogNote(0, "%s report written to %s", f.name, path.c_str());
+      continue;
+    }
+    const char* tmp = std::getenv("TMPDIR");
+    const size_t slash = path.rfind('/');
+    std::string fallback =
+        absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/",
+                     slash == std::string::npos ? path : path.substr(slash + 1));
+    std::string fallback_error;
+    if (fallback != path &&
+        WriteFileAtomically(fallback, rendered, &fallback_error)) {
+      LogError("%s; %s report written to %s instead", error.c_str(), f.name,
+               fallback.c_str());
+    } else {
+      LogError("%s; the %s report is lost (the other formats are not)",
+               error.c_str(), f.name);
+    }
+  }
+}
 
 bool WriteFileAtomically(const std::string& path, absl::string_view contents,
                          std::string* error) {
@@ -100,6 +142,7 @@ void WriteReportOutputs(const ReportData& data, const Options& options) {
       WriteStderr(rendered.data(), rendered.size());
     }
   }
+  WriteVizOutputs(data, options);  // html, trace, torch (viz)
 }
 
 }  // namespace gmt

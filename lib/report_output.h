@@ -18,6 +18,11 @@ namespace gmt {
 // `options.report_path` says.
 void WriteReportOutputs(const ReportData& data, const Options& options);
 
+// The html, trace and torch reports `options.report` names, each to its own
+// path option (html_path, trace_path, torch_path). Called by
+// WriteReportOutputs.
+void WriteVizOutputs(const ReportData& data, const Options& options);
+
 // Writes `contents` to `path` atomically (temp file + rename). On failure
 // returns false and sets `error` to a sentence naming the path and the reason.
 bool WriteFileAtomically(const std::string& path, absl::string_view contents,

@@ -5,9 +5,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "lib/clock.h"
+#include "lib/health_report.h"
 #include "lib/report.h"
+#include "lib/report_crash.h"
 
 namespace gmt {
 namespace {
@@ -90,6 +93,24 @@ void PrintError(TextOut& out, const ErrorRecord& e, const StackTable& stacks) {
              ThreadLabel(e.previous_free->free_thread));
     PrintStack(out, e.previous_free->free_stack, stacks);
   }
+  if (e.oom) {  // issue 5: who holds the card, largest first
+    const OomDiagnosis& o = *e.oom;
+    for (size_t i = 0; i < o.holders.size(); ++i) {
+      const OomDiagnosis::Holder& h = o.holders[i];
+      out.Line("  holder #%d: %s in %d %s block%s, allocated here:", i + 1,
+               HumanBytes(h.bytes), h.count, ApiName(h.api),
+               h.count == 1 ? "" : "s");
+      PrintStack(out, h.stack, stacks);
+    }
+    if (o.holders_omitted > 0) {
+      out.Line("  ... and %d smaller call sites", o.holders_omitted);
+    }
+    for (const OomDiagnosis::OtherProcess& p : o.other_processes) {
+      out.Line("  other process: pid %d %s: %s", p.pid,
+               p.name.empty() ? "?" : p.name,
+               p.bytes ? HumanBytes(*p.bytes) : std::string("amount hidden"));
+    }
+  }
   if (e.allocation) {
     const AllocationRecord& a = *e.allocation;
     out.Line(
@@ -98,6 +119,7 @@ void PrintError(TextOut& out, const ErrorRecord& e, const StackTable& stacks) {
         ThreadLabel(a.thread));
     PrintStack(out, a.stack, stacks);
   }
+  if (!e.suppression.empty()) out.Line("  to suppress: %s", e.suppression);
 }
 
 }  // namespace
@@ -147,6 +169,18 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
     out.Line("no CUDA allocations were seen");
   }
   for (const std::string& note : data.notes) out.Line("note: %s", note);
+  // Issue 5: GPU health (NVML): status per device, warnings, Xid events.
+  for (absl::string_view line : absl::StrSplit(
+           ReportHealthText(data.health_read && !data.devices.empty(),
+                            data.health), '\n',
+           absl::SkipEmpty())) {
+    out.Line("%s", line);
+  }
+  // Issue 5 item 3: the crash report.
+  if (data.crash.present) {
+    out.Blank();
+    for (const std::string& line : CrashTextLines(data)) out.Line("%s", line);
+  }
 
   if (!data.errors.empty()) {
     out.Blank();
@@ -169,6 +203,21 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
     out.Line("LEAKS: %d blocks, %s, from %d call sites (largest first)",
              data.summary.leaks, HumanBytes(data.summary.leaked_bytes),
              data.leaks.size());
+    // Issue 7: what the reachability scan made of them, and its cost.
+    const ReportData::Reachability& r = data.reachability;
+    if (r.ran) {
+      out.Line(
+          "reachability: definitely lost %s in %d blocks, still reachable %s "
+          "in %d blocks%s (scan: %.1f ms, %s read, %d heap objects%s)",
+          HumanBytes(r.lost_bytes), r.lost_blocks,
+          HumanBytes(r.reachable_bytes), r.reachable_blocks,
+          r.unknown_blocks > 0
+              ? absl::StrFormat(", unknown %s in %d blocks",
+                                HumanBytes(r.unknown_bytes), r.unknown_blocks)
+              : std::string(),
+          r.ms, HumanBytes(r.bytes_scanned), r.heap_chunks,
+          r.truncated ? ", truncated" : "");
+    }
     int64_t shown = 0;
     for (const ReportData::Leak& leak : data.leaks) {
       if (max_leaks > 0 && shown == max_leaks) {
@@ -181,11 +230,52 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
                                  ? ""
                                  : absl::StrCat(", never freed (released by ",
                                                 leak.released_by, ")");
-      out.Line("LEAK: %s in %d block%s from %s (%s) on %s%s, allocated here:",
+      // Issue 7: the reachability verdict, where there is one.
+      std::string state;
+      if (leak.state == "lost") state = " [definitely lost]";
+      if (leak.state == "reachable") state = " [still reachable]";
+      if (leak.state == "unknown") state = " [reachability unknown]";
+      out.Line("LEAK: %s in %d block%s from %s (%s) on %s%s%s, allocated here:",
                HumanBytes(leak.bytes), leak.count, leak.count == 1 ? "" : "s",
                ApiName(leak.api), MemoryKindName(leak.kind),
-               DeviceLabel(leak.device), released);
+               DeviceLabel(leak.device), released, state);
+      if (!leak.reachable_via.empty()) {  // issue 7: why it counts
+        out.Line("  reachable via %s", leak.reachable_via);
+      }
+      if (!leak.nvtx_range.empty()) {  // issue 6
+        out.Line("  in NVTX range %s", leak.nvtx_range);
+      }
       PrintStack(out, leak.stack, data.stacks);
+      if (!leak.suppression.empty()) {
+        out.Line("  to suppress: %s", leak.suppression);
+      }
+    }
+  }
+
+  // Issue 6: memory by NVTX range (the ranges open when it was allocated).
+  if (!data.nvtx_ranges.empty()) {
+    out.Blank();
+    out.Line("BY NVTX RANGE: allocated in all / still live");
+    for (const ReportData::NvtxRange& r : data.nvtx_ranges) {
+      out.Line("  %s: %d allocation%s, %s; live %s in %d block%s", r.name,
+               r.allocations, r.allocations == 1 ? "" : "s",
+               HumanBytes(r.bytes), HumanBytes(r.live_bytes), r.live_blocks,
+               r.live_blocks == 1 ? "" : "s");
+    }
+  }
+
+  // Issue 7: call sites that kept growing while the program ran.
+  if (!data.growth.empty()) {
+    out.Blank();
+    out.Line("GROWTH: %d call site%s kept growing (suspected leaks; %d samples)",
+             data.growth.size(), data.growth.size() == 1 ? "" : "s",
+             data.growth_samples);
+    for (const ReportData::Growth& g : data.growth) {
+      out.Line("GROWTH: %s -> %s, rose %d times in a row over %.1fs (%.1fs to "
+               "%.1fs), allocated here:",
+               HumanBytes(g.first_bytes), HumanBytes(g.last_bytes), g.rises,
+               g.last_s - g.first_s, g.first_s, g.last_s);
+      PrintStack(out, g.stack, data.stacks);
     }
   }
 
@@ -203,8 +293,18 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
                             data.summary.leaks == 1 ? "" : "s",
                             HumanBytes(data.summary.leaked_bytes))
           : std::string("leak check off");
-  out.Line("SUMMARY: %d error%s%s, %s", data.summary.errors,
-           data.summary.errors == 1 ? "" : "s", kinds, leaks);
+  // Suppressions (lib/suppressions.h): say what the rules hid.
+  std::string suppressed;
+  if (data.summary.suppressed_errors > 0 || data.summary.suppressed_leaks > 0) {
+    suppressed = absl::StrFormat(
+        "; suppressed: %d error%s, %d leaked block%s",
+        data.summary.suppressed_errors,
+        data.summary.suppressed_errors == 1 ? "" : "s",
+        data.summary.suppressed_leaks,
+        data.summary.suppressed_leaks == 1 ? "" : "s");
+  }
+  out.Line("SUMMARY: %d error%s%s, %s%s", data.summary.errors,
+           data.summary.errors == 1 ? "" : "s", kinds, leaks, suppressed);
   return out.Take();
 }
 

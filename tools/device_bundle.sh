@@ -17,7 +17,7 @@
 #               Ubuntu 24.04 + CUDA 13 image lacks (Debian's Abseil,
 #               libbenchmark, GoogleTest, libdw.so.1 + libelf.so.1, ...)
 #   bin/        the gpumemtrace launcher, if the build has one
-#   examples/   the example programs and pytorch_train.py
+#   examples/   the example programs and the Python examples (examples/*.py)
 #   tests/      tests/gpu/gpu_tests.py
 #   bench/      benchmark executables from build-release/benchmarks and the
 #               scripts in benchmarks/gpu/
@@ -86,7 +86,8 @@ for f in "$BUILD"/examples/*; do
     n_examples=$((n_examples + 1))
   fi
 done
-cp examples/pytorch_train.py "$BUNDLE/examples/"
+cp examples/*.py "$BUNDLE/examples/"
+cp examples/pytorch_profile.py "$BUNDLE/examples/"  # issue 4
 log "examples: $n_examples programs"
 
 cp tests/gpu/gpu_tests.py tests/gpu/gpu_cases_*.py "$BUNDLE/tests/" 2>/dev/null || cp tests/gpu/gpu_tests.py "$BUNDLE/tests/"

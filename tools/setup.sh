@@ -29,6 +29,21 @@ if ((${#missing[@]})); then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# viz: the HTML report is checked in headless Chromium. Optional: where it
+# cannot be installed, that one test is skipped (exit 77), nothing else.
+if ! command -v chromium >/dev/null 2>&1 &&
+   ! dpkg-query -W -f='${Status}' chromium 2>/dev/null | grep -q "install ok installed"; then
+  echo "setup: installing chromium (HTML report test)"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  if ! { $SUDO apt-get update -qq &&
+         $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null; }; then
+    echo "setup: warning: chromium could not be installed; the HTML report's" \
+         "browser test will be skipped" >&2
+  fi
+fi
+
 if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   echo "setup: warning: no CUDA toolkit found (nvcc); the library needs its" \
        "headers (/usr/local/cuda/include) to build" >&2

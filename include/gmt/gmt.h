@@ -193,8 +193,36 @@ GMT_API size_t gmt_live_bytes(int device);
 // 1 when the tracer is active.
 GMT_API int gmt_active(void);
 
+// ---- Growth (issue 7): call sites whose live bytes keep rising ----
+// With GMT_OPTIONS growth=1 (the default) the tracer samples each call site's
+// live bytes at synchronizing calls (at most every growth_interval_ms) and
+// flags a site whose bytes rose at each of the last growth_samples samples (by
+// growth_min_bytes at least): a suspected leak, told once per site while the
+// program runs, as a line on stderr and through this callback.
+typedef struct gmt_growth_event {
+  const char* site;      // innermost frame, "function file:line (module)";
+                         // valid only during the call
+  uint64_t stack_id;     // the call site's id (the report's growth[].stack_id)
+  uint64_t first_bytes;  // live bytes at the start of the rising run
+  uint64_t last_bytes;   // live bytes now
+  uint32_t rises;        // rising samples in a row
+  double seconds;        // from the first to the last of them
+} gmt_growth_event;
+typedef void (*gmt_growth_callback)(const gmt_growth_event* event, void* user);
+// Registers `callback` (NULL: none), replacing the previous one. It runs on
+// the thread whose synchronizing CUDA call took the sample, inside that call:
+// keep it short; CUDA calls made from it are not traced.
+GMT_API void gmt_set_growth_callback(gmt_growth_callback callback, void* user);
+
 #ifdef __cplusplus
 }  // extern "C"
+#endif
+
+#ifdef __cplusplus
+namespace gmt {
+// C++ twin of gmt_set_growth_callback() (check Available() first).
+GMT_API void set_growth_callback(gmt_growth_callback callback, void* user);
+}  // namespace gmt
 #endif
 
 #endif  // GMT_GMT_H_

@@ -5,7 +5,9 @@
 #include <set>
 #include <vector>
 
+#include "tests/fake_cuda/fake_cupti_emit.h"
 #include "tests/fake_cuda/fake_driver.h"
+#include "tests/fake_cuda/fake_sticky_error.h"
 
 namespace fake_cuda {
 namespace {
@@ -55,6 +57,7 @@ using fake_cuda::kDeviceCount;
 FAKE_CU_API(cuInit, (unsigned int flags)) {
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   fake_cuda::g_initialized.store(true, std::memory_order_release);
+  fake_cuda::LoadInjectionOnce();  // CUDA_INJECTION64_PATH (issue 4)
   return CUDA_SUCCESS;
 }
 
@@ -164,21 +167,25 @@ FAKE_CU_API(cuCtxGetDevice_v2, (CUdevice * device, CUcontext ctx)) {
   return CUDA_SUCCESS;
 }
 
+// A planted fault (fake_sticky_error.h) is returned by every synchronizing
+// call after it.
 FAKE_CU_API(cuCtxSynchronize, ()) {
   Context* ctx = nullptr;
-  return fake_cuda::RequireContext(&ctx);
+  if (CUresult r = fake_cuda::RequireContext(&ctx); r != CUDA_SUCCESS) return r;
+  return fake_cuda::StickyError();
 }
 
 FAKE_CU_API(cuCtxSynchronize_v2, (CUcontext ctx)) {
   if (ctx == nullptr) return Fake_cuCtxSynchronize();
   if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-  return fake_cuda::IsLiveContext(ctx) ? CUDA_SUCCESS
-                                       : CUDA_ERROR_INVALID_CONTEXT;
+  if (!fake_cuda::IsLiveContext(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  return fake_cuda::StickyError();
 }
 
 FAKE_CU_API(cuStreamSynchronize, (CUstream /*stream*/)) {
   Context* ctx = nullptr;
-  return fake_cuda::RequireContext(&ctx);
+  if (CUresult r = fake_cuda::RequireContext(&ctx); r != CUDA_SUCCESS) return r;
+  return fake_cuda::StickyError();
 }
 
 FAKE_CU_API(cuDevicePrimaryCtxRetain, (CUcontext * pctx, CUdevice dev)) {

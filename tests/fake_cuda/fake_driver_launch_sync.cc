@@ -17,6 +17,7 @@
 // Defined weak (fake_weak.h): where another file of the double defines the
 // same entry point, that one is kept.
 #include "tests/fake_cuda/fake_driver.h"
+#include "tests/fake_cuda/fake_sticky_error.h"
 #include "tests/fake_cuda/fake_weak.h"
 
 namespace {
@@ -26,11 +27,14 @@ CUresult CheckLaunch(const void* f, unsigned int gx, unsigned int gy,
                      unsigned int bz, CUstream stream) {
   fake_cuda::Context* ctx = nullptr;
   if (CUresult r = fake_cuda::RequireContext(&ctx); r != CUDA_SUCCESS) return r;
+  // A planted fault (fake_sticky_error.h) fails every later launch.
+  if (CUresult r = fake_cuda::StickyError(); r != CUDA_SUCCESS) return r;
   if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   if (!fake_cuda::IsValidStream(stream)) return CUDA_ERROR_INVALID_HANDLE;
   if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+  fake_cuda::NoteLaunchForStickyError(f);
   return CUDA_SUCCESS;
 }
 
@@ -132,6 +136,7 @@ FAKE_CU_API_WEAK(cuKernelGetName, (const char** name, CUkernel k)) {
 FAKE_CU_API_WEAK(cuStreamSynchronize_ptsz, (CUstream stream)) {
   fake_cuda::Context* ctx = nullptr;
   if (CUresult r = fake_cuda::RequireContext(&ctx); r != CUDA_SUCCESS) return r;
+  if (CUresult r = fake_cuda::StickyError(); r != CUDA_SUCCESS) return r;
   return fake_cuda::IsValidStream(stream) ? CUDA_SUCCESS
                                           : CUDA_ERROR_INVALID_HANDLE;
 }

@@ -12,6 +12,9 @@
 #include <mutex>
 #include <vector>
 
+#include <cupti_driver_cbid.h>
+
+#include "tests/fake_cuda/fake_cupti_emit.h"
 #include "tests/fake_cuda/fake_driver.h"
 
 namespace fake_cuda {
@@ -230,7 +233,13 @@ using fake_cuda::Kind;
 // ---- Device and managed memory ----------------------------------------------
 
 FAKE_CU_API(cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytes)) {
-  return fake_cuda::AllocDevice(dptr, bytes, Kind::kDevice);
+  const struct {
+    CUdeviceptr* dptr;
+    size_t bytes;
+  } params{dptr, bytes};
+  return fake_cuda::WithCuptiCallbacks(
+      CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2", &params, nullptr,
+      [&] { return fake_cuda::AllocDevice(dptr, bytes, Kind::kDevice); });
 }
 
 // pitch = round_up(width, 512); the block is pitch * height bytes.
@@ -258,7 +267,9 @@ FAKE_CU_API(cuMemAllocManaged,
 }
 
 FAKE_CU_API(cuMemFree_v2, (CUdeviceptr dptr)) {
-  return fake_cuda::FreeDevice(dptr);
+  return fake_cuda::WithCuptiCallbacks(
+      CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, "cuMemFree_v2", &dptr, nullptr,
+      [&] { return fake_cuda::FreeDevice(dptr); });
 }
 
 // ---- Stream-ordered allocation

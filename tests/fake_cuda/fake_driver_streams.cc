@@ -9,6 +9,7 @@
 #include <set>
 
 #include "tests/fake_cuda/fake_driver.h"
+#include "tests/fake_cuda/fake_sticky_error.h"
 #include "tests/fake_cuda/fake_tool_faults.h"
 
 namespace fake_cuda {
@@ -176,8 +177,8 @@ FAKE_CU_API(cuEventQuery, (CUevent event)) {
 
 FAKE_CU_API(cuEventSynchronize, (CUevent event)) {
   if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-  return fake_cuda::IsValidEvent(event) ? CUDA_SUCCESS
-                                        : CUDA_ERROR_INVALID_HANDLE;
+  if (!fake_cuda::IsValidEvent(event)) return CUDA_ERROR_INVALID_HANDLE;
+  return fake_cuda::StickyError();  // a planted fault (fake_sticky_error.h)
 }
 
 // ---- Device attributes

@@ -14,6 +14,9 @@
 // as it cannot replace the real driver's internal function pointers.
 #include <cstring>
 
+#include <cupti_driver_cbid.h>
+
+#include "tests/fake_cuda/fake_cupti_emit.h"
 #include "tests/fake_cuda/fake_driver.h"
 
 // Every variant the table hands out: {base name, exported symbol, version,
@@ -242,5 +245,16 @@ FAKE_CU_API(cuGetProcAddress, (const char* symbol, void** pfn, int cuda_version,
 FAKE_CU_API(cuGetProcAddress_v2,
             (const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
              CUdriverProcAddressQueryResult* status)) {
-  return fake_cuda::LookupProc(symbol, pfn, cuda_version, flags, status);
+  const struct {
+    const char* symbol;
+    void** pfn;
+    int cuda_version;
+    cuuint64_t flags;
+    CUdriverProcAddressQueryResult* status;
+  } params{symbol, pfn, cuda_version, flags, status};
+  return fake_cuda::WithCuptiCallbacks(
+      CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress_v2, "cuGetProcAddress_v2",
+      &params, nullptr, [&] {
+        return fake_cuda::LookupProc(symbol, pfn, cuda_version, flags, status);
+      });
 }

@@ -152,6 +152,11 @@ cudaError_t ToRuntimeError(CUresult result) {
       return cudaErrorHostMemoryNotRegistered;
     case CUDA_ERROR_NOT_SUPPORTED:
       return cudaErrorNotSupported;
+    // Planted sticky faults (fake_sticky_error.h): the same numbers.
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+      return cudaErrorIllegalAddress;
+    case CUDA_ERROR_LAUNCH_FAILED:
+      return cudaErrorLaunchFailure;
     default:
       return cudaErrorUnknown;
   }

@@ -36,6 +36,10 @@ constexpr ErrorText kErrors[] = {
     {cudaErrorHostMemoryNotRegistered, "cudaErrorHostMemoryNotRegistered",
      "pointer does not correspond to a registered memory region"},
     {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+    {cudaErrorIllegalAddress, "cudaErrorIllegalAddress",
+     "an illegal memory access was encountered"},
+    {cudaErrorLaunchFailure, "cudaErrorLaunchFailure",
+     "unspecified launch failure"},
     {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
 };
 

@@ -14,8 +14,12 @@
 #include <mutex>
 #include <set>
 
+#include <cupti_driver_cbid.h>
+
 #include "kernels/zone_abi.h"
+#include "tests/fake_cuda/fake_cupti_emit.h"
 #include "tests/fake_cuda/fake_driver.h"
+#include "tests/fake_cuda/fake_sticky_error.h"
 #include "tests/fake_cuda/fake_tool_faults.h"
 
 namespace fake_cuda {
@@ -216,9 +220,25 @@ FAKE_CU_API(cuLaunchKernel,
       uint64_t{block_x} * block_y * block_z > 1024) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+  // A planted fault (fake_sticky_error.h) fails every later launch.
+  if (CUresult r = fake_cuda::StickyError(); r != CUDA_SUCCESS) return r;
   const auto* name = reinterpret_cast<const char*>(f);
   const bool fill = name == fake_cuda::kFillName;
-  if (!fill && name != fake_cuda::kCheckName) return CUDA_SUCCESS;
+  if (!fill && name != fake_cuda::kCheckName) {
+    fake_cuda::NoteLaunchForStickyError(f);
+    // A program's kernel: CUPTI sees it (issue 4); nothing runs.
+    const struct {
+      CUfunction f;
+      unsigned int grid[3], block[3], shared_bytes;
+      CUstream stream;
+      void** params;
+      void** extra;
+    } cupti_params{f, {grid_x, grid_y, grid_z}, {block_x, block_y, block_z},
+                   shared_bytes, stream, params, extra};
+    return fake_cuda::WithCuptiCallbacks(
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel",
+        &cupti_params, name, [] { return CUDA_SUCCESS; });
+  }
   // The guard kernels take their arguments in kernelParams only.
   if (params == nullptr || extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
   // Reliability tests: FAKE_CUDA_FAIL_LAUNCH (fake_tool_faults.h).

@@ -4,10 +4,12 @@
 // Input: 4 bytes of pid (any int, negative too), then the pattern.
 // Invariants:
 //   1. ExpandPath never crashes and equals a plain reference expansion: "%p"
-//      is the pid in decimal, "%%" is "%", anything else (a lone '%' at the
+//      is the pid in decimal, "%r" the launcher rank (lib/launcher_rank.h),
+//      "%h" the host name, "%%" is "%", anything else (a lone '%' at the
 //      end, "%x") is kept as is.
 //   2. A pattern without '%' comes back unchanged; the result is never longer
-//      than 11 bytes per pattern byte (a pid is at most 11 characters).
+//      than 11 bytes per pattern byte (a pid is at most 11 characters), plus
+//      the host name's length per "%h".
 //   3. "report_path=<pattern>" in GMT_OPTIONS, for a pattern without ':',
 //      yields report_path == the pattern stripped of surrounding whitespace
 //      and no error — or, when the pattern holds a NUL byte, exactly one
@@ -17,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "lib/launcher_rank.h"
 #include "lib/options.h"
 #include "tests/fuzz/fuzz_harness.h"
 
@@ -26,8 +29,13 @@ std::string ReferenceExpand(const std::string& pattern, int pid) {
   std::string out;
   for (size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] == '%' && i + 1 < pattern.size() &&
-        (pattern[i + 1] == 'p' || pattern[i + 1] == '%')) {
-      out += pattern[i + 1] == 'p' ? std::to_string(pid) : "%";
+        (pattern[i + 1] == 'p' || pattern[i + 1] == '%' ||
+         pattern[i + 1] == 'r' || pattern[i + 1] == 'h')) {
+      const char c = pattern[i + 1];
+      out += c == 'p'   ? std::to_string(pid)
+             : c == 'r' ? gmt::LauncherRank()
+             : c == 'h' ? gmt::HostNameForPath()
+                        : "%";
       ++i;
     } else {
       out += pattern[i];
@@ -55,7 +63,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (pattern.find('%') == std::string::npos) {
     GMT_FUZZ_CHECK(expanded == pattern, "a pattern without %% changed");
   }
-  GMT_FUZZ_CHECK(expanded.size() <= pattern.size() * 11,
+  GMT_FUZZ_CHECK(expanded.size() <= pattern.size() * 11 +
+                     pattern.size() * gmt::HostNameForPath().size(),
                  "expansion of %zu bytes grew to %zu", pattern.size(),
                  expanded.size());
 

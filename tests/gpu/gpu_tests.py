@@ -1111,11 +1111,18 @@ def load_case_modules():
     Skip, stack_has, ...), and returns a list of (name, function) pairs.
     """
     import importlib.util
+    # GMT_GPU_CASE_MODULES (comma-separated topics, e.g. "memtest") loads
+    # only those modules: the self-test (selftest.py) fakes a GPU for this
+    # file's cases and the modules it has fakes for.
+    only = os.environ.get("GMT_GPU_CASE_MODULES")
+    wanted = None if only is None else set(filter(None, only.split(",")))
     here = os.path.dirname(os.path.abspath(__file__))
     this = sys.modules[__name__]
     out = []
     for path in sorted(glob.glob(os.path.join(here, "gpu_cases_*.py"))):
         name = os.path.splitext(os.path.basename(path))[0]
+        if wanted is not None and name[len("gpu_cases_"):] not in wanted:
+            continue
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)

@@ -337,6 +337,12 @@ def setup(work):
                                                             fake, name))
     with open(os.path.join(exdir, "pytorch_train.py"), "w") as f:
         f.write("# fake\n")
+    # The memtest cases (gpu_cases_memtest.py) find bin/gpumemtrace above
+    # the examples folder: a fake launcher writing the ideal memtest report.
+    write_exec(os.path.join(bindir, "gpumemtrace"),
+               '#!/bin/sh\nexec "%s" "%s" "$@"\n' % (
+                   sys.executable, os.path.join(os.path.dirname(
+                       os.path.abspath(__file__)), "selftest_fake_memtest.py")))
     fakepy = os.path.join(bindir, "fakepython")
     write_exec(fakepy, FAKE_PYTHON.replace("{py}", sys.executable)
                .replace("{fake}", fake))
@@ -371,6 +377,11 @@ def run(gpu_tests, work, bindir, exdir, fakepy, lib, extra_env, cases,
         with open(results) as f:
             statuses = {r["case"]: r["status"] for r in json.load(f)["results"]}
     return p.returncode, text, statuses
+
+
+# Most feature modules' cases (gpu_cases_*.py) have no fakes here: they are
+# checked on the GPU itself. gpu_tests.py's own cases and memtest's are.
+os.environ["GMT_GPU_CASE_MODULES"] = "memtest"
 
 
 def main():
@@ -418,7 +429,11 @@ def main():
                       ("rc", "api_bounds"),
                       ("missing_bounds", "api_bounds"),
                       ("kernel_error", "clean_multistream"),
-                      ("checksum", "train_loop")):
+                      ("checksum", "train_loop"),
+                      # gpu_cases_memtest.py (selftest_fake_memtest.py)
+                      ("mt_address", "memtest_inject_stored"),
+                      ("mt_class", "memtest_inject_flaky"),
+                      ("mt_rc", "memtest_clean")):
         rc, text, st = run(gpu_tests, work, bindir, exdir, fakepy, lib,
                            {"FAKE_BREAK": brk}, [case])
         expect("mistake '%s' fails %s" % (brk, case),
