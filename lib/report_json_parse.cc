@@ -282,7 +282,10 @@ class ReportReader {
         !ReadInt(l, at, "device", &leak->device) ||
         !ReadStack(l, at, &leak->stack) ||
         !ReadString(l, at, "released_by", &leak->released_by) ||
-        !ReadString(l, at, "suppression", &leak->suppression)) {
+        !ReadString(l, at, "suppression", &leak->suppression) ||
+        !ReadString(l, at, "state", &leak->state) ||
+        !ReadString(l, at, "reachable_via", &leak->reachable_via) ||
+        !ReadString(l, at, "nvtx_range", &leak->nvtx_range)) {
       return false;
     }
     leak->address = address;

@@ -215,10 +215,21 @@ TEST(ReportJsonParseTest, MinimalAndDesignExampleReportsRead) {
 TEST(ReportJsonParseTest, UnknownFieldsAreIgnored) {
   json doc = json::parse(RenderJson(FullReport()));
   doc["from_the_future"] = {{"x", 1}};
-  doc["leaks"][0]["state"] = "reachable";
+  doc["leaks"][0]["new_leak_field"] = "x";
   doc["errors"][0]["new_field"] = json::array({1, 2});
   const ReportData d = ParseOk(doc.dump());
   EXPECT_EQ(RenderJson(d), RenderJson(FullReport()));
+}
+
+TEST(ReportJsonParseTest, LeakStateReachableViaAndRangeRoundTrip) {
+  ReportData data = FullReport();
+  data.leaks[0].state = "reachable";
+  data.leaks[0].reachable_via = "globals of app (word at 0x1000)";
+  data.leaks[0].nvtx_range = "train/forward";
+  const ReportData d = ParseOk(RenderJson(data));
+  EXPECT_EQ(d.leaks[0].state, "reachable");
+  EXPECT_EQ(d.leaks[0].reachable_via, "globals of app (word at 0x1000)");
+  EXPECT_EQ(d.leaks[0].nvtx_range, "train/forward");
 }
 
 TEST(ReportJsonParseTest, UnknownApiNameBecomesUnknownWithANote) {
