@@ -219,13 +219,7 @@ def case_cupti_torch_profiler(t):
         script = os.path.join(c.ctx.examples_dir, "pytorch_profile.py")
         if not os.path.isfile(script):
             raise FileNotFoundError("not found: %s" % script)
-        py = c.ctx.python
-        probe = subprocess.run([py, "-c", "import torch; print("
-                                "torch.cuda.is_available())"],
-                               stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT)
-        if probe.returncode != 0 or not probe.stdout.strip().endswith(b"True"):
-            raise t.Skip("torch with CUDA is not importable by %s" % py)
+        py = t.torch_python(c)
         argv = [py, script]
         env = {"PYTHONUNBUFFERED": "1"}
         plain = c.run("plain", argv, tool=False, timeout=480, extra_env=env)

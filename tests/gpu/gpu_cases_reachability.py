@@ -6,7 +6,6 @@ Loaded by gpu_tests.py (cases(t)); run with
 """
 import os
 import re
-import subprocess
 
 MiB = 1 << 20
 KiB = 1 << 10
@@ -131,16 +130,7 @@ def case_reach_pytorch_segments(t, c):
     script = os.path.join(c.ctx.examples_dir, "pytorch_train.py")
     if not os.path.isfile(script):
         raise FileNotFoundError("not found: %s" % script)
-    py = c.ctx.python
-    probe = subprocess.run([py, "-c", "import torch; print(torch.__version__,"
-                            " torch.cuda.is_available())"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    text = probe.stdout.decode("utf-8", "replace").strip()
-    if probe.returncode != 0:
-        raise t.Skip("torch is not importable by %s" % py)
-    if not text.endswith("True"):
-        raise t.Skip("torch sees no CUDA device (%s)" % text)
-    c.notes["torch"] = text
+    py = t.torch_python(c)
     steps = os.environ.get("GMT_TEST_TORCH_STEPS", "200")
     run = c.run("tool", [py, script, "--steps", steps], tool=True,
                 timeout=480, extra_env={"PYTHONUNBUFFERED": "1"})

@@ -18,20 +18,6 @@ torch_nvtx             the same with torch.cuda.nvtx ranges: the report's
 """
 import os
 import re
-import subprocess
-
-
-def _torch_python(c, t):
-    py = c.ctx.python
-    probe = subprocess.run([py, "-c", "import torch; print(torch.__version__,"
-                            " torch.cuda.is_available())"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    text = probe.stdout.decode("utf-8", "replace").strip()
-    if probe.returncode != 0 or not text.endswith("True"):
-        raise t.Skip("torch with CUDA is not usable by %s: %s" % (
-            py, text.splitlines()[-1] if text else "no output"))
-    c.notes["torch"] = text
-    return py
 
 
 def _script(c, name):
@@ -51,7 +37,7 @@ ENV = {"PYTHONUNBUFFERED": "1"}
 
 def cases(t):
     def torch_pluggable_train(c):
-        py = _torch_python(c, t)
+        py = t.torch_python(c)
         steps = os.environ.get("GMT_TEST_TORCH_STEPS", "200")
         plain = c.run("plain", [py, _script(c, "pytorch_train.py"), "--steps",
                                 steps], tool=False, timeout=480,
@@ -89,7 +75,7 @@ def cases(t):
         c.notes["leak_sites_via_pluggable_allocator"] = len(torch_sites)
 
     def torch_pluggable_oob(c):
-        py = _torch_python(c, t)
+        py = t.torch_python(c)
         script = _script(c, "torch_pluggable.py")
         plain = c.run("plain", [py, script, "--caching", "--oob"], tool=False,
                       timeout=300, extra_env=ENV)
@@ -136,7 +122,7 @@ def cases(t):
                 "CUDAPluggableAllocator" % t.short_stack(alloc.get("stack")))
 
     def torch_nvtx(c):
-        py = _torch_python(c, t)
+        py = t.torch_python(c)
         script = _script(c, "torch_pluggable.py")
         argv = [py, script, "--nvtx", "--oob", "--train", "--steps", "20"]
         env = dict(ENV)

@@ -158,15 +158,7 @@ def case_viz_pytorch_snapshot(c, t):
     script = os.path.join(c.ctx.examples_dir, "pytorch_train.py")
     if not os.path.isfile(script):
         raise FileNotFoundError("not found: %s" % script)
-    py = c.ctx.python
-    probe = subprocess.run([py, "-c", "import torch; print(torch.__version__,"
-                            " torch.cuda.is_available())"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    text = probe.stdout.decode("utf-8", "replace").strip()
-    if probe.returncode != 0 or not text.endswith("True"):
-        raise t.Skip("torch with CUDA is not usable by %s: %s" % (
-            py, text.splitlines()[-1] if text else "no output"))
-    c.notes["torch"] = text
+    py = t.torch_python(c)
     argv = [py, script, "--steps", os.environ.get("GMT_TEST_TORCH_STEPS",
                                                   "50")]
     run = c.run("tool", argv, tool=True, timeout=480,

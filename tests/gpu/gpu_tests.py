@@ -700,10 +700,10 @@ def record_train_timing(c, runs):
               flush=True)
 
 
-def case_pytorch_train(c):
-    script = os.path.join(c.ctx.examples_dir, "pytorch_train.py")
-    if not os.path.isfile(script):
-        raise FileNotFoundError("not found: %s" % script)
+def torch_python(c):
+    """The interpreter for a PyTorch case (c.ctx.python), once it is known to
+    import torch and see a CUDA device; raises Skip otherwise. Notes the torch
+    version."""
     py = c.ctx.python
     probe = subprocess.run([py, "-c", "import torch; print(torch.__version__,"
                             " torch.cuda.is_available())"],
@@ -715,6 +715,14 @@ def case_pytorch_train(c):
     c.notes["torch"] = text
     if not text.endswith("True"):
         raise Skip("torch sees no CUDA device (%s)" % text)
+    return py
+
+
+def case_pytorch_train(c):
+    script = os.path.join(c.ctx.examples_dir, "pytorch_train.py")
+    if not os.path.isfile(script):
+        raise FileNotFoundError("not found: %s" % script)
+    py = torch_python(c)
     steps = os.environ.get("GMT_TEST_TORCH_STEPS", "200")
     argv = [py, script, "--steps", steps]
     env = {"PYTHONUNBUFFERED": "1"}
