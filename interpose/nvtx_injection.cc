@@ -19,10 +19,9 @@
 // start/end ranges (nvtxRangeStart/End) are not attributed: they are not tied
 // to a thread.
 #define NVTX_NO_IMPL
-#include <nvtx3/nvToolsExt.h>
-
 #include <dlfcn.h>
 #include <limits.h>
+#include <nvtx3/nvToolsExt.h>
 #include <stdlib.h>
 
 #include <cstdint>
@@ -56,8 +55,7 @@ nvtxStringHandle_t Register(std::string text) {
   static auto& strings = *new absl::node_hash_set<std::string>;
   absl::MutexLock lock(&mu);
   const std::string& kept = *strings.insert(std::move(text)).first;
-  return reinterpret_cast<nvtxStringHandle_t>(
-      const_cast<std::string*>(&kept));
+  return reinterpret_cast<nvtxStringHandle_t>(const_cast<std::string*>(&kept));
 }
 
 std::string MessageOf(const nvtxEventAttributes_t* attributes) {

@@ -40,6 +40,12 @@ std::atomic<uint32_t> g_next_index{1};
 
 }  // namespace
 
+int64_t PreciseNowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
 int64_t NowNs() { return ReadMonotonic(); }
 
 int64_t SinceStartNs(int64_t monotonic_ns) {

@@ -9,6 +9,9 @@ namespace gmt {
 // Monotonic nanoseconds, coarse (CLOCK_MONOTONIC_COARSE: a few ms resolution,
 // a vDSO read of ~7 ns). For reports, not for timing.
 int64_t NowNs();
+// Monotonic nanoseconds, precise (CLOCK_MONOTONIC): for timing the tool's own
+// work (the reachability scan and its deadline).
+int64_t PreciseNowNs();
 // Nanoseconds since the tool started, for reports.
 int64_t SinceStartNs(int64_t monotonic_ns);
 // Wall-clock seconds since the epoch at which the tool started.

@@ -22,12 +22,6 @@ bool HasPointer(MemoryKind kind) {
          kind == MemoryKind::kPinnedHost;
 }
 
-int64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 // "function file:line" of a stack's innermost frame, for one-line messages.
 std::string SiteText(const std::vector<SymbolizedFrame>& frames) {
   if (frames.empty()) return "(no stack)";
@@ -68,15 +62,14 @@ __attribute__((noinline)) void Engine::ScanReachability() {
   ReachLimits limits;
   limits.max_bytes = static_cast<uint64_t>(options_.reachability_max_bytes);
   limits.deadline_ns =
-      MonotonicNs() + options_.reachability_max_ms * int64_t{1000000};
+      PreciseNowNs() + options_.reachability_max_ms * int64_t{1000000};
   // The engine object holds the registry (every block's address), and
   // `live` copies of it: never heap objects of the program's.
-  ProcessReach scan = ScanProcess(blocks, stack_from,
-                                  {reinterpret_cast<uint64_t>(this),
-                                   reinterpret_cast<uint64_t>(live.data())},
-                                  limits,
-                                  {AddressRange{timeline_.mapped_begin(),
-                                                timeline_.mapped_end()}});
+  ProcessReach scan = ScanProcess(
+      blocks, stack_from,
+      {reinterpret_cast<uint64_t>(this),
+       reinterpret_cast<uint64_t>(live.data())},
+      limits, {AddressRange{timeline_.mapped_begin(), timeline_.mapped_end()}});
 
   absl::MutexLock lock(&leaks_mu_);
   ReportData::Reachability& s = reach_summary_;

@@ -49,7 +49,8 @@ class PathTable {
       id = overflow_id_;
     } else {
       id = static_cast<uint32_t>(names_.size());
-      const std::string& parent_name = names_[parent < names_.size() ? parent : 0];
+      const std::string& parent_name =
+          names_[parent < names_.size() ? parent : 0];
       names_.push_back(parent_name.empty()
                            ? key.name
                            : absl::StrCat(parent_name, "/", key.name));
@@ -76,7 +77,8 @@ class PathTable {
 };
 
 PathTable& Paths() {
-  static PathTable& table = *new PathTable;  // never destroyed: reports run late
+  static PathTable& table =
+      *new PathTable;  // never destroyed: reports run late
   return table;
 }
 
@@ -158,8 +160,7 @@ std::vector<NvtxRangeTotals> NvtxTotals() {
   std::vector<std::string> names = Paths().Names();
   for (uint32_t id = 1; id < names.size() && id <= kMaxPaths; ++id) {
     const Counter& c = Counters()[id];
-    out.push_back({id, names[id],
-                   c.allocations.load(std::memory_order_relaxed),
+    out.push_back({id, names[id], c.allocations.load(std::memory_order_relaxed),
                    c.bytes.load(std::memory_order_relaxed)});
   }
   return out;

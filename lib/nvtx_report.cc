@@ -31,7 +31,8 @@ std::vector<ReportData::NvtxRange> BuildNvtxSection(
   }
   std::sort(out.begin(), out.end(),
             [](const ReportData::NvtxRange& a, const ReportData::NvtxRange& b) {
-              if (a.live_bytes != b.live_bytes) return a.live_bytes > b.live_bytes;
+              if (a.live_bytes != b.live_bytes)
+                return a.live_bytes > b.live_bytes;
               if (a.bytes != b.bytes) return a.bytes > b.bytes;
               return a.name < b.name;
             });

@@ -7,15 +7,10 @@
 #include <numeric>
 
 #include "absl/container/flat_hash_set.h"
+#include "lib/clock.h"
 
 namespace gmt {
 namespace {
-
-int64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 // The blocks sorted by start, for a binary search per scanned word.
 class BlockIndex {
@@ -115,7 +110,7 @@ ReachResult FloodFill(const std::vector<AddressRange>& roots,
     if (limits.max_bytes != 0 && result.bytes_scanned >= limits.max_bytes) {
       return true;
     }
-    return limits.deadline_ns != 0 && MonotonicNs() >= limits.deadline_ns;
+    return limits.deadline_ns != 0 && PreciseNowNs() >= limits.deadline_ns;
   };
 
   while (!work.empty() && unmarked > 0) {

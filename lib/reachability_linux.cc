@@ -22,15 +22,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "lib/clock.h"
 
 namespace gmt {
 namespace {
-
-int64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 struct Mapping {
   uint64_t begin = 0;
@@ -343,7 +338,7 @@ int CollectModule(dl_phdr_info* info, size_t, void* data) {
       scan->writable.push_back(range);
       scan->labels.push_back(absl::StrCat(
           "globals of ", *name != '\0' ? std::string(BaseName(name))
-                                        : std::string("the program")));
+                                       : std::string("the program")));
     }
   }
   return 0;
@@ -449,7 +444,7 @@ ProcessReach ScanProcess(const std::vector<AddressRange>& blocks,
                          const std::vector<uint64_t>& ignored_objects,
                          const ReachLimits& limits,
                          const std::vector<AddressRange>& tool_ranges) {
-  const int64_t start = MonotonicNs();
+  const int64_t start = PreciseNowNs();
   ProcessReach out;
   std::vector<Mapping> maps = ReadMaps();
   SelfReader reader(maps);
@@ -507,15 +502,14 @@ ProcessReach ScanProcess(const std::vector<AddressRange>& blocks,
       continue;
     }
     roots.push_back(AddressRange{from, m->end});
-    out.root_labels.push_back(
-        absl::StrFormat("stack of another thread [0x%x, 0x%x)", m->begin,
-                        m->end));
+    out.root_labels.push_back(absl::StrFormat(
+        "stack of another thread [0x%x, 0x%x)", m->begin, m->end));
     ++out.threads;
   }
 
   GlibcHeap heap(maps, reader, ignored_objects);
   out.result = FloodFill(roots, blocks, reader, heap, limits, modules.runtime);
-  out.ns = MonotonicNs() - start;
+  out.ns = PreciseNowNs() - start;
   return out;
 }
 

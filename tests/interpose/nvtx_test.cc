@@ -95,8 +95,7 @@ TEST_F(NvtxTest, NoRangesNoSection) {
 TEST_F(NvtxTest, TorchPluggableAllocatorTracksEachTensor) {
   RunResult r = Run(GMT_NVTX_PROGRAM, {"torch"});
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
-  EXPECT_NE(r.out.find("torch_malloc(-1) -> null"), std::string::npos)
-      << r.out;
+  EXPECT_NE(r.out.find("torch_malloc(-1) -> null"), std::string::npos) << r.out;
   ASSERT_TRUE(r.has_report) << r.Describe();
   EXPECT_EQ(r.report["summary"]["errors"], 0) << r.report["errors"].dump(1);
   std::vector<json> leaks = LeaksWithApi(r.report, "cudaMalloc");

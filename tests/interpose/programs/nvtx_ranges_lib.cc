@@ -3,9 +3,9 @@
 // static-injection symbol, which an executable would bind to its own null
 // definition. See nvtx_program.cc.
 #include <nvtx3/nvToolsExt.h>
-#include <nvtx3/nvtx3.hpp>
 
 #include <cstdio>
+#include <nvtx3/nvtx3.hpp>
 
 #include "tests/interpose/programs/program_util.h"
 
@@ -56,4 +56,3 @@ extern "C" __attribute__((visibility("default"))) int RunNvtx() {
   nvtxRangePop();
   return 0;
 }
-
