@@ -104,7 +104,8 @@ SYNOPSIS
 DESCRIPTION
     The first form reads a JSON report written with report=json (FILE "-"
     reads standard input) and writes it as FORMAT: text (default; the exit
-    report), json, html, trace (Chrome/Perfetto trace events) or torch
+    report as the run printed it, every section included), json (the same
+    bytes again), html, trace (Chrome/Perfetto trace events) or torch
     (PyTorch memory snapshot pickle; binary, so give -o). A report from a
     newer version is read too: unknown fields are ignored.
 

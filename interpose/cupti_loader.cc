@@ -67,6 +67,12 @@ const CuptiLibrary* Load(const std::vector<std::string>& candidates,
         Bind(handle, "cuptiEnableDomain", &lib->enable_domain);
     Bind(handle, "cuptiSubscribe_v2", &lib->subscribe_v2);
     Bind(handle, "cuptiGetResultString", &lib->get_result_string);
+    Bind(handle, "cuptiActivityRegisterCallbacks",
+         &lib->activity_register_callbacks);
+    Bind(handle, "cuptiActivityEnable", &lib->activity_enable);
+    Bind(handle, "cuptiActivityDisable", &lib->activity_disable);
+    Bind(handle, "cuptiActivityFlushAll", &lib->activity_flush_all);
+    Bind(handle, "cuptiActivityGetNextRecord", &lib->activity_get_next_record);
     if (complete) return lib;
     failures.push_back(absl::StrCat(path, ": lacks the callback API"));
     delete lib;

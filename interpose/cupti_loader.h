@@ -11,6 +11,7 @@
 #ifndef GMT_INTERPOSE_CUPTI_LOADER_H_
 #define GMT_INTERPOSE_CUPTI_LOADER_H_
 
+#include <cupti_activity.h>
 #include <cupti_callbacks.h>
 #include <cupti_result.h>
 
@@ -28,6 +29,19 @@ struct CuptiLibrary {
   decltype(&::cuptiEnableCallback) enable_callback = nullptr;
   decltype(&::cuptiEnableDomain) enable_domain = nullptr;
   decltype(&::cuptiGetResultString) get_result_string = nullptr;  // optional
+  // The activity API (issue 4 item 4: memory records), optional: null when
+  // this libcupti lacks any of them, and activity collection is then off.
+  decltype(&::cuptiActivityRegisterCallbacks) activity_register_callbacks =
+      nullptr;
+  decltype(&::cuptiActivityEnable) activity_enable = nullptr;
+  decltype(&::cuptiActivityDisable) activity_disable = nullptr;
+  decltype(&::cuptiActivityFlushAll) activity_flush_all = nullptr;
+  decltype(&::cuptiActivityGetNextRecord) activity_get_next_record = nullptr;
+  bool HasActivity() const {
+    return activity_register_callbacks != nullptr &&
+           activity_enable != nullptr && activity_disable != nullptr &&
+           activity_flush_all != nullptr && activity_get_next_record != nullptr;
+  }
 
   // "CUPTI_ERROR_..." for `result`, or its number.
   std::string ResultName(CUptiResult result) const;

@@ -4,9 +4,17 @@
 //   driver API, enter  cuMemFree*/cuMemFreeHost        -> Engine::BeginFree,
 //              exit                                    -> Engine::EndFree
 //   driver API, enter  cuLaunchKernel* / cuGraphLaunch -> Engine::BeforeLaunch
-//              exit                                    -> Engine::AfterLaunch
+//              exit                                    -> Engine::
+//                                                         AfterLaunchDeferred
 //                                                         (kernel name from
-//                                                         symbolName)
+//                                                         symbolName; no CUDA
+//                                                         call in there)
+//   driver API, exit   cuGraphLaunch                   -> graph memory nodes'
+//                                                         blocks live
+//   driver API, exit   cuGraphAddMemAllocNode, cuGraphAddNode(_v2),
+//                      cuGraphInstantiate*, cuGraphExecDestroy
+//                                                      -> graph memory nodes
+//                                                         (graph_memory_shims.h)
 //   driver API, exit   cuGetProcAddress(_v2)           -> the program gets our
 //                                                         shim (redirect)
 //   driver API, enter  cuCtxDestroy, primary ctx reset/release: names the
@@ -30,12 +38,15 @@
 #include <mutex>
 #include <string>
 
+#include "interpose/cupti_activity.h"
 #include "interpose/cupti_loader.h"
 #include "interpose/driver_hooks.h"
 #include "interpose/driver_table_patch.h"
+#include "interpose/graph_memory_shims.h"
 #include "interpose/guard_shim_util.h"
 #include "interpose/kernel_id_cache.h"
 #include "lib/cupti_plan.h"
+#include "lib/driver_callback.h"
 #include "lib/log.h"
 #include "lib/options.h"
 #include "lib/stack_capture.h"
@@ -119,6 +130,49 @@ struct cuGraphLaunch_params {
   CUgraphExec hGraph;
   CUstream hStream;
 };
+struct cuGraphAddMemAllocNode_params {
+  CUgraphNode* phGraphNode;
+  CUgraph hGraph;
+  const CUgraphNode* dependencies;
+  size_t numDependencies;
+  CUDA_MEM_ALLOC_NODE_PARAMS* nodeParams;
+};
+struct cuGraphAddNode_params {
+  CUgraphNode* phGraphNode;
+  CUgraph hGraph;
+  const CUgraphNode* dependencies;
+  size_t numDependencies;
+  CUgraphNodeParams* nodeParams;
+};
+struct cuGraphAddNode_v2_params {
+  CUgraphNode* phGraphNode;
+  CUgraph hGraph;
+  const CUgraphNode* dependencies;
+  const CUgraphEdgeData* dependencyData;
+  size_t numDependencies;
+  CUgraphNodeParams* nodeParams;
+};
+struct cuGraphInstantiateWithFlags_params {
+  CUgraphExec* phGraphExec;
+  CUgraph hGraph;
+  unsigned long long flags;
+};
+struct cuGraphInstantiateWithParams_params {
+  CUgraphExec* phGraphExec;
+  CUgraph hGraph;
+  CUDA_GRAPH_INSTANTIATE_PARAMS* instantiateParams;
+};
+// cuGraphInstantiate (v1) and cuGraphInstantiate_v2: the CUDA 11 form.
+struct cuGraphInstantiate_v2_params {
+  CUgraphExec* phGraphExec;
+  CUgraph hGraph;
+  CUgraphNode* phErrorNode;
+  char* logBuffer;
+  size_t bufferSize;
+};
+struct cuGraphExecDestroy_params {
+  CUgraphExec hGraphExec;
+};
 struct cuGetProcAddress_params {
   const char* symbol;
   void** pfn;
@@ -134,6 +188,9 @@ struct cuGetProcAddress_v2_params {
 };
 
 std::atomic<bool> g_redirect{false};
+// Launch callbacks for guard zones (plan.launches); a graph launch callback
+// may be enabled for graph memory alone.
+std::atomic<bool> g_launches{false};
 
 // The stream the engine keys a call by: CU_STREAM_PER_THREAD for the legacy
 // stream of a _ptsz call.
@@ -379,18 +436,95 @@ void OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
   Engine& engine = Engine::Get();
   const uint64_t context = Id(cb.context);
   const uint64_t engine_stream = Id(EngineStreamPtr(stream, cbid));
+  const bool launches = g_launches.load(std::memory_order_relaxed);
   if (cb.callbackSite == CUPTI_API_ENTER) {
-    engine.BeforeLaunch(context, engine_stream);
+    // Before the kernel is enqueued: canaries and the previous kernel's owed
+    // check go in ahead of it.
+    if (launches) engine.BeforeLaunch(context, engine_stream);
     return;
   }
   if (ResultOf(cb) != CUDA_SUCCESS) return;
+  if (function == nullptr) {
+    // Issue 4 item 4: a graph's memory nodes come to life at its launch.
+    NoteGraphLaunched(ParamsOf<cuGraphLaunch_params>(cb).hGraph, context,
+                      engine_stream,
+                      [&engine] { return CallbackStack(engine); });
+  }
+  if (!launches) return;
   const char* symbol = cb.symbolName;
   const uint32_t kernel = function == nullptr
                               ? GraphLaunchId()
                               : CallbackKernels().Get(function, [symbol] {
                                   return Demangle(symbol);
                                 });
-  engine.AfterLaunch(context, engine_stream, kernel);
+  // Issue 4: the driver's launch call is still in progress here; the check
+  // of what this kernel did is owed, not made (Engine::AfterLaunchDeferred).
+  engine.AfterLaunchDeferred(context, engine_stream, kernel);
+}
+
+// ---- Graph memory nodes (issue 4 item 4) ------------------------------------
+
+void OnGraph(CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
+  if (cb.callbackSite != CUPTI_API_EXIT || ResultOf(cb) != CUDA_SUCCESS) {
+    return;
+  }
+  Engine& engine = Engine::Get();
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphAddMemAllocNode: {
+      const auto& p = ParamsOf<cuGraphAddMemAllocNode_params>(cb);
+      if (p.nodeParams != nullptr) {
+        NoteGraphAllocNode(*p.nodeParams, CallbackStack(engine));
+      }
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode: {
+      const auto& p = ParamsOf<cuGraphAddNode_params>(cb);
+      if (p.nodeParams != nullptr &&
+          p.nodeParams->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+        NoteGraphNode(p.nodeParams, CallbackStack(engine));
+      }
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2: {
+      const auto& p = ParamsOf<cuGraphAddNode_v2_params>(cb);
+      if (p.nodeParams != nullptr &&
+          p.nodeParams->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+        NoteGraphNode(p.nodeParams, CallbackStack(engine));
+      }
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags: {
+      const auto& p = ParamsOf<cuGraphInstantiateWithFlags_params>(cb);
+      if (p.phGraphExec != nullptr) {
+        NoteGraphInstantiated(*p.phGraphExec, p.hGraph, p.flags);
+      }
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz: {
+      const auto& p = ParamsOf<cuGraphInstantiateWithParams_params>(cb);
+      if (p.phGraphExec != nullptr) {
+        NoteGraphInstantiated(
+            *p.phGraphExec, p.hGraph,
+            p.instantiateParams != nullptr ? p.instantiateParams->flags : 0);
+      }
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2: {
+      const auto& p = ParamsOf<cuGraphInstantiate_v2_params>(cb);
+      if (p.phGraphExec != nullptr) {
+        NoteGraphInstantiated(*p.phGraphExec, p.hGraph, 0);
+      }
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecDestroy:
+      engine.OnGraphExecDestroyed(
+          Id(ParamsOf<cuGraphExecDestroy_params>(cb).hGraphExec));
+      return;
+    default:
+      return;
+  }
 }
 
 // ---- cuGetProcAddress: hand the program our shims
@@ -487,7 +621,16 @@ void OnResource(CUpti_CallbackId cbid, const CUpti_ResourceData& data) {
 
 // ---- Dispatch ---------------------------------------------------------------
 
-enum class Family : uint8_t { kNone, kAlloc, kFree, kLaunch, kProc, kTeardown };
+enum class Family : uint8_t {
+  kNone,
+  kAlloc,
+  kFree,
+  kLaunch,
+  kGraphLaunch,  // launches, and graph memory
+  kGraph,        // graph memory nodes: creation, instantiation, destruction
+  kProc,
+  kTeardown
+};
 
 Family FamilyOf(CUpti_CallbackId cbid) {
   switch (cbid) {
@@ -512,9 +655,20 @@ Family FamilyOf(CUpti_CallbackId cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+      return Family::kLaunch;
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
-      return Family::kLaunch;
+      return Family::kGraphLaunch;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphAddMemAllocNode:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecDestroy:
+      return Family::kGraph;
     case CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress:
     case CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress_v2:
       return Family::kProc;
@@ -605,6 +759,9 @@ void CUPTIAPI CuptiCallback(void* /*userdata*/, CUpti_CallbackDomain domain,
   // From here on the tool's own CUDA calls (context, names, guard kernels)
   // fire callbacks at depth 1 and are ignored.
   InterceptScope scope;
+  // The program's driver call is in progress: the engine neither flushes
+  // CUPTI nor waits for the GPU from here (lib/driver_callback.h).
+  DriverCallbackScope in_callback;
   if (!scope.Recording()) return;
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     return OnResource(cbid, *static_cast<const CUpti_ResourceData*>(data));
@@ -617,7 +774,10 @@ void CUPTIAPI CuptiCallback(void* /*userdata*/, CUpti_CallbackDomain domain,
     case Family::kFree:
       return OnFree(cbid, cb);
     case Family::kLaunch:
+    case Family::kGraphLaunch:
       return OnLaunch(cbid, cb);
+    case Family::kGraph:
+      return OnGraph(cbid, cb);
     case Family::kProc:
       return OnProcAddress(cbid, cb);
     case Family::kTeardown:
@@ -680,8 +840,15 @@ void StartCupti(bool injected) {
     refused += EnableFamily(*cupti, subscriber, Family::kAlloc);
     refused += EnableFamily(*cupti, subscriber, Family::kFree);
   }
+  g_launches.store(plan.launches, std::memory_order_relaxed);
   if (plan.launches) {
     refused += EnableFamily(*cupti, subscriber, Family::kLaunch);
+  }
+  if (plan.launches || (plan.memory && plan.graphs)) {
+    refused += EnableFamily(*cupti, subscriber, Family::kGraphLaunch);
+  }
+  if (plan.memory && plan.graphs) {
+    refused += EnableFamily(*cupti, subscriber, Family::kGraph);
   }
   if (plan.redirect) refused += EnableFamily(*cupti, subscriber, Family::kProc);
   if (plan.contexts) {
@@ -698,11 +865,32 @@ void StartCupti(bool injected) {
           CUPTI_SUCCESS) {
     ++refused;
   }
+  // Issue 4 item 4: memory records, cross-checked with the hooks.
+  bool activity = false;
+  if (plan.activity) {
+    std::string activity_why;
+    activity = StartMemoryActivity(*cupti, &activity_why);
+    if (!activity) {
+      LogNote(1, "CUPTI memory activity not collected: %s",
+              activity_why.c_str());
+    } else {
+      // The records' last word at exit, while CUPTI still answers (its own
+      // exit handlers were registered before this one, so run after it). The
+      // engine's exit hook does the same when some allocation registered it;
+      // a program whose every allocation only CUPTI saw needs this one.
+      std::atexit([] {
+        if (Engine* engine = Engine::IfCreated()) {
+          engine->MarkExiting();
+          engine->ReconcileActivity(/*flush=*/true);
+        }
+      });
+    }
+  }
   LogNote(1,
-          "CUPTI subscribed (%s, %s): memory %d, launches %d, "
-          "redirect %d, contexts %d; %d callback(s) refused",
+          "CUPTI subscribed (%s, %s): memory %d, launches %d, graphs %d, "
+          "activity %d, redirect %d, contexts %d; %d callback(s) refused",
           cupti->path.c_str(), plan.reason, plan.memory, plan.launches,
-          plan.redirect, plan.contexts, refused);
+          plan.graphs, activity, plan.redirect, plan.contexts, refused);
 }
 
 }  // namespace gmt

@@ -22,6 +22,20 @@ const DriverHook kHooks[] = {
 #include "interpose/driver_hooks.inc"
 };
 
+// Issue 4 item 4: other base names for a hooked symbol (driver_hooks.inc).
+struct HookAlias {
+  const char* base;
+  const char* symbol;
+  int min_version;
+  bool per_thread;
+};
+constexpr HookAlias kAliases[] = {
+#define GMT_DRIVER_HOOK(Base, Symbol, MinVersion, PerThread, PFN)
+#define GMT_DRIVER_HOOK_ALIAS(Base, Symbol, MinVersion, PerThread) \
+  {#Base, #Symbol, MinVersion, PerThread},
+#include "interpose/driver_hooks.inc"
+};
+
 }  // namespace
 
 const DriverHook* HookForProcAddress(const char* base, int cuda_version,
@@ -43,6 +57,13 @@ const DriverHook* HookForProcAddress(const char* base, int cuda_version,
     if (has_per_thread_variant && hook.per_thread != per_thread) continue;
     if (hook.min_version > cuda_version) continue;
     if (best == nullptr || hook.min_version > best->min_version) best = &hook;
+  }
+  for (const HookAlias& alias : kAliases) {
+    if (std::strcmp(alias.base, base) != 0) continue;
+    if (has_per_thread_variant && alias.per_thread != per_thread) continue;
+    if (alias.min_version > cuda_version) continue;
+    if (best != nullptr && best->min_version >= alias.min_version) continue;
+    if (const DriverHook* hook = HookForSymbol(alias.symbol)) best = hook;
   }
   return best;
 }

@@ -23,6 +23,7 @@
 #include <string>
 
 #include "interpose/driver_hooks.h"
+#include "interpose/graph_memory_shims.h"
 #include "interpose/guard_shim_util.h"
 #include "interpose/kernel_id_cache.h"
 #include "interpose/runtime_hooks.h"
@@ -124,6 +125,24 @@ auto Launch(const char* name, const void* stream, bool per_thread,
   return result;
 }
 
+// Issue 4 item 4: a graph launch also brings its memory nodes' blocks to life
+// (graph_memory_shims.h); asked only once the launch succeeded.
+template <typename Call>
+auto GraphLaunch(const char* name, const void* exec, const void* stream,
+                 bool per_thread, Call&& call) {
+  return Launch(
+      name, stream, per_thread,
+      [exec, stream, per_thread] {
+        gmt::NoteGraphLaunched(
+            static_cast<CUgraphExec>(const_cast<void*>(exec)),
+            gmt::CurrentCallContext().context,
+            gmt::EngineStream(stream, per_thread),
+            [] { return gmt::Engine::Get().CaptureCallStack(); });
+        return GraphKernelId();
+      },
+      call);
+}
+
 }  // namespace
 
 // ---- Driver -----------------------------------------------------------------
@@ -213,15 +232,15 @@ CUresult Shim_cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx,
 CUresult Shim_cuGraphLaunch(CUgraphExec exec, CUstream stream) {
   auto real = gmt::g_real_cuGraphLaunch.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  return Launch("cuGraphLaunch", stream, false, GraphKernelId,
-                [&] { return real(exec, stream); });
+  return GraphLaunch("cuGraphLaunch", exec, stream, false,
+                     [&] { return real(exec, stream); });
 }
 
 CUresult Shim_cuGraphLaunch_ptsz(CUgraphExec exec, CUstream stream) {
   auto real = gmt::g_real_cuGraphLaunch_ptsz.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  return Launch("cuGraphLaunch_ptsz", stream, true, GraphKernelId,
-                [&] { return real(exec, stream); });
+  return GraphLaunch("cuGraphLaunch_ptsz", exec, stream, true,
+                     [&] { return real(exec, stream); });
 }
 
 // ---- Runtime ----------------------------------------------------------------
@@ -295,14 +314,14 @@ cudaError_t Shim_cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 grid,
 cudaError_t Shim_cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   auto real = gmt::g_real_cudaGraphLaunch.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
-  return Launch("cudaGraphLaunch", stream, false, GraphKernelId,
-                [&] { return real(exec, stream); });
+  return GraphLaunch("cudaGraphLaunch", exec, stream, false,
+                     [&] { return real(exec, stream); });
 }
 
 cudaError_t Shim_cudaGraphLaunch_ptsz(cudaGraphExec_t exec,
                                       cudaStream_t stream) {
   auto real = gmt::g_real_cudaGraphLaunch_ptsz.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
-  return Launch("cudaGraphLaunch_ptsz", stream, true, GraphKernelId,
-                [&] { return real(exec, stream); });
+  return GraphLaunch("cudaGraphLaunch_ptsz", exec, stream, true,
+                     [&] { return real(exec, stream); });
 }

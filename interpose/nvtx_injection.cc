@@ -7,7 +7,8 @@
 // the program's first NVTX call and calls its exported
 // InitializeInjectionNvtx2. `gpumemtrace run` sets the variable; under plain
 // LD_PRELOAD the library sets it at load to its own path when it is unset (so
-// a profiler's injection, set by the user, is never displaced) and nvtx=1.
+// a profiler's injection, set by the user, is never displaced) and nvtx=1 or
+// nvtx_mem=1.
 // NVTX's other route, the static-injection weak symbol
 // InitializeInjectionNvtx2_fnptr, cannot be used by a preloaded library: the
 // NVTX headers define it hidden in every module that uses them.
@@ -18,6 +19,9 @@
 // Ranges of all NVTX domains share one stack per thread; process-wide
 // start/end ranges (nvtxRangeStart/End) are not attributed: they are not tied
 // to a thread.
+//
+// The same library is also NVTX's injection for the memory extension
+// (nvtxMem*, pool allocators' sub-allocations): nvtx_mem_injection.cc.
 #define NVTX_NO_IMPL
 #include <dlfcn.h>
 #include <limits.h>
@@ -28,51 +32,18 @@
 #include <cstdlib>
 #include <string>
 
-#include "absl/container/node_hash_set.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
+#include "interpose/nvtx_messages.h"
 #include "lib/nvtx_ranges.h"
 #include "lib/options.h"
 
 namespace {
 
-// NVTX's wide strings: ASCII is kept, anything else becomes '?' (names are
-// for people reading a report; exact Unicode does not matter here).
-std::string Narrow(const wchar_t* text) {
-  std::string out;
-  if (text == nullptr) return out;
-  for (; *text != 0; ++text) {
-    out.push_back(*text > 0 && *text < 128 ? static_cast<char>(*text) : '?');
-  }
-  return out;
-}
-
-// Registered strings (nvtxDomainRegisterString): the handle we give back is a
-// pointer to our own interned copy, so a later NVTX_MESSAGE_TYPE_REGISTERED
-// message reads it directly. Never freed: NVTX handles live for the process.
-nvtxStringHandle_t Register(std::string text) {
-  static absl::Mutex& mu = *new absl::Mutex;
-  static auto& strings = *new absl::node_hash_set<std::string>;
-  absl::MutexLock lock(&mu);
-  const std::string& kept = *strings.insert(std::move(text)).first;
-  return reinterpret_cast<nvtxStringHandle_t>(const_cast<std::string*>(&kept));
-}
+using gmt::NarrowNvtxText;
 
 std::string MessageOf(const nvtxEventAttributes_t* attributes) {
   if (attributes == nullptr) return "";
-  switch (attributes->messageType) {
-    case NVTX_MESSAGE_TYPE_ASCII:
-      return attributes->message.ascii != nullptr ? attributes->message.ascii
-                                                  : "";
-    case NVTX_MESSAGE_TYPE_UNICODE:
-      return Narrow(attributes->message.unicode);
-    case NVTX_MESSAGE_TYPE_REGISTERED:
-      if (attributes->message.registered == nullptr) return "";
-      return *reinterpret_cast<const std::string*>(
-          attributes->message.registered);
-    default:
-      return "";
-  }
+  return gmt::NvtxMessageText(attributes->messageType, attributes->message);
 }
 
 // What NVTX returns with no tool attached: the program sees no difference.
@@ -83,7 +54,7 @@ int PushA(const char* message) {
   return kUntracked;
 }
 int PushW(const wchar_t* message) {
-  gmt::NvtxPush(Narrow(message));
+  gmt::NvtxPush(NarrowNvtxText(message));
   return kUntracked;
 }
 int PushEx(const nvtxEventAttributes_t* attributes) {
@@ -103,10 +74,10 @@ int DomainPop(nvtxDomainHandle_t) {
   return kUntracked;
 }
 nvtxStringHandle_t DomainRegisterA(nvtxDomainHandle_t, const char* text) {
-  return Register(text != nullptr ? text : "");
+  return gmt::RegisterNvtxString(text != nullptr ? text : "");
 }
 nvtxStringHandle_t DomainRegisterW(nvtxDomainHandle_t, const wchar_t* text) {
-  return Register(Narrow(text));
+  return gmt::RegisterNvtxString(NarrowNvtxText(text));
 }
 
 template <typename F>
@@ -131,16 +102,24 @@ int Initialize(NvtxGetExportTableFunc_t get_export_table) {
                                         &core_size) == 0) {
     return 0;
   }
-  Set(core, core_size, NVTX_CBID_CORE_RangePushA, &PushA);
-  Set(core, core_size, NVTX_CBID_CORE_RangePushW, &PushW);
-  Set(core, core_size, NVTX_CBID_CORE_RangePushEx, &PushEx);
-  Set(core, core_size, NVTX_CBID_CORE_RangePop, &Pop);
+  // nvtx=0 (the library may still be NVTX's injection for nvtx_mem=1):
+  // ranges stay NVTX's no-ops; registered strings still name heaps and
+  // regions.
+  const bool ranges = gmt::GlobalOptions().nvtx;
+  if (ranges) {
+    Set(core, core_size, NVTX_CBID_CORE_RangePushA, &PushA);
+    Set(core, core_size, NVTX_CBID_CORE_RangePushW, &PushW);
+    Set(core, core_size, NVTX_CBID_CORE_RangePushEx, &PushEx);
+    Set(core, core_size, NVTX_CBID_CORE_RangePop, &Pop);
+  }
   NvtxFunctionTable core2 = nullptr;
   unsigned core2_size = 0;
   if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &core2,
                                         &core2_size) != 0) {
-    Set(core2, core2_size, NVTX_CBID_CORE2_DomainRangePushEx, &DomainPushEx);
-    Set(core2, core2_size, NVTX_CBID_CORE2_DomainRangePop, &DomainPop);
+    if (ranges) {
+      Set(core2, core2_size, NVTX_CBID_CORE2_DomainRangePushEx, &DomainPushEx);
+      Set(core2, core2_size, NVTX_CBID_CORE2_DomainRangePop, &DomainPop);
+    }
     Set(core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringA,
         &DomainRegisterA);
     Set(core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringW,
@@ -157,12 +136,16 @@ int Initialize(NvtxGetExportTableFunc_t get_export_table) {
 }
 
 // At load, before the program's first NVTX call: point NVTX at this library
-// unless the user pointed it elsewhere or turned the tool or NVTX off.
+// unless the user pointed it elsewhere or turned the tool or both NVTX
+// features (nvtx, nvtx_mem) off.
 __attribute__((constructor)) void PointNvtxHere() {
   if (std::getenv("NVTX_INJECTION64_PATH") != nullptr) return;
   const char* text = std::getenv("GMT_OPTIONS");
   gmt::ParseResult parsed = gmt::ParseOptions(text != nullptr ? text : "");
-  if (!parsed.options.enabled || !parsed.options.nvtx) return;
+  if (!parsed.options.enabled ||
+      (!parsed.options.nvtx && !parsed.options.nvtx_mem)) {
+    return;
+  }
   Dl_info info;
   if (dladdr(reinterpret_cast<const void*>(&PointNvtxHere), &info) == 0 ||
       info.dli_fname == nullptr) {

@@ -29,6 +29,9 @@ CuptiPlan PlanCupti(const Options& options, bool injected,
   plan.memory = true;
   plan.contexts = true;
   plan.redirect = !shims_interposed;
+  plan.graphs = true;
+  plan.activity = options.cupti_activity == "on" ||
+                  (options.cupti_activity == "auto" && !shims_interposed);
   // Kernel names matter for guard-zone reports only.
   plan.launches = options.cupti_kernels == "on" ||
                   (options.cupti_kernels == "auto" && options.guard &&

@@ -30,6 +30,14 @@ struct CuptiPlan {
   // Hand our driver shims to the program's runtime through its
   // cuGetProcAddress answers: only where the shims are not already bound.
   bool redirect = false;
+  // Graph memory nodes (issue 4 item 4): node creation, instantiation,
+  // executable destruction and graph launch callbacks. With `memory`.
+  bool graphs = false;
+  // CUPTI memory activity records (CUPTI_ACTIVITY_KIND_MEMORY2), cross-checked
+  // with the hooks (lib/memory_activity.h). Option cupti_activity: auto = only
+  // without the shims (injection alone), where a call the hooks missed is
+  // likeliest and no profiler shares the process's activity buffers.
+  bool activity = false;
   // Why not subscribing, or what was chosen: for a verbosity-1 note.
   const char* reason = "";
 };

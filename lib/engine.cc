@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "lib/clock.h"
+#include "lib/driver_callback.h"
 #include "lib/error_reports.h"
 #include "lib/log.h"
 #include "lib/nvtx_ranges.h"
@@ -95,17 +96,24 @@ Registry& Engine::RegistryFor(MemoryKind kind) {
 void Engine::AccountFree(const AllocationRecord& record) {
   if (CountsTowardsUsage(record.kind)) usage_.Sub(record.device, record.bytes);
   RecordTimeline(TimelineKind::kFree, record);
+  EndNvtxMemIn(record);  // issue 6 item 4: a pool's heaps and regions in it
 }
 
 void Engine::OnAlloc(const AllocEvent& event) {
   // cudaMalloc(&p, 0) succeeds with p == nullptr: no block.
   if (event.address == 0) return;
+  // Issue 4 item 4: made on a stream being captured, it is a graph memory
+  // node; its block appears when the graph is launched (engine_graph.cc).
+  if (DivertCapturedAlloc(event)) return;
   // The first allocation has returned, so the CUDA runtime has initialized and
   // registered its exit handler: ours, registered now, runs before it.
   static const bool exit_hook_registered = [] {
     std::atexit([] {
       if (Engine* engine = IfCreated()) {
         engine->MarkExiting();
+        // Issue 4 item 4: allocations only CUPTI's activity records saw,
+        // while CUPTI still answers (its own exit handlers run after this).
+        engine->ReconcileActivity(/*flush=*/true);
         // The last check while the runtime still answers: its own exit
         // handler, registered before ours, runs after this one.
         engine->CheckAllZones("exit");
@@ -157,6 +165,9 @@ FreeTicket Engine::BeginFree(Api api, uint64_t address, StackId stack,
   ticket.real_address = address;
   ticket.stack = stack;
   if (address == 0) return ticket;  // freeing null is a no-op in CUDA
+  // Issue 4 item 4: a stream-ordered free captured into a graph is a free
+  // node; the graph's launch applies it (engine_graph.cc).
+  if (IsCapturedGraphFree(api, address, stream)) return ticket;
   const uint32_t releasable = ApiReleasableKinds(api);
   Registry& registry = releasable == KindBit(MemoryKind::kVmmPhysical)
                            ? vmm_handles_
@@ -171,6 +182,13 @@ FreeTicket Engine::BeginFree(Api api, uint64_t address, StackId stack,
   freed.free_time_ns = NowNs();
   freed.free_api = api;
   Registry::TakeResult taken = registry.Take(address, releasable, freed);
+  // Issue 4 item 4: nothing live there, but CUPTI's activity records may know
+  // an allocation no hook saw; it is added, and this free is an ordinary one.
+  if (taken.outcome == Registry::TakeResult::Outcome::kAbsent &&
+      &registry == &pointers_ &&
+      ExplainUnknownFree(address, /*flush=*/!InDriverCallback())) {
+    taken = registry.Take(address, releasable, freed);
+  }
   switch (taken.outcome) {
     case Registry::TakeResult::Outcome::kTaken:
       ticket.state = FreeTicket::State::kRemoved;
@@ -283,6 +301,25 @@ void Engine::EndFree(const FreeTicket& ticket, bool succeeded, int cuda_result,
       // proves nothing.
       const bool async_free = ticket.api == Api::kCudaFreeAsync ||
                               ticket.api == Api::kCuMemFreeAsync;
+      // Issue 4 item 4: graph memory whose launch the tool did not see (or
+      // saw freed by an earlier launch's free node). CUDA's verdict stands
+      // for a synchronous free; a stream-ordered one is not an error of the
+      // program's that the tool can prove.
+      if (graph_memory_.IsGraphAddress(ticket.address) &&
+          (succeeded || async_free)) {
+        untracked_frees_.fetch_add(1, std::memory_order_relaxed);
+        LogNote(1, "%s of graph memory 0x%llx the tool did not see allocated",
+                std::string(ApiName(ticket.api)).c_str(),
+                static_cast<unsigned long long>(ticket.address));
+        return;
+      }
+      // Issue 4 item 4: inside a CUPTI callback, CUPTI's record of an
+      // allocation no hook saw may not be handed over yet; the verdict waits
+      // for the next reconciliation, which flushes (engine_activity.cc).
+      if (!(succeeded && !async_free) &&
+          DeferUnknownFree(ticket, succeeded, cuda_result, cuda_result_name)) {
+        return;
+      }
       if (succeeded && !async_free) {
         untracked_frees_.fetch_add(1, std::memory_order_relaxed);
         LogNote(1, "%s of untracked 0x%llx",
@@ -375,6 +412,7 @@ void Engine::OnContextTeardown(int device, uint64_t context,
     // Not a free by the program: usage drops, the free count does not.
     if (CountsTowardsUsage(r.kind)) usage_.Release(r.device, r.bytes);
     RecordTimeline(TimelineKind::kFree, r);
+    EndNvtxMemIn(r);  // issue 6 item 4
     released_.push_back(ReleasedBlock{r, std::string(reason)});
   }
   LogNote(1, "%s released %zu blocks", std::string(reason).c_str(),
@@ -502,6 +540,8 @@ ReportData Engine::BuildReport(absl::string_view reason) {
     using Key =
         std::tuple<StackId, Api, int, std::string, std::string, uint32_t>;
     std::map<Key, ReportData::Leak> groups;
+    // Issue 6 item 4: how much of each block a pool's live NVTX regions hold.
+    const NvtxMemRegions::CoverageMap coverage = NvtxRegionCoverage();
     auto add = [&](const AllocationRecord& r, const std::string& released_by) {
       std::string state = released_by.empty() ? ReachStateOf(r) : "";
       ReportData::Leak& leak =
@@ -520,6 +560,11 @@ ReportData Engine::BuildReport(absl::string_view reason) {
       }
       leak.bytes += r.bytes;
       ++leak.count;
+      if (auto it = coverage.find(r.address);
+          it != coverage.end() && released_by.empty()) {
+        leak.nvtx_regions += it->second.regions;
+        leak.nvtx_region_bytes += it->second.bytes;
+      }
     };
     for (const AllocationRecord& r : LiveAllocations()) add(r, "");
     {
@@ -541,6 +586,8 @@ ReportData Engine::BuildReport(absl::string_view reason) {
                      });
   }
   FillLeakAnalysis(&data, &ids);  // issue 7: reachability, growth
+  // Issue 6 item 4: pool allocators' NVTX regions, their leaks.
+  FillNvtxMem(&data, &ids);
   if (NvtxSeen()) {  // issue 6: allocations by NVTX range
     data.nvtx_ranges = BuildNvtxSection(NvtxTotals(), LiveAllocations());
   }

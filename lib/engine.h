@@ -19,14 +19,18 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "lib/api.h"
 #include "lib/crash_handler.h"
 #include "lib/errors.h"
+#include "lib/graph_memory.h"
 #include "lib/growth.h"
 #include "lib/guard.h"
 #include "lib/kernel_names.h"
+#include "lib/memory_activity.h"
+#include "lib/nvtx_mem_regions.h"
 #include "lib/oom_diagnosis.h"
 #include "lib/options.h"
 #include "lib/recent_launches.h"
@@ -163,6 +167,13 @@ class Engine {
   // attribution and, with check=kernel, enqueues a check on `stream`.
   void BeforeLaunch(uint64_t context, uint64_t stream);
   void AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel);
+  // AfterLaunch for a launch seen from inside the driver's own call (a CUPTI
+  // exit callback, issue 4): no CUDA call is made there. The launch is logged
+  // for attribution and, with check=kernel, its check is owed: enqueued on its
+  // stream at the next BeforeLaunch (before any later kernel, so the report
+  // still names exactly this kernel) or at the next synchronization, zone
+  // check or teardown, whichever comes first.
+  void AfterLaunchDeferred(uint64_t context, uint64_t stream, uint32_t kernel);
 
   // A synchronizing call (cudaDeviceSynchronize, cudaStreamSynchronize,
   // cuCtxSynchronize, ...) returned success in `context`: with check=sync or
@@ -279,6 +290,53 @@ class Engine {
     return sticky_seen_.load(std::memory_order_acquire);
   }
 
+  // ---- Issue 4 item 4: graph memory nodes (lib/graph_memory.h,
+  // lib/engine_graph.cc). Called by interpose/graph_memory_shims.cc and the
+  // CUPTI subscriber.
+  // An alloc node was created at `address` by `api` (kGraphMemAllocNode or a
+  // captured variant); `stack` is the creating call's.
+  void OnGraphAllocNode(uint64_t address, uint64_t bytes, int device, Api api,
+                        StackId stack);
+  // `exec` was instantiated; `nodes` are its memory nodes.
+  void OnGraphInstantiated(uint64_t exec, GraphMemory::ExecNodes nodes);
+  void OnGraphExecDestroyed(uint64_t exec);
+  // A launch of `exec` on `stream` of `context` succeeded: its alloc nodes'
+  // blocks become live (stack: the node's creation, else `launch_stack()`,
+  // asked only then), its free nodes free. Cheap when `exec` has no memory
+  // nodes (one lookup; none at all before the first memory node).
+  void OnGraphLaunched(uint64_t exec, uint64_t context, uint64_t stream,
+                       absl::FunctionRef<StackId()> launch_stack);
+  const GraphMemory& graph_memory() const { return graph_memory_; }
+
+  // ---- Issue 4 item 4: CUPTI memory activity cross-check
+  // (lib/memory_activity.h, lib/engine_activity.cc). With a source installed
+  // (SetMemoryActivitySource), records of allocations no hook saw are added
+  // as blocks of their own ("cupti-activity", or the graph node's API), each
+  // counted once. `flush`: ask CUPTI for its incomplete buffers first (never
+  // from inside a CUPTI callback). Returns how many blocks were added.
+  size_t ReconcileActivity(bool flush);
+
+  // ---- Issue 6 item 4: NVTX memory regions, the sub-allocations of pool
+  // allocators (lib/nvtx_mem_regions.h, lib/engine_nvtx_mem.cc). Called by
+  // interpose/nvtx_injection.cc for the program's nvtxMem* calls; `stack` is
+  // the caller's, captured once per call.
+  // nvtxMemHeapRegister of [address, address + bytes) (VIRTUAL_ADDRESS, size
+  // > 0). Returns the handle the program gets: the heap's address.
+  uint64_t OnNvtxHeapRegister(uint64_t address, uint64_t bytes, uint32_t usage,
+                              std::string name);
+  // nvtxMemHeapReset (`unregister` false) / nvtxMemHeapUnregister: the heap's
+  // regions end, and with `unregister` the heap.
+  void OnNvtxHeapEnd(uint64_t heap, bool unregister);
+  // One region of an nvtxMemRegionsRegister batch.
+  void OnNvtxRegionRegister(uint64_t heap, uint64_t address, uint64_t bytes,
+                            StackId stack);
+  void OnNvtxRegionResize(uint64_t address, uint64_t bytes);
+  void OnNvtxRegionUnregister(uint64_t address);
+  void OnNvtxRegionName(uint64_t address, std::string name);
+  // Bad input in a call (counted; the first of each kind logged).
+  void NoteNvtxMemProblem(NvtxMemProblem problem);
+  const NvtxMemRegions& nvtx_mem() const { return nvtx_mem_; }
+
  private:
   struct DeviceInfo {
     std::string name;
@@ -375,9 +433,67 @@ class Engine {
   ReportData::Crash crash_ ABSL_GUARDED_BY(crash_mu_);
   std::atomic<bool> sticky_seen_{false};
 
+  // Issue 4 (lib/engine_guard.cc): per-kernel checks owed by launches seen
+  // from inside the driver's call (AfterLaunchDeferred), enqueued by the next
+  // BeforeLaunch, AfterLaunch, synchronization, zone check or teardown.
+  struct OwedCheck {
+    uint64_t context;
+    uint64_t stream;
+    uint32_t kernel;
+  };
+  void SettleOwedChecks();
+  absl::Mutex owed_mu_;
+  std::vector<OwedCheck> owed_ ABSL_GUARDED_BY(owed_mu_);
+  std::atomic<uint32_t> owed_count_{0};
+
+  // Issue 4 item 4 (lib/engine_graph.cc): graph memory nodes.
+  // A stream-ordered allocation made on a stream being captured: noted as an
+  // alloc node instead of a live block. Returns whether it was.
+  bool DivertCapturedAlloc(const AllocEvent& event);
+  // A stream-ordered free on a stream being captured, of graph memory or of
+  // nothing live: it becomes a free node, applied when the graph is launched.
+  bool IsCapturedGraphFree(Api api, uint64_t address, uint64_t stream);
+  // Frees a live block at `address` as a graph does (no error if none).
+  void GraphRelease(Api api, uint64_t address);
+  GraphMemory graph_memory_;
+  // Issue 4 item 4 (lib/engine_activity.cc): an unknown free the CUPTI
+  // activity records explain (an allocation no hook saw). `flush` as above.
+  bool ExplainUnknownFree(uint64_t address, bool flush);
+  // An unknown free seen inside a CUPTI callback, about to be reported:
+  // kept for the next ReconcileActivity instead (true), which reports it
+  // only if the records do not explain it.
+  bool DeferUnknownFree(const FreeTicket& ticket, bool succeeded,
+                        int cuda_result, const char* cuda_result_name);
+  struct SuspectFree {
+    FreeTicket ticket;
+    bool succeeded;
+    int cuda_result;
+    std::string cuda_result_name;
+  };
+  absl::Mutex activity_mu_;  // one reconciliation at a time
+  MemoryActivityCrossCheck activity_ ABSL_GUARDED_BY(activity_mu_);
+  std::vector<SuspectFree> suspects_ ABSL_GUARDED_BY(activity_mu_);
+  std::atomic<uint32_t> suspect_count_{0};
+
   // Issue 5 (lib/engine_oom.cc): health read into a report, OOM bursts.
   void FillHealth(ReportData* data, absl::string_view reason);
   OomBurstLimiter oom_limiter_;
+
+  // Issue 6 item 4 (lib/engine_nvtx_mem.cc): pool sub-allocations described
+  // through NVTX. A block going back to CUDA ends the heaps and regions in it.
+  void EndNvtxMemIn(const AllocationRecord& block);
+  // CheckAccess for a range that starts in a live region: reports api-bounds
+  // naming the region when the range leaves it. `leaves_block`: it also
+  // leaves the tracked block (CUDA refuses it); `rejected`: the tool refuses
+  // it for CUDA (into the block's redzone). Returns whether it reported.
+  bool CheckNvtxRegionAccess(absl::string_view call, uint64_t address,
+                             uint64_t bytes, bool leaves_block, bool rejected);
+  // Live regions per block, for the block's leak entry.
+  NvtxMemRegions::CoverageMap NvtxRegionCoverage() const;
+  // The region leak entries (with leak_check), the nvtx_mem section, notes.
+  void FillNvtxMem(ReportData* data, std::vector<StackId>* ids);
+  NvtxMemRegions nvtx_mem_;
+  NvtxMemStats nvtx_mem_stats_;
 };
 
 }  // namespace gmt

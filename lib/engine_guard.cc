@@ -51,18 +51,31 @@ AccessVerdict Engine::CheckAccess(absl::string_view call, uint64_t address,
   // Host memory and untracked pointers: CUDA decides.
   if (!r ||
       (r->kind != MemoryKind::kDevice && r->kind != MemoryKind::kManaged)) {
+    // Issue 6 item 4: a pool's NVTX region there still has its bounds. One
+    // relaxed load when no region is registered.
+    if (nvtx_mem_.HasRegions()) {
+      CheckNvtxRegionAccess(call, address, bytes, false, false);
+    }
     return AccessVerdict::kForward;
   }
   const uint64_t end = address + bytes;
   if (end >= address && address >= r->address && end <= r->address + r->bytes) {
+    if (nvtx_mem_.HasRegions()) {  // issue 6 item 4: inside the pool's block
+      CheckNvtxRegionAccess(call, address, bytes, false, false);
+    }
     return AccessVerdict::kForward;
   }
   // Without redzones CUDA rejects any range that leaves the allocation
   // (measured: invalid-value for a single byte past the end). With them the
   // range may fit the raw block, so the tool answers for CUDA.
   const bool rejected = r->guarded();
-  ReportApiBounds(*this, call, address, bytes, *r, rejected,
-                  CaptureCallStack());
+  // Issue 6 item 4: starting in a pool's NVTX region, the report names the
+  // region (the code that asked the pool), not the pool's block.
+  if (!nvtx_mem_.HasRegions() ||
+      !CheckNvtxRegionAccess(call, address, bytes, true, rejected)) {
+    ReportApiBounds(*this, call, address, bytes, *r, rejected,
+                    CaptureCallStack());
+  }
   return rejected ? AccessVerdict::kReject : AccessVerdict::kForward;
 }
 
@@ -75,17 +88,56 @@ std::string Engine::KernelName(uint32_t id) const {
 }
 
 void Engine::BeforeLaunch(uint64_t context, uint64_t stream) {
+  // Issue 4: the previous kernel's check goes in before this kernel, so a
+  // zone it finds changed is still this one's predecessor's doing.
+  SettleOwedChecks();
   guard_.BeforeLaunch(context, stream);
 }
 
 void Engine::AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel) {
+  SettleOwedChecks();
   recent_launches_.Record(kernel, stream, context, NowNs());  // issue 5 item 3
   std::vector<GuardFinding> findings;
   guard_.AfterLaunch(context, stream, kernel, &findings);
   ReportFindings(findings);
 }
 
+// Issue 4: inside a CUPTI exit callback the program's launch call is still
+// in progress in the driver, and the tool makes no CUDA call there (check=
+// kernel under injection alone hung on the H200 when it did): bookkeeping
+// only. The owed check is enqueued by SettleOwedChecks.
+void Engine::AfterLaunchDeferred(uint64_t context, uint64_t stream,
+                                 uint32_t kernel) {
+  recent_launches_.Record(kernel, stream, context, NowNs());
+  guard_.NoteLaunch(context, kernel);
+  if (!guard_.ChecksEachKernel()) return;
+  absl::MutexLock lock(&owed_mu_);
+  owed_.push_back(OwedCheck{context, stream, kernel});
+  owed_count_.fetch_add(1, std::memory_order_release);
+}
+
+void Engine::SettleOwedChecks() {
+  if (owed_count_.load(std::memory_order_acquire) == 0) return;
+  std::vector<OwedCheck> owed;
+  {
+    absl::MutexLock lock(&owed_mu_);
+    owed.swap(owed_);
+    owed_count_.store(0, std::memory_order_release);
+  }
+  std::vector<GuardFinding> findings;
+  for (const OwedCheck& o : owed) {
+    guard_.CheckAfterLaunch(o.context, o.stream, o.kernel, &findings);
+  }
+  ReportFindings(findings);
+}
+
 void Engine::OnSynchronized(uint64_t context) {
+  SettleOwedChecks();
+  // Issue 4 item 4: frees seen inside CUPTI callbacks wait for a flush of
+  // the activity records; a synchronization outside them is a safe place.
+  if (suspect_count_.load(std::memory_order_acquire) != 0) {
+    ReconcileActivity(/*flush=*/true);
+  }
   std::vector<GuardFinding> findings;
   guard_.OnSynchronized(context, 0, /*device_wide=*/true, &findings);
   ReportFindings(findings);
@@ -93,6 +145,7 @@ void Engine::OnSynchronized(uint64_t context) {
 }
 
 void Engine::OnStreamSynchronized(uint64_t context, uint64_t stream) {
+  SettleOwedChecks();
   std::vector<GuardFinding> findings;
   guard_.OnSynchronized(context, stream, /*device_wide=*/false, &findings);
   ReportFindings(findings);
@@ -103,6 +156,7 @@ void Engine::CheckAllZones(absl::string_view reason) {
   // Issue 5 item 3: after a sticky CUDA error the context is lost; the crash
   // report says the zones went unchecked.
   if (ContextLost()) return;
+  SettleOwedChecks();
   std::vector<GuardFinding> findings;
   guard_.CheckAll(reason, &findings);
   ReportFindings(findings);
@@ -120,6 +174,7 @@ uint64_t Engine::IpcUserAddress(uint64_t context, uint64_t raw_base) {
 
 void Engine::BeforeContextTeardown(int device, uint64_t context) {
   if (exiting_.load(std::memory_order_acquire)) return;
+  SettleOwedChecks();
   std::vector<GuardFinding> findings;
   guard_.BeforeTeardown(device, context, &findings);
   ReportFindings(findings);

@@ -1,8 +1,12 @@
 // Issue 7 on the engine: reachability of the live blocks at exit
 // (lib/reachability_linux.h) and growth of call sites while the program runs
 // (lib/growth.h).
+#include <dlfcn.h>
+#include <link.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -20,6 +24,57 @@ namespace {
 bool HasPointer(MemoryKind kind) {
   return kind == MemoryKind::kDevice || kind == MemoryKind::kManaged ||
          kind == MemoryKind::kPinnedHost;
+}
+
+// Where an address lies, for the reachability chain: "module+0xoff", with
+// the symbol whose extent holds it when the dynamic symbol table has one
+// (statics of an executable are not there: `nm` on the module tells them from
+// the offset).
+std::string PlaceOf(uint64_t address) {
+  Dl_info info;
+  void* entry = nullptr;  // the ElfW(Sym) of the symbol, if any
+  if (dladdr1(reinterpret_cast<void*>(address), &info, &entry,
+              RTLD_DL_SYMENT) == 0 ||
+      info.dli_fname == nullptr) {
+    return absl::StrFormat("0x%x", address);
+  }
+  const char* slash = std::strrchr(info.dli_fname, '/');
+  std::string text =
+      absl::StrFormat("%s+0x%x", slash != nullptr ? slash + 1 : info.dli_fname,
+                      address - reinterpret_cast<uint64_t>(info.dli_fbase));
+  const auto* sym = static_cast<const ElfW(Sym)*>(entry);
+  const uint64_t sym_begin = reinterpret_cast<uint64_t>(info.dli_saddr);
+  if (sym != nullptr && info.dli_sname != nullptr && address >= sym_begin &&
+      address < sym_begin + sym->st_size) {
+    absl::StrAppendFormat(&text, " (%s+0x%x)", info.dli_sname,
+                          address - sym_begin);
+  }
+  return text;
+}
+
+// "root: word at <place> -> heap object 0x.. (N bytes) at +0x.. -> ...":
+// the path the scan took to a reachable block. An object whose first word
+// lies in a module (a vtable, a callback) says whose object it is.
+std::string ChainText(const std::string& root_label, uint64_t via_word,
+                      const std::vector<ReachHop>& hops, uint32_t elided) {
+  std::string text =
+      absl::StrFormat("%s (word at %s", root_label,
+                      PlaceOf(hops.empty() ? via_word : hops.front().word));
+  for (size_t i = 0; i < hops.size(); ++i) {
+    if (elided != 0 && i == kMaxReachHops / 2) {
+      absl::StrAppendFormat(&text, " -> ... %u more heap objects ...", elided);
+    }
+    const uint64_t word = i + 1 < hops.size() ? hops[i + 1].word : via_word;
+    absl::StrAppendFormat(&text, " -> heap object 0x%x of %u bytes",
+                          hops[i].object, hops[i].object_size);
+    const std::string first = PlaceOf(hops[i].object_first_word);
+    if (hops[i].object_first_word != 0 && first[0] != '0') {
+      absl::StrAppendFormat(&text, " [first word: %s]", first);
+    }
+    absl::StrAppendFormat(&text, ", word +0x%x", word - hops[i].object);
+  }
+  text += ")";
+  return text;
 }
 
 // "function file:line" of a stack's innermost frame, for one-line messages.
@@ -92,8 +147,9 @@ __attribute__((noinline)) void Engine::ScanReachability() {
     const int32_t root = scan.result.via_root[i];
     if (scan.result.reachable[i] && root >= 0 &&
         static_cast<size_t>(root) < scan.root_labels.size()) {
-      via = absl::StrFormat("%s (word at 0x%x)", scan.root_labels[root],
-                            scan.result.via_word[i]);
+      via =
+          ChainText(scan.root_labels[root], scan.result.via_word[i],
+                    scan.result.via_chain[i], scan.result.via_chain_elided[i]);
       LogNote(1, "reachability: 0x%llx (%llu bytes) reachable via %s",
               static_cast<unsigned long long>(live[i].address),
               static_cast<unsigned long long>(live[i].bytes), via.c_str());

@@ -322,12 +322,22 @@ void GuardManager::BeforeLaunch(uint64_t context, uint64_t stream) {
 void GuardManager::AfterLaunch(uint64_t context, uint64_t stream,
                                uint32_t kernel,
                                std::vector<GuardFinding>* findings) {
+  NoteLaunch(context, kernel);
+  CheckAfterLaunch(context, stream, kernel, findings);
+}
+
+void GuardManager::NoteLaunch(uint64_t context, uint32_t kernel) {
   const uint64_t s =
       launch_sequence_.fetch_add(1, std::memory_order_acq_rel) + 1;
   LaunchEntry& e = launches_[s % kLaunchLog];
   e.context.store(context, std::memory_order_relaxed);
   e.kernel.store(kernel, std::memory_order_relaxed);
   e.sequence.store(s, std::memory_order_release);
+}
+
+void GuardManager::CheckAfterLaunch(uint64_t context, uint64_t stream,
+                                    uint32_t kernel,
+                                    std::vector<GuardFinding>* findings) {
   if (ops_ == nullptr || level_ != CheckLevel::kKernel) return;
   absl::MutexLock lock(&mu_);
   auto it = contexts_.find(context);

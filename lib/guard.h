@@ -130,6 +130,17 @@ class GuardManager {
   void BeforeLaunch(uint64_t context, uint64_t stream);
   void AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel,
                    std::vector<GuardFinding>* findings);
+  // AfterLaunch in two halves (issue 4: a launch seen from inside the
+  // driver's call logs now and is checked later, outside it).
+  // NoteLaunch: the launch log only, for attribution; no CUDA call.
+  void NoteLaunch(uint64_t context, uint32_t kernel);
+  // With check=kernel, enqueues the check of what `kernel` did on `stream`.
+  void CheckAfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel,
+                        std::vector<GuardFinding>* findings);
+  // Whether CheckAfterLaunch does anything (check=kernel, zones on).
+  bool ChecksEachKernel() const {
+    return ops_ != nullptr && level_ == CheckLevel::kKernel;
+  }
   // A synchronizing call succeeded. `stream` is the stream it waited for;
   // `device_wide` when it waited for the whole context.
   void OnSynchronized(uint64_t context, uint64_t stream, bool device_wide,

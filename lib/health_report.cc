@@ -322,6 +322,17 @@ json HealthReadingJson(const HealthReading& reading) {
   versions["missing"] = std::move(missing);
   out["versions"] = std::move(versions);
   out["xid_status"] = reading.xid_status;
+  // Every Xid event with its device (also those of devices not listed), so
+  // that a saved report reads back whole (lib/report_json_parse.h).
+  out["xid_watched"] = reading.xid_watched;
+  json xids = json::array();
+  for (const XidEvent& x : reading.xids) {
+    xids.push_back({{"device", x.device},
+                    {"xid", x.xid},
+                    {"time_s", x.time_s},
+                    {"meaning", std::string(XidMeaning(x.xid))}});
+  }
+  out["xid_events"] = std::move(xids);
   return out;
 }
 

@@ -105,8 +105,10 @@ std::string CheckValue(absl::string_view key, const Options& o) {
     return range(o.quarantine_bytes, 0, int64_t{1} << 40);
   }
   // CUPTI (issue 4).
-  if (key == "cupti" || key == "cupti_kernels") {
-    const std::string& v = key == "cupti" ? o.cupti : o.cupti_kernels;
+  if (key == "cupti" || key == "cupti_kernels" || key == "cupti_activity") {
+    const std::string& v = key == "cupti"           ? o.cupti
+                           : key == "cupti_kernels" ? o.cupti_kernels
+                                                    : o.cupti_activity;
     if (v == "auto" || v == "on" || v == "off") return "";
     return absl::StrCat("unknown value '", v, "' (expected auto, on or off)");
   }

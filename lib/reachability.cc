@@ -6,7 +6,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "absl/container/flat_hash_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "lib/clock.h"
 
 namespace gmt {
@@ -55,22 +55,34 @@ class BlockIndex {
   uint64_t highest_ = 0;
 };
 
-// Whether the heap object `object` holds a pointer into a runtime image
-// (looked for in its first 4 KiB: a C++ object's vtable pointer comes
-// first).
-bool OwnedByRuntime(const AddressRange& object, MemoryReader& reader,
-                    const std::vector<AddressRange>& images) {
-  if (images.empty()) return false;
-  uint64_t words[512];
-  const size_t want = static_cast<size_t>(
-      std::min<uint64_t>(sizeof(words), object.size() & ~uint64_t{7}));
-  const size_t got = reader.Read(object.begin, words, want);
-  for (size_t w = 0; w < got / sizeof(uint64_t); ++w) {
+// Whether a heap object, whose first words are `words`, is the CUDA
+// runtime's or driver's, and must not be followed (their tables keep a copy
+// of every device pointer):
+//  * it holds a pointer into a runtime image (looked for in its first 4 KiB:
+//    a C++ object's vtable pointer comes first);
+//  * it is the runtime's handle of a module's fat binary: its first word
+//    points to the module's wrapper (nvcc's __fatDeviceText, among the
+//    module's globals: one of `roots`), which starts with the fat binary
+//    magic. The handle leads into the runtime's tables of everything (seen
+//    on the H200); this tells it apart without a symbol table.
+bool OwnedByRuntime(const uint64_t* words, size_t count, MemoryReader& reader,
+                    const std::vector<AddressRange>& images,
+                    const std::vector<AddressRange>& roots) {
+  count = std::min<size_t>(count, 512);
+  for (size_t w = 0; w < count; ++w) {
     for (const AddressRange& image : images) {
       if (image.Contains(words[w])) return true;
     }
   }
-  return false;
+  constexpr uint32_t kFatbinWrapperMagic = 0x466243b1;
+  const uint64_t first = count > 0 ? words[0] : 0;
+  if (first == 0 || (first & 7) != 0) return false;
+  bool in_globals = false;
+  for (const AddressRange& r : roots) in_globals |= r.Contains(first);
+  uint32_t magic = 0;
+  return in_globals &&
+         reader.Read(first, &magic, sizeof(magic)) == sizeof(magic) &&
+         magic == kFatbinWrapperMagic;
 }
 
 }  // namespace
@@ -84,12 +96,44 @@ ReachResult FloodFill(const std::vector<AddressRange>& roots,
   result.reachable.assign(blocks.size(), false);
   result.via_root.assign(blocks.size(), -1);
   result.via_word.assign(blocks.size(), 0);
+  result.via_chain.assign(blocks.size(), {});
+  result.via_chain_elided.assign(blocks.size(), 0);
   if (blocks.empty()) return result;
   BlockIndex index(blocks);
   size_t unmarked = blocks.size();
 
-  // Heap objects already queued, by start: each is read once.
-  absl::flat_hash_set<uint64_t> visited;
+  // Heap objects already queued, by start (each is read once), with the
+  // link that found them, for the chains.
+  struct Found {
+    uint64_t parent;  // start of the heap object holding `word`; 0: a root
+    uint64_t word;
+    uint64_t size;
+    uint64_t first_word;  // filled when the object is read
+  };
+  absl::flat_hash_map<uint64_t, Found> visited;
+  // The chain that led to the heap object starting at `object`, root first;
+  // `elided` gets how many links were left out of its middle.
+  auto chain_to = [&](uint64_t object, uint32_t* elided) {
+    std::vector<ReachHop> hops;
+    // Bounded, so that many blocks at the end of long lists cost little: a
+    // longer chain shows its first 4096 links' ends.
+    constexpr size_t kWalkLimit = 4096;
+    while (object != 0 && hops.size() < kWalkLimit) {
+      auto it = visited.find(object);
+      if (it == visited.end()) break;
+      hops.push_back(ReachHop{it->second.word, object, it->second.size,
+                              it->second.first_word});
+      object = it->second.parent;
+    }
+    std::reverse(hops.begin(), hops.end());
+    *elided = 0;
+    if (hops.size() > kMaxReachHops) {
+      *elided = static_cast<uint32_t>(hops.size() - kMaxReachHops);
+      hops.erase(hops.begin() + kMaxReachHops / 2,
+                 hops.end() - kMaxReachHops / 2);
+    }
+    return hops;
+  };
   // Each range to read, with the root its chain started from.
   struct Item {
     AddressRange range;
@@ -116,10 +160,6 @@ ReachResult FloodFill(const std::vector<AddressRange>& roots,
   while (!work.empty() && unmarked > 0) {
     const auto [range, root, is_heap] = work.back();
     work.pop_back();
-    if (is_heap && OwnedByRuntime(range, reader, runtime_images)) {
-      ++result.runtime_objects;
-      continue;
-    }
     // Words are 8-byte aligned (pointers stored by compiled code are).
     uint64_t at = (range.begin + 7) & ~uint64_t{7};
     while (at + sizeof(uint64_t) <= range.end) {
@@ -136,6 +176,16 @@ ReachResult FloodFill(const std::vector<AddressRange>& roots,
         continue;
       }
       size_t words = got / sizeof(uint64_t);
+      if (is_heap && at == range.begin) {
+        if (OwnedByRuntime(buffer.data(), words, reader, runtime_images,
+                           roots)) {
+          ++result.runtime_objects;
+          break;
+        }
+        if (auto it = visited.find(range.begin); it != visited.end()) {
+          it->second.first_word = buffer[0];
+        }
+      }
       result.bytes_scanned += words * sizeof(uint64_t);
       for (size_t w = 0; w < words; ++w) {
         uint64_t value = buffer[w];
@@ -145,6 +195,10 @@ ReachResult FloodFill(const std::vector<AddressRange>& roots,
             result.reachable[*block] = true;
             result.via_root[*block] = root;
             result.via_word[*block] = at + w * sizeof(uint64_t);
+            if (is_heap) {
+              result.via_chain[*block] =
+                  chain_to(range.begin, &result.via_chain_elided[*block]);
+            }
             if (--unmarked == 0) return result;
           }
           continue;
@@ -155,7 +209,11 @@ ReachResult FloodFill(const std::vector<AddressRange>& roots,
         if (object && object->size() >= sizeof(uint64_t) &&
             !index.Owns(*object) &&
             !object->Contains(reinterpret_cast<uint64_t>(buffer.data())) &&
-            visited.insert(object->begin).second) {
+            visited
+                .try_emplace(object->begin, Found{is_heap ? range.begin : 0,
+                                                  at + w * sizeof(uint64_t),
+                                                  object->size(), 0})
+                .second) {
           ++result.heap_objects;
           work.push_back(Item{*object, root, true});
         }

@@ -67,12 +67,28 @@ struct ReachLimits {
   int64_t deadline_ns = 0;  // monotonic clock (CLOCK_MONOTONIC); 0: none
 };
 
+// One link of a chain: the word at `word` points into the heap object
+// [object, object + object_size).
+// `object_first_word`: the object's first word, which names its owner when
+// it is a vtable or a code pointer.
+struct ReachHop {
+  uint64_t word = 0;
+  uint64_t object = 0;
+  uint64_t object_size = 0;
+  uint64_t object_first_word = 0;
+};
+
+// Longest chain kept per block: its first and last kMaxReachHops / 2 links
+// (the root's end tells which global or stack, the block's end whose object
+// holds the pointer).
+inline constexpr size_t kMaxReachHops = 8;
+
 struct ReachResult {
   // Per block, in the order the blocks were given: a pointer to it was found.
   std::vector<bool> reachable;
-  uint64_t bytes_scanned = 0;  // bytes of roots and heap objects read
-  uint64_t roots = 0;          // root ranges scanned
-  uint64_t heap_objects = 0;   // heap objects scanned
+  uint64_t bytes_scanned = 0;    // bytes of roots and heap objects read
+  uint64_t roots = 0;            // root ranges scanned
+  uint64_t heap_objects = 0;     // heap objects scanned
   uint64_t runtime_objects = 0;  // heap objects of the runtime, not followed
   bool truncated = false;  // a limit was hit: unmarked blocks are not proven
                            // lost
@@ -81,6 +97,12 @@ struct ReachResult {
   // or in a heap object reached from it). -1 / 0 for unmarked blocks.
   std::vector<int32_t> via_root;
   std::vector<uint64_t> via_word;
+  // Per reachable block: the heap objects its chain went through, from the
+  // root on (empty when the root itself held the pointer). Tells the user, or
+  // the tool's developer, why a block counts as reachable.
+  std::vector<std::vector<ReachHop>> via_chain;
+  // Per reachable block: links left out of the middle of a longer chain.
+  std::vector<uint32_t> via_chain_elided;
 };
 
 // The flood fill. `blocks`: the extents of the live CUDA blocks (raw extent

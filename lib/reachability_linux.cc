@@ -23,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "lib/clock.h"
+#include "lib/cuda_runtime_globals.h"
 
 namespace gmt {
 namespace {
@@ -291,7 +292,11 @@ struct ModuleScan {
   std::vector<AddressRange> writable;  // roots
   std::vector<AddressRange> runtime;   // libcudart / libcuda images
   std::vector<std::string> labels;     // one per writable range
-  std::vector<CodeRange> code;         // libc and the loader left out
+  // Per writable range: the module's file and load bias, for finding the
+  // runtime's globals in it afterwards (not inside dl_iterate_phdr, which
+  // holds the loader's lock: libelf is loaded by dlopen).
+  std::vector<std::pair<std::string, uint64_t>> files;
+  std::vector<CodeRange> code;  // libc and the loader left out
   uint64_t modules = 0;
   uint64_t excluded = 0;
 };
@@ -336,9 +341,13 @@ int CollectModule(dl_phdr_info* info, size_t, void* data) {
       // (seen: an 8 KiB stdout buffer holding an old copy of the tool's
       // table of blocks), never at a program's device pointer.
       scan->writable.push_back(range);
-      scan->labels.push_back(absl::StrCat(
-          "globals of ", *name != '\0' ? std::string(BaseName(name))
-                                       : std::string("the program")));
+      scan->files.emplace_back(*name != '\0' ? name : "/proc/self/exe",
+                               info->dlpi_addr);
+      scan->labels.push_back(absl::StrFormat("globals of %s [0x%x, 0x%x)",
+                                             *name != '\0'
+                                                 ? std::string(BaseName(name))
+                                                 : std::string("the program"),
+                                             range.begin, range.end));
     }
   }
   return 0;
@@ -453,8 +462,27 @@ ProcessReach ScanProcess(const std::vector<AddressRange>& blocks,
   dl_iterate_phdr(&CollectModule, &modules);
   out.modules = modules.modules;
   out.modules_excluded = modules.excluded;
-  std::vector<AddressRange> roots = modules.writable;
-  out.root_labels = modules.labels;
+  // The program's modules' globals, less the CUDA runtime's own state kept
+  // among them (lib/cuda_runtime_globals.h).
+  std::vector<AddressRange> roots;
+  absl::flat_hash_map<std::string, RuntimeGlobals> runtime_globals;
+  for (size_t i = 0; i < modules.writable.size(); ++i) {
+    const auto& [file, bias] = modules.files[i];
+    auto it = runtime_globals.find(file);
+    if (it == runtime_globals.end()) {
+      it = runtime_globals.emplace(file, FindCudaRuntimeGlobals(file, bias))
+               .first;
+      if (it->second.symbols_read) ++out.modules_with_symbols;
+    }
+    const AddressRange& range = modules.writable[i];
+    uint64_t kept = 0;
+    for (const AddressRange& piece : SubtractRanges(range, it->second.ranges)) {
+      roots.push_back(piece);
+      out.root_labels.push_back(modules.labels[i]);
+      kept += piece.size();
+    }
+    out.runtime_globals_bytes += range.size() - kept;
+  }
 
   std::sort(modules.code.begin(), modules.code.end(),
             [](const CodeRange& a, const CodeRange& b) {

@@ -68,6 +68,10 @@ struct ProcessReach {
   uint64_t threads = 0;           // thread stacks scanned (this one included)
   uint64_t threads_excluded = 0;  // CUDA / tool helper threads left out
   uint64_t threads_unknown = 0;   // no stack pointer from the kernel
+  // Bytes of the program's globals left out as the CUDA runtime's own
+  // (lib/cuda_runtime_globals.h), and modules whose symbol table was read.
+  uint64_t runtime_globals_bytes = 0;
+  uint64_t modules_with_symbols = 0;
   // What each root is ("globals of libfoo.so", "stack of thread 1234"), in
   // the order of result.via_root's indices.
   std::vector<std::string> root_labels;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,21 @@ struct ReportData {
     // Issue 6: the NVTX range path its blocks were allocated in ("" none). A
     // call site used in several ranges has one entry each.
     std::string nvtx_range;
+    // Issue 6 item 4, NVTX memory regions (lib/nvtx_mem_regions.h).
+    // On a block's entry: the live regions a pool allocator registered inside
+    // its blocks, and their bytes (also listed as their own entries).
+    uint64_t nvtx_regions = 0;
+    uint64_t nvtx_region_bytes = 0;
+    // On a region's entry (api kNvtxRegion): the tracked block holding its
+    // example region (0: none) and that block's API, the heap handle it was
+    // registered in (0: process-wide) and the heap's and region's names.
+    // Region bytes are not added to summary.leaked_bytes: they lie inside a
+    // block counted on its own (or in memory the tool did not see allocated).
+    uint64_t pool_block = 0;
+    Api pool_api = Api::kUnknown;
+    uint64_t heap = 0;
+    std::string heap_name;
+    std::string region_name;
   };
   std::vector<Leak> leaks;  // largest first
   bool leak_check = true;
@@ -151,6 +167,27 @@ struct ReportData {
   };
   std::vector<NvtxRange> nvtx_ranges;  // largest live_bytes, then bytes, first
 
+  // Issue 6 item 4: the program's NVTX memory-API calls (pool allocators'
+  // heaps and regions, lib/nvtx_mem_regions.h); `used` false when it made
+  // none.
+  struct NvtxMem {
+    bool used = false;
+    uint64_t heaps_registered = 0;
+    uint64_t heaps_unregistered = 0;
+    uint64_t heap_resets = 0;
+    uint64_t regions_registered = 0;
+    uint64_t regions_unregistered = 0;
+    uint64_t regions_resized = 0;
+    uint64_t regions_ended_by_heap = 0;  // by a reset or heap unregister
+    uint64_t regions_ended_by_free = 0;  // their block was freed first
+    uint64_t live_heaps = 0;
+    uint64_t live_regions = 0;
+    uint64_t live_region_bytes = 0;
+    // Problems in the program's calls, by name ("zero_size": 2), non-zero
+    // only (lib/nvtx_mem_regions.h, GMT_NVTX_MEM_PROBLEMS).
+    std::vector<std::pair<std::string, uint64_t>> problems;
+  } nvtx_mem;
+
   StackTable stacks;  // every stack id referenced above, symbolized
   std::vector<std::string> notes;
 
@@ -195,6 +232,10 @@ struct ReportData {
       Api api = Api::kUnknown;
     };
     std::vector<Block> live;
+    // Re-read from a JSON report that had a "timeline" section
+    // (lib/report_json_parse.h): the JSON writer writes it again even
+    // without series.
+    bool from_json = false;
   } timeline;
 
   // Issue 5 item 3: the crash report (lib/engine_crash.cc). Present in every
@@ -239,7 +280,17 @@ struct ReportData {
     // thread, no engine, ...).
     std::vector<std::string> skipped;
   } crash;
+
+  // Issue 6: the OS thread ids (gettid) behind the thread numbers the errors
+  // name ("T2 (tid 4242)"). Unset in a live report: the writers ask the
+  // running process (ThreadOsId, lib/clock.h). Set in a report re-read from
+  // JSON (lib/report_json_parse.h): the ids it saved, nothing else.
+  std::optional<std::map<uint32_t, int>> thread_os_ids;
 };
+
+// The OS thread id of thread number `thread` as `data` knows it (0: unknown):
+// from data.thread_os_ids when set, else from the running process.
+int ReportThreadOsId(const ReportData& data, uint32_t thread);
 
 // The human report (what goes to stderr by default). `max_leaks` 0 lists all.
 // `errors_printed`: each error already went to the same stream in full when it

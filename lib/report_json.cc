@@ -1,5 +1,6 @@
 // The JSON report (DESIGN §5). Other tools parse it: change it only by adding
 // fields.
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_format.h"
@@ -87,6 +88,17 @@ std::string RenderJson(const ReportData& data) {
   // Suppressions (lib/suppressions.h): what the rules removed.
   out["summary"]["suppressed_errors"] = data.summary.suppressed_errors;
   out["summary"]["suppressed_leaks"] = data.summary.suppressed_leaks;
+  // Issue 6 item 4: leaked NVTX regions of pool allocators, included in
+  // "leaks"; their bytes are not in "leaked_bytes" (inside the pools' blocks).
+  uint64_t region_leaks = 0;
+  uint64_t region_leaked_bytes = 0;
+  for (const ReportData::Leak& leak : data.leaks) {
+    if (leak.api != Api::kNvtxRegion) continue;
+    region_leaks += leak.count;
+    region_leaked_bytes += leak.bytes;
+  }
+  out["summary"]["nvtx_region_leaks"] = region_leaks;
+  out["summary"]["nvtx_region_leaked_bytes"] = region_leaked_bytes;
   out["leak_check"] = data.leak_check;
   out["leaks"] = json::array();
   for (const ReportData::Leak& leak : data.leaks) {
@@ -102,6 +114,22 @@ std::string RenderJson(const ReportData& data) {
     if (!leak.state.empty()) j["state"] = leak.state;  // issue 7
     if (!leak.reachable_via.empty()) j["reachable_via"] = leak.reachable_via;
     if (!leak.nvtx_range.empty()) j["nvtx_range"] = leak.nvtx_range;
+    // Issue 6 item 4: a pool block's live NVTX regions; a region's pool.
+    if (leak.nvtx_regions > 0) {
+      j["nvtx_regions"] = leak.nvtx_regions;
+      j["nvtx_region_bytes"] = leak.nvtx_region_bytes;
+    }
+    if (leak.api == Api::kNvtxRegion) {
+      if (leak.pool_block != 0) {
+        j["pool_block"] = Hex(leak.pool_block);
+        j["pool_api"] = std::string(ApiName(leak.pool_api));
+      } else {
+        j["outside_block"] = true;
+      }
+      if (leak.heap != 0) j["heap"] = Hex(leak.heap);
+      if (!leak.heap_name.empty()) j["heap_name"] = leak.heap_name;
+      if (!leak.region_name.empty()) j["region_name"] = leak.region_name;
+    }
     out["leaks"].push_back(std::move(j));
   }
   out["errors"] = json::array();
@@ -167,6 +195,29 @@ std::string RenderJson(const ReportData& data) {
     out["errors"].push_back(std::move(j));
   }
   out["errors_dropped"] = data.errors_dropped;
+  // Issue 6: the OS thread ids of the thread numbers above, so that a report
+  // re-read from this JSON prints "T2 (tid 4242)" as the run did.
+  std::map<uint32_t, int> tids;
+  if (data.thread_os_ids.has_value()) {
+    tids = *data.thread_os_ids;
+  } else {
+    auto note = [&](uint32_t thread) {
+      if (int tid = ReportThreadOsId(data, thread); tid != 0) {
+        tids[thread] = tid;
+      }
+    };
+    for (const ErrorRecord& e : data.errors) {
+      note(e.thread);
+      if (e.allocation) note(e.allocation->thread);
+      if (e.previous_free) note(e.previous_free->free_thread);
+    }
+  }
+  if (!tids.empty()) {
+    json& list = out["thread_os_ids"] = json::array();
+    for (const auto& [thread, tid] : tids) {
+      list.push_back({{"thread", thread}, {"tid", tid}});
+    }
+  }
   out["suppressions"] = json::array();
   for (const ReportData::SuppressionUse& s : data.suppressions) {
     out["suppressions"].push_back(
@@ -185,7 +236,8 @@ std::string RenderJson(const ReportData& data) {
                   {"evicted", data.guard.evicted}};
   // Memory over time (viz): compact, bounded (a few thousand points per
   // device), so `gpumemtrace report FILE.json --format html` still plots it.
-  if (data.timeline.recorded || !data.timeline.series.empty()) {
+  if (data.timeline.recorded || data.timeline.from_json ||
+      !data.timeline.series.empty()) {
     json series = json::object();
     for (const auto& [device, points] : data.timeline.series) {
       json p = json::array();
@@ -244,6 +296,24 @@ std::string RenderJson(const ReportData& data) {
                             {"live_blocks", r.live_blocks},
                             {"live_bytes", r.live_bytes}});
     }
+  }
+  // Issue 6 item 4: the program's NVTX memory-API calls (pool allocators).
+  if (data.nvtx_mem.used) {
+    const ReportData::NvtxMem& m = data.nvtx_mem;
+    json problems = json::object();
+    for (const auto& [name, count] : m.problems) problems[name] = count;
+    out["nvtx_mem"] = {{"heaps_registered", m.heaps_registered},
+                       {"heaps_unregistered", m.heaps_unregistered},
+                       {"heap_resets", m.heap_resets},
+                       {"regions_registered", m.regions_registered},
+                       {"regions_unregistered", m.regions_unregistered},
+                       {"regions_resized", m.regions_resized},
+                       {"regions_ended_by_heap", m.regions_ended_by_heap},
+                       {"regions_ended_by_free", m.regions_ended_by_free},
+                       {"live_heaps", m.live_heaps},
+                       {"live_regions", m.live_regions},
+                       {"live_region_bytes", m.live_region_bytes},
+                       {"problems", std::move(problems)}};
   }
   out["notes"] = data.notes;
   // Invalid UTF-8 (odd symbol names, argv) is replaced rather than thrown on:

@@ -34,8 +34,10 @@ std::string DeviceLabel(int device) {
   return device < 0 ? std::string("host") : absl::StrCat("device ", device);
 }
 
-std::string ThreadLabel(uint32_t thread) {
-  int os = ThreadOsId(thread);
+// `data`: the report the thread number comes from (nullptr: this process).
+std::string ThreadLabel(uint32_t thread, const ReportData* data) {
+  int os =
+      data != nullptr ? ReportThreadOsId(*data, thread) : ThreadOsId(thread);
   return os != 0 ? absl::StrFormat("T%d (tid %d)", thread, os)
                  : absl::StrFormat("T%d", thread);
 }
@@ -56,7 +58,8 @@ void PrintStack(TextOut& out, StackId id, const StackTable& stacks) {
   }
 }
 
-void PrintError(TextOut& out, const ErrorRecord& e, const StackTable& stacks) {
+void PrintError(TextOut& out, const ErrorRecord& e, const StackTable& stacks,
+                const ReportData* data) {
   out.Line("ERROR: %s: %s", ErrorKindName(e.kind), ErrorKindMeaning(e.kind));
   out.Line("  %s", e.detail);
   if (!e.cuda_result_name.empty() || e.cuda_result != 0) {
@@ -84,13 +87,13 @@ void PrintError(TextOut& out, const ErrorRecord& e, const StackTable& stacks) {
   } else {
     out.Line("  %s called by thread %s here:",
              e.call.empty() ? std::string(ApiName(e.api)) : e.call,
-             ThreadLabel(e.thread));
+             ThreadLabel(e.thread, data));
     PrintStack(out, e.stack, stacks);
   }
   if (e.previous_free) {
     out.Line("  first freed by %s on thread %s here:",
              ApiName(e.previous_free->free_api),
-             ThreadLabel(e.previous_free->free_thread));
+             ThreadLabel(e.previous_free->free_thread, data));
     PrintStack(out, e.previous_free->free_stack, stacks);
   }
   if (e.oom) {  // issue 5: who holds the card, largest first
@@ -113,10 +116,12 @@ void PrintError(TextOut& out, const ErrorRecord& e, const StackTable& stacks) {
   }
   if (e.allocation) {
     const AllocationRecord& a = *e.allocation;
-    out.Line(
-        "  the block: 0x%x, %d bytes, %s on %s, allocated by thread %s here:",
-        a.address, a.bytes, ApiName(a.api), DeviceLabel(a.device),
-        ThreadLabel(a.thread));
+    // Issue 6 item 4: a pool's NVTX region was registered, not allocated.
+    const bool region = a.api == Api::kNvtxRegion;
+    out.Line("  the %s: 0x%x, %d bytes, %s on %s, %s by thread %s here:",
+             region ? "region" : "block", a.address, a.bytes, ApiName(a.api),
+             DeviceLabel(a.device), region ? "registered" : "allocated",
+             ThreadLabel(a.thread, data));
     PrintStack(out, a.stack, stacks);
   }
   if (!e.suppression.empty()) out.Line("  to suppress: %s", e.suppression);
@@ -137,10 +142,16 @@ std::string HumanBytes(uint64_t bytes) {
   return absl::StrFormat("%.1f %s", value, kUnits[unit]);
 }
 
+int ReportThreadOsId(const ReportData& data, uint32_t thread) {
+  if (!data.thread_os_ids.has_value()) return ThreadOsId(thread);
+  auto it = data.thread_os_ids->find(thread);
+  return it == data.thread_os_ids->end() ? 0 : it->second;
+}
+
 std::string RenderErrorText(const ErrorRecord& error, const StackTable& stacks,
                             int pid) {
   TextOut out(pid);
-  PrintError(out, error, stacks);
+  PrintError(out, error, stacks, /*data=*/nullptr);
   out.Blank();
   return out.Take();
 }
@@ -190,7 +201,7 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
                  e.detail);
         continue;
       }
-      PrintError(out, e, data.stacks);
+      PrintError(out, e, data.stacks, &data);
       out.Blank();
     }
     if (data.errors_dropped > 0) {
@@ -203,6 +214,20 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
     out.Line("LEAKS: %d blocks, %s, from %d call sites (largest first)",
              data.summary.leaks, HumanBytes(data.summary.leaked_bytes),
              data.leaks.size());
+    // Issue 6 item 4: regions are counted as leaked blocks, their bytes not.
+    uint64_t regions = 0;
+    uint64_t region_bytes = 0;
+    for (const ReportData::Leak& leak : data.leaks) {
+      if (leak.api != Api::kNvtxRegion) continue;
+      regions += leak.count;
+      region_bytes += leak.bytes;
+    }
+    if (regions > 0) {
+      out.Line(
+          "of which %d NVTX region%s of pool allocators, %s (inside the "
+          "pools' blocks, so not added to the bytes)",
+          regions, regions == 1 ? "" : "s", HumanBytes(region_bytes));
+    }
     // Issue 7: what the reachability scan made of them, and its cost.
     const ReportData::Reachability& r = data.reachability;
     if (r.ran) {
@@ -235,15 +260,46 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
       if (leak.state == "lost") state = " [definitely lost]";
       if (leak.state == "reachable") state = " [still reachable]";
       if (leak.state == "unknown") state = " [reachability unknown]";
-      out.Line("LEAK: %s in %d block%s from %s (%s) on %s%s%s, allocated here:",
-               HumanBytes(leak.bytes), leak.count, leak.count == 1 ? "" : "s",
-               ApiName(leak.api), MemoryKindName(leak.kind),
-               DeviceLabel(leak.device), released, state);
+      // Issue 6 item 4: a pool's NVTX regions are regions, registered.
+      const bool region = leak.api == Api::kNvtxRegion;
+      out.Line("LEAK: %s in %d %s%s from %s (%s) on %s%s%s, %s here:",
+               HumanBytes(leak.bytes), leak.count, region ? "region" : "block",
+               leak.count == 1 ? "" : "s", ApiName(leak.api),
+               MemoryKindName(leak.kind), DeviceLabel(leak.device), released,
+               state, region ? "registered" : "allocated");
       if (!leak.reachable_via.empty()) {  // issue 7: why it counts
         out.Line("  reachable via %s", leak.reachable_via);
       }
       if (!leak.nvtx_range.empty()) {  // issue 6
         out.Line("  in NVTX range %s", leak.nvtx_range);
+      }
+      // Issue 6 item 4: pool allocators' NVTX regions.
+      if (leak.api == Api::kNvtxRegion) {
+        std::string named = leak.region_name.empty()
+                                ? ""
+                                : absl::StrCat(" '", leak.region_name, "'");
+        std::string heap =
+            leak.heap == 0 ? std::string(" (process-wide heap)")
+                           : absl::StrFormat(
+                                 " (heap 0x%x%s)", leak.heap,
+                                 leak.heap_name.empty()
+                                     ? ""
+                                     : absl::StrCat(" '", leak.heap_name, "'"));
+        if (leak.pool_block != 0) {
+          out.Line(
+              "  NVTX region%s of a pool%s inside the %s block 0x%x "
+              "(its bytes are part of that block's)",
+              named, heap, ApiName(leak.pool_api), leak.pool_block);
+        } else {
+          out.Line("  NVTX region%s%s outside any tracked block", named, heap);
+        }
+      }
+      if (leak.nvtx_regions > 0) {
+        out.Line(
+            "  %s of it in %d live NVTX region%s of a pool (listed as "
+            "their own leaks)",
+            HumanBytes(leak.nvtx_region_bytes), leak.nvtx_regions,
+            leak.nvtx_regions == 1 ? "" : "s");
       }
       PrintStack(out, leak.stack, data.stacks);
       if (!leak.suppression.empty()) {
@@ -262,6 +318,21 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
                HumanBytes(r.bytes), HumanBytes(r.live_bytes), r.live_blocks,
                r.live_blocks == 1 ? "" : "s");
     }
+  }
+
+  // Issue 6 item 4: pool allocators' NVTX memory-API calls.
+  if (data.nvtx_mem.used) {
+    const ReportData::NvtxMem& m = data.nvtx_mem;
+    out.Blank();
+    out.Line(
+        "NVTX MEMORY: %d heap%s and %d region%s registered; %d region%s "
+        "unregistered, %d ended by a heap reset or unregister, %d by "
+        "their block's free; %d still registered (%s)",
+        m.heaps_registered, m.heaps_registered == 1 ? "" : "s",
+        m.regions_registered, m.regions_registered == 1 ? "" : "s",
+        m.regions_unregistered, m.regions_unregistered == 1 ? "" : "s",
+        m.regions_ended_by_heap, m.regions_ended_by_free, m.live_regions,
+        HumanBytes(m.live_region_bytes));
   }
 
   // Issue 7: call sites that kept growing while the program ran.

@@ -335,7 +335,9 @@ void ApplySuppressions(const Suppressions& rules, ReportData* data) {
       ++hits[static_cast<size_t>(rule)];
       data->summary.suppressed_leaks += leak.count;
       data->summary.leaks -= std::min(data->summary.leaks, leak.count);
-      if (CountsTowardsUsage(leak.kind)) {
+      // NVTX regions' bytes were never added (they lie inside a pool's
+      // block, issue 6 item 4).
+      if (CountsTowardsUsage(leak.kind) && leak.api != Api::kNvtxRegion) {
         data->summary.leaked_bytes -=
             std::min(data->summary.leaked_bytes, leak.bytes);
       }

@@ -584,4 +584,108 @@ TEST(FakeRuntimeTest, FaultInjection) {
       testing::ExitedWithCode(0), "");
 }
 
+// Issue 4 item 4: graphs with memory nodes. The alloc node's address is
+// fixed at creation; its memory is a device block from a launch until freed;
+// a relaunch with the block unfreed fails unless auto-free; a capture turns
+// cuMemAllocAsync / cuMemFreeAsync into nodes; the tool's queries answer.
+TEST_F(FakeDriverTest, GraphMemoryNodesLiveFromLaunchToFree) {
+  CUgraph graph = nullptr;
+  ASSERT_EQ(cuGraphCreate(&graph, 0), CUDA_SUCCESS);
+  CUDA_MEM_ALLOC_NODE_PARAMS p{};
+  p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  p.bytesize = 1000;
+  CUgraphNode node = nullptr;
+  ASSERT_EQ(cuGraphAddMemAllocNode(&node, graph, nullptr, 0, &p), CUDA_SUCCESS);
+  ASSERT_NE(p.dptr, 0u);
+  CUgraphNodeType type;
+  ASSERT_EQ(cuGraphNodeGetType(node, &type), CUDA_SUCCESS);
+  EXPECT_EQ(type, CU_GRAPH_NODE_TYPE_MEM_ALLOC);
+  CUDA_MEM_ALLOC_NODE_PARAMS got{};
+  ASSERT_EQ(cuGraphMemAllocNodeGetParams(node, &got), CUDA_SUCCESS);
+  EXPECT_EQ(got.dptr, p.dptr);
+  EXPECT_EQ(got.bytesize, 1000u);
+  size_t n = 0;
+  ASSERT_EQ(cuGraphGetNodes(graph, nullptr, &n), CUDA_SUCCESS);
+  EXPECT_EQ(n, 1u);
+  // Not memory before the launch.
+  EXPECT_EQ(cuMemFree(p.dptr), CUDA_ERROR_INVALID_VALUE);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(cuGraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuGraphLaunch(exec, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(cuGraphLaunch(exec, nullptr), CUDA_ERROR_INVALID_VALUE);  // unfreed
+  EXPECT_EQ(cuMemsetD8(p.dptr, 1, 1000), CUDA_SUCCESS);  // memory now
+  EXPECT_EQ(cuMemFree(p.dptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuGraphLaunch(exec, nullptr), CUDA_SUCCESS);  // same address
+  EXPECT_EQ(cuMemFreeAsync(p.dptr, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(cuGraphExecDestroy(exec), CUDA_SUCCESS);
+  // Auto-free: each launch frees the previous one's block.
+  ASSERT_EQ(cuGraphInstantiate(&exec, graph,
+                               CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH),
+            CUDA_SUCCESS);
+  ASSERT_EQ(cuGraphLaunch(exec, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuGraphLaunch(exec, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree(p.dptr), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree(p.dptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuGraphExecDestroy(exec), CUDA_SUCCESS);
+  // A free node frees within the launch; only alloc-node addresses qualify.
+  CUgraphNode free_node = nullptr;
+  EXPECT_EQ(cuGraphAddMemFreeNode(&free_node, graph, &node, 1, p.dptr + 256),
+            CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(cuGraphAddMemFreeNode(&free_node, graph, &node, 1, p.dptr),
+            CUDA_SUCCESS);
+  CUdeviceptr freed = 0;
+  ASSERT_EQ(cuGraphMemFreeNodeGetParams(free_node, &freed), CUDA_SUCCESS);
+  EXPECT_EQ(freed, p.dptr);
+  ASSERT_EQ(cuGraphInstantiateWithFlags(&exec, graph, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuGraphLaunch(exec, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuGraphLaunch(exec, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree(p.dptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuGraphExecDestroy(exec), CUDA_SUCCESS);
+  EXPECT_EQ(cuGraphDestroy(graph), CUDA_SUCCESS);
+  // Any other non-null handle still launches (no memory).
+  EXPECT_EQ(cuGraphLaunch(reinterpret_cast<CUgraphExec>(0x1234), nullptr),
+            CUDA_SUCCESS);
+}
+
+TEST_F(FakeDriverTest, CaptureTurnsStreamOrderedCallsIntoNodes) {
+  CUstream s = nullptr;
+  ASSERT_EQ(cuStreamCreate(&s, CU_STREAM_DEFAULT), CUDA_SUCCESS);
+  EXPECT_EQ(cuStreamBeginCapture(nullptr, CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  ASSERT_EQ(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_SUCCESS);
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  ASSERT_EQ(cuStreamIsCapturing(s, &status), CUDA_SUCCESS);
+  EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  CUdeviceptr q = 0;
+  ASSERT_EQ(cuMemAllocAsync(&q, 512, s), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree(q), CUDA_ERROR_INVALID_VALUE);  // a node, not memory
+  ASSERT_EQ(cuMemFreeAsync(q, s), CUDA_SUCCESS);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(cuStreamEndCapture(s, &graph), CUDA_SUCCESS);
+  ASSERT_EQ(cuStreamIsCapturing(s, &status), CUDA_SUCCESS);
+  EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_NONE);
+  CUgraphNode nodes[4];
+  size_t n = 4;
+  ASSERT_EQ(cuGraphGetNodes(graph, nodes, &n), CUDA_SUCCESS);
+  ASSERT_EQ(n, 2u);
+  CUgraphNodeType types[2];
+  ASSERT_EQ(cuGraphNodeGetType(nodes[0], &types[0]), CUDA_SUCCESS);
+  ASSERT_EQ(cuGraphNodeGetType(nodes[1], &types[1]), CUDA_SUCCESS);
+  EXPECT_EQ(types[0], CU_GRAPH_NODE_TYPE_MEM_ALLOC);
+  EXPECT_EQ(types[1], CU_GRAPH_NODE_TYPE_MEM_FREE);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(cuGraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuGraphLaunch(exec, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuGraphLaunch(exec, s), CUDA_SUCCESS);  // freed by its free node
+  EXPECT_EQ(cuMemFree(q), CUDA_ERROR_INVALID_VALUE);
+  void* fn = nullptr;
+  ASSERT_EQ(cuGetProcAddress("cuGraphInstantiate", &fn, 13000, 0, nullptr),
+            CUDA_SUCCESS);
+  EXPECT_EQ(fn, DriverSymbol("cuGraphInstantiateWithFlags"));
+  EXPECT_EQ(cuGraphExecDestroy(exec), CUDA_SUCCESS);
+  EXPECT_EQ(cuGraphDestroy(graph), CUDA_SUCCESS);
+  EXPECT_EQ(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
 }  // namespace

@@ -100,6 +100,29 @@ VmmRange CheckVmmRange(uintptr_t address, size_t bytes, uintptr_t* base,
 // CUDA_ERROR_OUT_OF_MEMORY. See fake_fault_injection.cc.
 bool InjectAllocationFailure();
 
+// ---- Graphs and stream capture (issue 4 item 4; fake_driver_graphs.cc,
+// fake_driver_streams.cc, fake_driver_memory.cc) ----
+// A graph alloc node's memory is made once, when the node is created (its
+// address is fixed for the graph's life), and is a device block of the
+// memory table only from a launch until it is freed (by a free node,
+// cuMemFree(Async), or an auto-free relaunch). Freeing it never returns the
+// backing to the host allocator.
+// Makes the backing of an alloc node (not yet a device block).
+CUresult MakeGraphBacking(size_t bytes, CUdeviceptr* dptr);
+// Enters it in the device table (a launch); false if it is there already.
+bool MapGraphBlock(CUdeviceptr dptr, size_t bytes, int device,
+                   const Context* ctx);
+// Removes it from the device table if there (a free node, auto-free).
+bool UnmapGraphBlock(CUdeviceptr dptr);
+// The graph `stream` is being captured into, or null.
+CUgraph CaptureGraphOf(CUstream stream);
+// A new empty graph (cuGraphCreate, and the target of a capture).
+CUgraph NewGraph();
+// While capturing: cuMemAllocAsync / cuMemFreeAsync become nodes.
+CUresult CaptureAllocNode(CUgraph graph, size_t bytes, int device,
+                          CUdeviceptr* dptr);
+CUresult CaptureFreeNode(CUgraph graph, CUdeviceptr dptr);
+
 // Resolves a driver symbol like cuGetProcAddress_v2 does
 // (fake_proc_address.cc).
 CUresult LookupProc(const char* symbol, void** pfn, int cuda_version,

@@ -170,12 +170,14 @@ FAKE_CU_API(cuCtxGetDevice_v2, (CUdevice * device, CUcontext ctx)) {
 // A planted fault (fake_sticky_error.h) is returned by every synchronizing
 // call after it.
 FAKE_CU_API(cuCtxSynchronize, ()) {
+  fake_cuda::CheckCallFromLaunchCallback("cuCtxSynchronize");
   Context* ctx = nullptr;
   if (CUresult r = fake_cuda::RequireContext(&ctx); r != CUDA_SUCCESS) return r;
   return fake_cuda::StickyError();
 }
 
 FAKE_CU_API(cuCtxSynchronize_v2, (CUcontext ctx)) {
+  fake_cuda::CheckCallFromLaunchCallback("cuCtxSynchronize_v2");
   if (ctx == nullptr) return Fake_cuCtxSynchronize();
   if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (!fake_cuda::IsLiveContext(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
@@ -183,6 +185,7 @@ FAKE_CU_API(cuCtxSynchronize_v2, (CUcontext ctx)) {
 }
 
 FAKE_CU_API(cuStreamSynchronize, (CUstream /*stream*/)) {
+  fake_cuda::CheckCallFromLaunchCallback("cuStreamSynchronize");
   Context* ctx = nullptr;
   if (CUresult r = fake_cuda::RequireContext(&ctx); r != CUDA_SUCCESS) return r;
   return fake_cuda::StickyError();

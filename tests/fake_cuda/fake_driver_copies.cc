@@ -7,6 +7,7 @@
 // strong ones are kept.)
 #include <cstring>
 
+#include "tests/fake_cuda/fake_cupti_emit.h"
 #include "tests/fake_cuda/fake_driver.h"
 
 namespace {
@@ -66,16 +67,19 @@ FAKE_CU_API(cuMemcpyDtoH_v2, (void* dst, CUdeviceptr src, size_t bytes)) {
 
 FAKE_CU_API(cuMemcpyHtoDAsync_v2,
             (CUdeviceptr dst, const void* src, size_t bytes, CUstream stream)) {
+  fake_cuda::CheckCallFromLaunchCallback("cuMemcpyHtoDAsync_v2");
   return Copy(dst, const_cast<void*>(src), bytes, true, stream);
 }
 
 FAKE_CU_API(cuMemcpyDtoHAsync_v2,
             (void* dst, CUdeviceptr src, size_t bytes, CUstream stream)) {
+  fake_cuda::CheckCallFromLaunchCallback("cuMemcpyDtoHAsync_v2");
   return Copy(src, dst, bytes, false, stream);
 }
 
 FAKE_CU_API(cuMemsetD8Async, (CUdeviceptr dst, unsigned char value,
                               size_t count, CUstream stream)) {
+  fake_cuda::CheckCallFromLaunchCallback("cuMemsetD8Async");
   return Set<unsigned char>(dst, value, count, stream);
 }
 

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 
+#include "tests/fake_cuda/fake_cupti_emit.h"
 #include "tests/fake_cuda/fake_driver.h"
 #include "tests/fake_cuda/fake_sticky_error.h"
 #include "tests/fake_cuda/fake_tool_faults.h"
@@ -18,6 +19,7 @@ namespace {
 struct Stream {
   const Context* ctx;
   unsigned int flags;
+  CUgraph capture = nullptr;  // the graph being captured, issue 4 item 4
 };
 
 struct Event {
@@ -100,12 +102,62 @@ FAKE_CU_API(cuStreamIsCapturing,
   if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (status == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!fake_cuda::IsValidStream(stream)) return CUDA_ERROR_INVALID_HANDLE;
-  *status = CU_STREAM_CAPTURE_STATUS_NONE;  // the double never captures
+  *status = fake_cuda::CaptureGraphOf(stream) != nullptr
+                ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+
+// ---- Stream capture (issue 4 item 4) ----------------------------------------
+// Only created streams capture (as in CUDA, not the legacy stream). Captured
+// work runs nothing; cuMemAllocAsync / cuMemFreeAsync become graph nodes.
+
+namespace fake_cuda {
+
+CUgraph CaptureGraphOf(CUstream stream) {
+  if (stream == nullptr || stream == CU_STREAM_LEGACY ||
+      stream == CU_STREAM_PER_THREAD) {
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(H().mu);
+  auto* s = reinterpret_cast<Stream*>(stream);
+  if (H().streams.count(s) == 0) return nullptr;
+  return s->capture;
+}
+
+}  // namespace fake_cuda
+
+FAKE_CU_API(cuStreamBeginCapture_v2,
+            (CUstream stream, CUstreamCaptureMode mode)) {
+  if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  (void)mode;
+  if (stream == nullptr || stream == CU_STREAM_LEGACY ||
+      stream == CU_STREAM_PER_THREAD) {
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  std::lock_guard<std::mutex> lock(fake_cuda::H().mu);
+  auto* s = reinterpret_cast<fake_cuda::Stream*>(stream);
+  if (fake_cuda::H().streams.count(s) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  if (s->capture != nullptr) return CUDA_ERROR_ILLEGAL_STATE;
+  s->capture = fake_cuda::NewGraph();
+  return CUDA_SUCCESS;
+}
+
+FAKE_CU_API(cuStreamEndCapture, (CUstream stream, CUgraph* graph)) {
+  if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (graph == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(fake_cuda::H().mu);
+  auto* s = reinterpret_cast<fake_cuda::Stream*>(stream);
+  if (fake_cuda::H().streams.count(s) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  if (s->capture == nullptr) return CUDA_ERROR_ILLEGAL_STATE;
+  *graph = s->capture;
+  s->capture = nullptr;
   return CUDA_SUCCESS;
 }
 
 FAKE_CU_API(cuStreamWaitEvent,
             (CUstream stream, CUevent event, unsigned int flags)) {
+  fake_cuda::CheckCallFromLaunchCallback("cuStreamWaitEvent");
   if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (flags != CU_EVENT_WAIT_DEFAULT && flags != CU_EVENT_WAIT_EXTERNAL) {
     return CUDA_ERROR_INVALID_VALUE;
@@ -161,6 +213,7 @@ FAKE_CU_API(cuEventDestroy_v2, (CUevent event)) {
 }
 
 FAKE_CU_API(cuEventRecord, (CUevent event, CUstream stream)) {
+  fake_cuda::CheckCallFromLaunchCallback("cuEventRecord");
   if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (!fake_cuda::IsValidEvent(event) || !fake_cuda::IsValidStream(stream)) {
     return CUDA_ERROR_INVALID_HANDLE;
@@ -176,6 +229,7 @@ FAKE_CU_API(cuEventQuery, (CUevent event)) {
 }
 
 FAKE_CU_API(cuEventSynchronize, (CUevent event)) {
+  fake_cuda::CheckCallFromLaunchCallback("cuEventSynchronize");
   if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (!fake_cuda::IsValidEvent(event)) return CUDA_ERROR_INVALID_HANDLE;
   return fake_cuda::StickyError();  // a planted fault (fake_sticky_error.h)

@@ -164,7 +164,24 @@
   X(cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2, 11000, false)               \
   X(cuIpcCloseMemHandle, cuIpcCloseMemHandle, 4010, false)                 \
   X(cuGetProcAddress, cuGetProcAddress, 11030, false)                      \
-  X(cuGetProcAddress, cuGetProcAddress_v2, 12000, false)
+  X(cuGetProcAddress, cuGetProcAddress_v2, 12000, false)                   \
+  X(cuStreamBeginCapture, cuStreamBeginCapture_v2, 10010, false)           \
+  X(cuStreamEndCapture, cuStreamEndCapture, 10000, false)                  \
+  X(cuGraphCreate, cuGraphCreate, 10000, false)                            \
+  X(cuGraphDestroy, cuGraphDestroy, 10000, false)                          \
+  X(cuGraphAddMemAllocNode, cuGraphAddMemAllocNode, 11040, false)          \
+  X(cuGraphAddMemFreeNode, cuGraphAddMemFreeNode, 11040, false)            \
+  X(cuGraphAddChildGraphNode, cuGraphAddChildGraphNode, 10000, false)      \
+  X(cuGraphAddNode, cuGraphAddNode, 12020, false)                          \
+  X(cuGraphAddNode, cuGraphAddNode_v2, 12030, false)                       \
+  X(cuGraphInstantiate, cuGraphInstantiateWithFlags, 12000, false)         \
+  X(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags, 11040,       \
+    false)                                                                 \
+  X(cuGraphInstantiateWithParams, cuGraphInstantiateWithParams, 12000,     \
+    false)                                                                 \
+  X(cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz,       \
+    12000, true)                                                           \
+  X(cuGraphExecDestroy, cuGraphExecDestroy, 10000, false)
 
 // The exported symbols, declared by assembler name only: we need addresses, and
 // some (the _ptsz variants, cuGetProcAddress v1) cuda.h does not declare.

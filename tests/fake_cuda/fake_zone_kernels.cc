@@ -209,6 +209,7 @@ FAKE_CU_API(cuLaunchKernel,
              unsigned int block_z, unsigned int shared_bytes, CUstream stream,
              void** params, void** extra)) {
   (void)shared_bytes;
+  fake_cuda::CheckCallFromLaunchCallback("cuLaunchKernel");
   (void)extra;
   fake_cuda::Context* ctx = nullptr;
   if (CUresult r = fake_cuda::RequireContext(&ctx); r != CUDA_SUCCESS) return r;

@@ -81,6 +81,20 @@ def case_crash_illegal_address(c, t):
             "cuda-error printed %d times" % tool.stderr.count(
                 "ERROR: cuda-error"))
     c.notes["seconds_tool"] = round(tool.seconds, 3)
+    # The planted access is an MMU fault: does the driver's Xid (31 or 13)
+    # reach the watcher before the report is written?
+    c.notes["xid_events"] = [
+        (d.get("xid_status"), d.get("xid_events"))
+        for d in (r.get("health") or {}).get("devices", [])]
+    # Seen on the H200: Xid 31 "GPU memory page fault" at 0.39 s.
+    watched = [d for d in (r.get("health") or {}).get("devices", [])
+               if str(d.get("xid_status", "")).startswith("watched")]
+    if watched:
+        xids = [e.get("xid") for d in watched
+                for e in d.get("xid_events") or []]
+        c.check(any(x in (13, 31, 43) for x in xids),
+                "the planted illegal access left no Xid 13/31/43 in the "
+                "report: %s" % xids)
 
 
 def case_crash_segv(c, t):

@@ -21,9 +21,21 @@
                         under LD_PRELOAD + cupti=on, launch callbacks on and
                         off: us per launch and the ratio (in the notes; the
                         case fails only if a run fails or checksums differ)
+  cupti_graph_mem_nodes graph_mem_nodes (shared cudart) and
+                        graph_mem_nodes_static (static cudart), each under
+                        LD_PRELOAD and under CUDA_INJECTION64_PATH alone
+                        (issue 4 item 4): no error at all (no invalid or
+                        double free of graph memory), exactly one leak (api
+                        "graph-mem-node", 1049088 bytes, GraphMemLeakNode in
+                        its stack), 9 allocations and 8 frees (counted once),
+                        stdout and exit code unchanged
+
+A run that times out leaves the hung process's thread stacks (gdb, else
+/proc/<pid>/task/*/stack and wchan) in <run>/hang_stacks.txt before it is
+killed; the check=kernel injection run of cupti_static_guard has a 90 s limit.
 
 Loaded by gpu_tests.py (cases(t)); run with
-  python3 tests/gpu/gpu_tests.py --only cupti_static_leaks,cupti_static_guard,cupti_count_once,cupti_torch_profiler,cupti_launch_cost
+  python3 tests/gpu/gpu_tests.py --only cupti_static_leaks,cupti_static_guard,cupti_count_once,cupti_torch_profiler,cupti_launch_cost,cupti_graph_mem_nodes
 """
 import glob
 import json
@@ -60,13 +72,7 @@ def _inject(t, c, label, argv, options=None, preload=False, timeout=300,
     if extra_env:
         env.update(extra_env)
     start = time.monotonic()
-    try:
-        proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, timeout=timeout,
-                              cwd=run_dir)
-        rc, out, err = proc.returncode, proc.stdout, proc.stderr
-    except subprocess.TimeoutExpired as e:
-        rc, out, err = "timeout", e.stdout or b"", e.stderr or b""
+    rc, out, err = _run_dumping_hangs(argv, env, timeout, run_dir)
     seconds = time.monotonic() - start
     out = out.decode("utf-8", "replace")
     err = err.decode("utf-8", "replace")
@@ -85,6 +91,57 @@ def _inject(t, c, label, argv, options=None, preload=False, timeout=300,
         label, "(inject%s)" % ("+preload" if preload else ""), seconds, rc,
         options or ""), flush=True)
     return t.Run(rc, out, err, seconds, report, report_error)
+
+
+def _dump_stacks(pid, path):
+    """Best effort: the thread stacks of a hung process, into `path`."""
+    lines = []
+    gdb = shutil.which("gdb")
+    if gdb:
+        try:
+            r = subprocess.run(
+                [gdb, "-p", str(pid), "-batch", "-nx",
+                 "-ex", "set pagination off",
+                 "-ex", "thread apply all bt 40"],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+            lines.append(r.stdout.decode("utf-8", "replace"))
+        except (OSError, subprocess.TimeoutExpired) as e:
+            lines.append("gdb failed: %s" % e)
+    for task in sorted(glob.glob("/proc/%d/task/*" % pid)):
+        lines.append("== %s" % task)
+        for name in ("comm", "wchan", "stack"):
+            try:
+                with open(os.path.join(task, name)) as f:
+                    lines.append("%s: %s" % (name, f.read().strip()))
+            except OSError as e:
+                lines.append("%s: (%s)" % (name, e.strerror))
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def _run_dumping_hangs(argv, env, timeout, run_dir):
+    """subprocess.run with a time limit; a process still running at the limit
+    has its stacks dumped into <run_dir>/hang_stacks.txt, then is killed.
+    Returns (rc or "timeout", stdout bytes, stderr bytes)."""
+    out_path = os.path.join(run_dir, ".stdout.raw")
+    err_path = os.path.join(run_dir, ".stderr.raw")
+    with open(out_path, "wb") as out_f, open(err_path, "wb") as err_f:
+        proc = subprocess.Popen(argv, env=env, stdout=out_f, stderr=err_f,
+                                cwd=run_dir)
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _dump_stacks(proc.pid, os.path.join(run_dir, "hang_stacks.txt"))
+            proc.kill()
+            proc.wait()
+            rc = "timeout"
+    with open(out_path, "rb") as f:
+        out = f.read()
+    with open(err_path, "rb") as f:
+        err = f.read()
+    os.unlink(out_path)
+    os.unlink(err_path)
+    return rc, out, err
 
 
 def _leak_sites(report):
@@ -161,7 +218,13 @@ def case_cupti_static_guard(t):
         argv = [c.example("oob_static")]
         plain, pre = c.run_pair("oob_static")
         for mode, options in (("sync", None), ("kernel", "check=kernel")):
-            inj = _inject(t, c, "inject_" + mode, argv, options=options)
+            # Issue 4: check=kernel under injection alone once hung (300 s);
+            # a short limit makes a regression fail fast, with the stacks.
+            inj = _inject(t, c, "inject_" + mode, argv, options=options,
+                          timeout=90 if mode == "kernel" else 300)
+            if inj.rc == "timeout":
+                c.notes["hang_stacks_" + mode] = os.path.join(
+                    c.dir, "inject_" + mode, "hang_stacks.txt")
             _same_exit_and_stdout(t, c, plain, inj,
                                   "injection only, check=%s" % mode)
             _no_cupti_trouble(c, inj, "injection only")
@@ -258,7 +321,10 @@ def case_cupti_torch_profiler(t):
         c.notes["cupti_on_loss_same"] = on.stdout == plain.stdout
         c.notes["cupti_on_note"] = [l for l in on.stderr.splitlines()
                                     if "CUPTI" in l][:3]
-        c.check(on.stdout == plain.stdout, "loss changed with cupti=on")
+        c.check(on.stdout == plain.stdout,
+                "output changed with cupti=on:\n--- without\n%s--- with\n%s"
+                "--- stderr\n%s" % (plain.stdout, on.stdout,
+                                     t._tail(on.stderr, 1500)))
     return case
 
 
@@ -313,6 +379,63 @@ def case_cupti_launch_cost(t):
     return case
 
 
+GRAPH_LEAK_BYTES = (1 << 20) + 512
+
+
+def case_cupti_graph_mem_nodes(t):
+    def expect(c, run, what):
+        c.check(run.rc == 0, "%s: exit %s (stderr: %s)" % (
+            what, run.rc, t._tail(run.stderr)))
+        c.check_report_shape(run)
+        r = run.report
+        if r is None:
+            return
+        # The bug this guards: frees of graph memory taken for invalid or
+        # double frees.
+        c.check(not r.get("errors"), "%s: errors (expected none): %s" % (
+            what, json.dumps(r.get("errors"))[:1500]))
+        c.expect_clean_errors(r)
+        c.expect_leak(r, "graph-mem-node", "GraphMemLeakNode", 1,
+                      GRAPH_LEAK_BYTES, device=0,
+                      file_suffix="graph_mem_nodes.cu")
+        others = [l for l in r.get("leaks", [])
+                  if l.get("api") != "graph-mem-node"]
+        c.check(not others, "%s: other leaks: %s" % (
+            what, json.dumps(others)[:1500]))
+        summary = r.get("summary", {})
+        c.check(summary.get("allocations") == 9 and
+                summary.get("frees") == 8,
+                "%s: %s allocations, %s frees (expected 9 and 8: each graph "
+                "launch's block once)" % (what, summary.get("allocations"),
+                                          summary.get("frees")))
+        c.notes[what] = {k: summary.get(k) for k in
+                         ("allocations", "frees", "leaks", "leaked_bytes",
+                          "untracked_frees")}
+
+    def case(c):
+        for program in ("graph_mem_nodes", "graph_mem_nodes_static"):
+            argv = [c.example(program)]
+            plain = c.run(program + "_plain", argv, tool=False)
+            c.check(plain.rc == 0, "%s without the tool: rc %s: %s" % (
+                program, plain.rc, t._tail(plain.stderr)))
+            pre = c.run(program + "_preload", argv, tool=True)
+            inj = _inject(t, c, program + "_inject", argv, timeout=180)
+            for what, run in ((program + " LD_PRELOAD", pre),
+                              (program + " injection only", inj)):
+                _same_exit_and_stdout(t, c, plain, run, what)
+                expect(c, run, what)
+            _no_cupti_trouble(c, inj, program + " injection only")
+            if pre.report and inj.report:
+                for key in ("allocations", "frees", "leaks", "leaked_bytes",
+                            "errors"):
+                    c.check(pre.report["summary"].get(key) ==
+                            inj.report["summary"].get(key),
+                            "%s summary.%s: LD_PRELOAD %s, injection %s" % (
+                                program, key, pre.report["summary"].get(key),
+                                inj.report["summary"].get(key)))
+    return case
+
+
 def cases(t):
     return [
         ("cupti_static_leaks", case_cupti_static_leaks(t)),
@@ -320,4 +443,5 @@ def cases(t):
         ("cupti_count_once", case_cupti_count_once(t)),
         ("cupti_torch_profiler", case_cupti_torch_profiler(t)),
         ("cupti_launch_cost", case_cupti_launch_cost(t)),
+        ("cupti_graph_mem_nodes", case_cupti_graph_mem_nodes(t)),
     ]

@@ -4,6 +4,7 @@
 Loaded by gpu_tests.py (cases(t)); run with
   python3 tests/gpu/gpu_tests.py --only reach_lost_vs_cache,reach_growth,reach_pytorch_segments
 """
+import glob
 import os
 import re
 
@@ -56,6 +57,10 @@ def case_reach_lost_vs_cache(t, c):
     # The same run with the text report: the tags and the scan time.
     text = c.run("text", [c.example("leak_reachable")], tool=True,
                  options="report=text")
+    # The harness's report_path (<pid>.json) receives the text report.
+    for path in glob.glob(os.path.join(c.dir, "text", "*.json")):
+        with open(path, errors="replace") as f:
+            text.stderr += f.read()
     c.check("[definitely lost]" in text.stderr and
             "[still reachable]" in text.stderr,
             "text report without lost/reachable tags: %s" %

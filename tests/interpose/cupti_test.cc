@@ -21,8 +21,9 @@ class CuptiTest : public InterposeTest {
   RunResult RunInjected(
       bool preload, const std::string& extra_options = "",
       std::vector<std::pair<std::string, std::string>> env = {},
-      const std::vector<std::string>& args = {}) {
+      const std::vector<std::string>& args = {}, int timeout_s = 120) {
     RunOptions options;
+    options.timeout_s = timeout_s;
     options.preload = preload;
     options.gmt_options =
         "report=json:report_path=<dir>/r.%p.json" + extra_options;
@@ -108,6 +109,33 @@ TEST_F(CuptiTest, TableFilledBeforeCuInitIsRedirected) {
   }
   EXPECT_TRUE(named) << oob[0].dump();
   EXPECT_EQ(r.report["summary"].value("allocations", -1), 1) << r.Describe();
+}
+
+// Issue 4: check=kernel under injection alone hung on the H200. The kernel
+// launches reach the tool only through CUPTI here, and inside a launch's
+// exit callback the program's launch call is still in progress: the strict
+// fake driver hangs there on any call that enqueues GPU work or waits for it
+// (as a deadlocked driver would), so a regression times out and fails. The
+// per-kernel check is owed and made before the next kernel: the overrun is
+// still named by the one kernel that ran before it was written.
+TEST_F(CuptiTest, KernelCheckUnderInjectionDoesNoCudaWorkInsideTheLaunch) {
+  RunResult r = RunInjected(/*preload=*/false, ":check=kernel",
+                            {{"FAKE_CUDA_STRICT_CALLBACKS", "1"}}, {"kernels"},
+                            /*timeout_s=*/30);
+  ASSERT_FALSE(r.timed_out) << "hung (a CUDA call inside a launch's exit "
+                               "callback?)\n"
+                            << r.Describe();
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(r.err.find("deadlock"), std::string::npos) << r.err;
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  std::vector<json> oob = ErrorsOfKind(r.report, "oob-write");
+  ASSERT_EQ(oob.size(), 1u) << r.Describe();
+  EXPECT_EQ(oob[0].value("offset", int64_t{-1}), 256) << oob[0].dump();
+  EXPECT_EQ(oob[0].value("check", ""), "kernel") << oob[0].dump();
+  ASSERT_TRUE(oob[0].contains("kernels")) << oob[0].dump();
+  ASSERT_EQ(oob[0]["kernels"].size(), 1u) << oob[0].dump();
+  EXPECT_EQ(oob[0]["kernels"][0].get<std::string>(), "cupti_first_kernel")
+      << oob[0].dump();
 }
 
 // Shims and CUPTI both active: every call is seen by both, counted once.

@@ -53,7 +53,9 @@ class HostDevice : public gmt::memtest::MemtestDevice {
     if (bytes > largest_block_ || bytes > free_) {
       return absl::ResourceExhaustedError("out of memory");
     }
-    void* p = std::aligned_alloc(256, bytes);
+    // aligned_alloc's size must be a multiple of the alignment (C11 7.22.3.1);
+    // glibc lets it pass, sanitizer allocators fail the call.
+    void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
     if (p == nullptr) return absl::ResourceExhaustedError("host");
     *address = reinterpret_cast<uint64_t>(p);
     blocks_[*address] = bytes;
@@ -158,7 +160,8 @@ MemtestConfig Config(uint64_t bytes, std::vector<MTest> tests) {
 
 struct Buffer {
   explicit Buffer(uint64_t words)
-      : data(static_cast<uint64_t*>(std::aligned_alloc(256, words * 8))),
+      : data(static_cast<uint64_t*>(  // size rounded as aligned_alloc wants
+            std::aligned_alloc(256, (words * 8 + 255) / 256 * 256))),
         words(words) {}
   ~Buffer() { std::free(data); }
   uint64_t base() const { return reinterpret_cast<uint64_t>(data); }

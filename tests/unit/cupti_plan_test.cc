@@ -61,5 +61,32 @@ TEST(CuptiPlanTest, BadValuesNameTheKeyAndKeepTheDefault) {
   EXPECT_EQ(r.options.cupti_kernels, "auto");
 }
 
+// Issue 4 item 4: graph memory callbacks come with memory tracking; activity
+// records only where they are needed and no profiler shares them.
+TEST(CuptiPlanTest, GraphCallbacksComeWithMemoryTracking) {
+  EXPECT_TRUE(PlanCupti(Parsed(""), true, false).graphs);
+  EXPECT_TRUE(PlanCupti(Parsed("cupti=on"), false, true).graphs);
+  EXPECT_TRUE(PlanCupti(Parsed("guard=0"), true, false).graphs);
+  EXPECT_FALSE(PlanCupti(Parsed("cupti=off"), true, false).graphs);
+}
+
+TEST(CuptiPlanTest, ActivityOnlyWithoutTheShimsByDefault) {
+  EXPECT_TRUE(PlanCupti(Parsed(""), /*injected=*/true,
+                        /*shims_interposed=*/false)
+                  .activity);
+  // Beside the shims (cupti=on) the activity buffers stay Kineto's.
+  EXPECT_FALSE(PlanCupti(Parsed("cupti=on"), false, true).activity);
+  EXPECT_TRUE(
+      PlanCupti(Parsed("cupti=on:cupti_activity=on"), false, true).activity);
+  EXPECT_FALSE(PlanCupti(Parsed("cupti_activity=off"), true, false).activity);
+  // Not subscribed: nothing at all.
+  EXPECT_FALSE(PlanCupti(Parsed("cupti_activity=on"), false, true).activity);
+  ParseResult r = ParseOptions("cupti_activity=maybe");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].find("'cupti_activity'"), std::string::npos)
+      << r.errors[0];
+  EXPECT_EQ(r.options.cupti_activity, "auto");
+}
+
 }  // namespace
 }  // namespace gmt

@@ -116,6 +116,42 @@ TEST(FloodFill, FollowsHeapObjectsReachedFromRoots) {
       FloodFill({{kGlobals, kGlobals + 32}}, ThreeBlocks(), memory, heap, {});
   EXPECT_EQ(r.reachable, (std::vector<bool>{false, false, true}));
   EXPECT_EQ(r.heap_objects, 2u);
+  // The chain says why: the global's word -> A, A's last word -> B, and B's
+  // third word points at the block.
+  ASSERT_EQ(r.via_chain[2].size(), 2u);
+  EXPECT_EQ(r.via_chain[2][0].word, kGlobals + 8);
+  EXPECT_EQ(r.via_chain[2][0].object, kHeap);
+  EXPECT_EQ(r.via_chain[2][0].object_size, 64u);
+  EXPECT_EQ(r.via_chain[2][1].word, kHeap + 56);
+  EXPECT_EQ(r.via_chain[2][1].object, kHeap + 0x100);
+  EXPECT_EQ(r.via_word[2], kHeap + 0x100 + 16);
+  EXPECT_EQ(r.via_root[2], 0);
+}
+
+// The runtime's handle of a fat binary (its first word points to the
+// module's wrapper, which starts with the fat binary magic) leads into the
+// runtime's tables: not followed, so the block only it reaches is lost.
+TEST(FloodFill, FatBinaryHandleIsNotFollowed) {
+  FakeMemory memory;
+  FakeHeap heap;
+  std::vector<uint64_t>& globals = memory.Map(kGlobals, 8);
+  globals[0] = 0x1466243b1;    // the wrapper: magic, version 1
+  globals[4] = kHeap;          // the handle variable
+  globals[5] = kHeap + 0x100;  // an ordinary object of the program
+  std::vector<uint64_t>& handle = memory.Map(kHeap, 8);
+  handle[0] = kGlobals;  // -> the wrapper
+  handle[3] = kDevice;   // the runtime's copy of a block
+  memory.Map(kHeap + 0x100, 4)[1] = kDevice + 8192;
+  heap.Add(kHeap, kHeap + 64);
+  heap.Add(kHeap + 0x100, kHeap + 0x120);
+  ReachResult r =
+      FloodFill({{kGlobals, kGlobals + 64}}, ThreeBlocks(), memory, heap, {});
+  EXPECT_EQ(r.reachable, (std::vector<bool>{false, true, false}));
+  EXPECT_EQ(r.runtime_objects, 1u);
+  // Without the magic it is an ordinary object.
+  globals[0] = 0x1466243b2;
+  r = FloodFill({{kGlobals, kGlobals + 64}}, ThreeBlocks(), memory, heap, {});
+  EXPECT_EQ(r.reachable, (std::vector<bool>{true, true, false}));
 }
 
 TEST(FloodFill, HeapObjectsNotReachedAreNotScanned) {

@@ -10,6 +10,13 @@
 //                              it, cuMemAlloc(256) through that pointer in
 //                              EarlyTableAlloc, "cupti_named_kernel"
 //                              launched, one byte written past the end
+//   gmt_cupti_program kernels  issue 4, check=kernel under injection alone:
+//                              the same early table, then
+//                              "cupti_first_kernel" launched, one byte
+//                              written past the end of the 256 as that
+//                              kernel would, then "cupti_named_kernel"
+//                              launched, then cuCtxSynchronize: the overrun
+//                              belongs to the first kernel alone
 //
 //   1. cuInit (loads the injection), primary context current
 //   2. cuMemAlloc(1000) in LeakThroughDriver, never freed
@@ -94,8 +101,29 @@ int Early() {
   return 0;
 }
 
+NOINLINE void LaunchKernelNamed(const char* name) {
+  auto f = reinterpret_cast<CUfunction>(const_cast<char*>(name));
+  Cu("cuLaunchKernel",
+     cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr));
+}
+
+const char kFirstKernelName[] = "cupti_first_kernel";
+
+int Kernels() {
+  g_early_mem_alloc = reinterpret_cast<CUresult (*)(CUdeviceptr*, size_t)>(
+      dlsym(dlopen("libcuda.so.1", RTLD_NOW), "cuMemAlloc_v2"));
+  if (g_early_mem_alloc == nullptr || !DriverSetup(0)) return 1;
+  const CUdeviceptr p = EarlyTableAlloc();
+  LaunchKernelNamed(kFirstKernelName);
+  if (p != 0) reinterpret_cast<unsigned char*>(p)[256] = 0x5a;
+  LaunchKernelNamed(kKernelName);
+  Cu("cuCtxSynchronize", cuCtxSynchronize());
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "early") == 0) return Early();
+  if (argc > 1 && std::strcmp(argv[1], "kernels") == 0) return Kernels();
   if (!DriverSetup(0)) return 1;
   LeakThroughDriver();
   FreeTwice(AllocAndFree());
