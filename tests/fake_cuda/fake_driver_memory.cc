@@ -6,13 +6,13 @@
 // base address; frees look the pointer up there, so a pointer the table does
 // not hold as a base (unknown, interior, already freed, or from another table)
 // returns CUDA_ERROR_INVALID_VALUE, as the real driver does.
+#include <cupti_driver_cbid.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <vector>
-
-#include <cupti_driver_cbid.h>
 
 #include "tests/fake_cuda/fake_cupti_emit.h"
 #include "tests/fake_cuda/fake_driver.h"
@@ -90,7 +90,12 @@ CUresult AllocDevice(CUdeviceptr* dptr, size_t bytes, Kind kind,
     std::lock_guard<std::mutex> lock(T().mu);
     if (!ChargeLocked(device, reserved)) return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  void* p = std::aligned_alloc(kAlignment, reserved);
+  // One more unit of host memory than is charged: on a real device a small
+  // block lies inside a mapped 2 MiB page, so a program's overrun just past
+  // its end (the bug the guard zones are there to catch) writes memory
+  // without faulting. The double must allow the same, or a run without
+  // redzones corrupts the host heap (ASan reported it in cupti_program).
+  void* p = std::aligned_alloc(kAlignment, reserved + kAlignment);
   std::lock_guard<std::mutex> lock(T().mu);
   if (p == nullptr) {
     T().in_use[device] -= reserved;
