@@ -251,9 +251,15 @@ bool IsOurs(int sig) {
 // program's, or another tool's): a stack overflow is then reported too.
 // Deliberately never freed (the thread may crash at any time).
 void SetUpAltStack() {
+  // An alternate stack someone else set up is kept only when it is large
+  // enough for the report: the sanitizers' runtimes, for one, install 53 KiB
+  // stacks, which the report written from our handler overflowed. A smaller
+  // one is replaced (its memory stays its owner's); its owner's handler, if
+  // ours chains to it, then runs on ours.
   stack_t current;
   if (sigaltstack(nullptr, &current) == 0 &&
-      (current.ss_flags & SS_DISABLE) == 0) {
+      (current.ss_flags & SS_DISABLE) == 0 &&
+      current.ss_size >= kAltStackBytes) {
     return;
   }
   void* memory = mmap(nullptr, kAltStackBytes, PROT_READ | PROT_WRITE,

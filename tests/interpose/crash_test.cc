@@ -73,6 +73,16 @@ TEST_F(CrashTest, SegfaultWritesReportAndDiesBySigsegv) {
   EXPECT_TRUE(c["fault_block"].is_null()) << c.dump(1);
 }
 
+// A program (or a sanitizer's runtime) that set up a small alternate signal
+// stack before the tool started: the report needs more than 16 KiB, so the
+// tool replaces that stack with its own instead of overflowing it.
+TEST_F(CrashTest, SmallAlternateStackIsReplacedAndTheReportWritten) {
+  RunResult r = Run(GMT_CRASH_PROGRAM, {"small_altstack", "."});
+  EXPECT_EQ(r.exit_code, 128 + SIGSEGV) << r.Describe();
+  ExpectSignalReport(r, SIGSEGV, "SIGSEGV");
+  EXPECT_EQ(r.report["crash"].value("code_name", ""), "SEGV_MAPERR");
+}
+
 TEST_F(CrashTest, FaultInsidePinnedBlockNamesTheBlock) {
   RunResult r = Run(GMT_CRASH_PROGRAM, {"segv_pinned", "."});
   EXPECT_EQ(r.exit_code, 128 + SIGSEGV) << r.Describe();

@@ -16,6 +16,9 @@
 //                     loaded and in use, then segfaults; the handler prints
 //                     and _exit(43)s
 //     exit_in_handler like chain_before, but the handler calls exit(5)
+//     small_altstack  installs a 16 KiB alternate signal stack (a PROT_NONE
+//                     page below it) before any CUDA call, as a sanitizer's
+//                     runtime does, then segfaults like segv
 //     sticky          launches fake_fault_illegal_address (the double plants
 //                     CUDA_ERROR_ILLEGAL_ADDRESS), synchronizes, prints the
 //                     code, prints whether the report exists already, and
@@ -78,6 +81,27 @@ __attribute__((no_sanitize("undefined"))) NOINLINE void WriteThrough(
   AfterCall();
 }
 
+// A 16 KiB alternate signal stack over an inaccessible guard page, so a
+// handler that needs more faults instead of writing over other memory.
+void InstallSmallAltStack() {
+  constexpr size_t kStackBytes = 16 * 1024;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* memory = mmap(nullptr, page + kStackBytes, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED || mprotect(memory, page, PROT_NONE) != 0) {
+    std::perror("small_altstack");
+    std::exit(3);
+  }
+  stack_t stack;
+  std::memset(&stack, 0, sizeof(stack));
+  stack.ss_sp = static_cast<char*>(memory) + page;
+  stack.ss_size = kStackBytes;
+  if (sigaltstack(&stack, nullptr) != 0) {
+    std::perror("sigaltstack");
+    std::exit(3);
+  }
+}
+
 void ProgramHandlerReraise(int sig) {
   Say(ReportExists() ? "program handler: report present\n"
                      : "program handler: report absent\n");
@@ -119,6 +143,8 @@ int main(int argc, char** argv) {
     sigaction(SIGSEGV, &act, nullptr);
   }
 
+  if (mode == "small_altstack") InstallSmallAltStack();
+
   void* device = CrashAllocateDevice();
   g_pinned = CrashAllocatePinned();
   LaunchNamed("crash_program_kernel");
@@ -135,7 +161,7 @@ int main(int argc, char** argv) {
   }
 
   if (mode == "segv" || mode == "chain_before" || mode == "chain_after" ||
-      mode == "exit_in_handler") {
+      mode == "exit_in_handler" || mode == "small_altstack") {
     WriteThrough(nullptr);
   } else if (mode == "segv_pinned") {
     // A page inside the pinned block (host memory in the double).
