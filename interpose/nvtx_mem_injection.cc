@@ -72,6 +72,25 @@ void Problem(Engine* engine, NvtxMemProblem problem) {
   if (engine != nullptr) engine->NoteNvtxMemProblem(problem);
 }
 
+// Walks a batch's array of `count` elements of type T laid out
+// `element_size` bytes apart (0: sizeof(T)), calling visit(index, element)
+// until it returns false. A missing array, or elements too small to hold a
+// T, is a bad descriptor: nothing is read.
+template <typename T, typename Visit>
+void ForEachElement(Engine* engine, const void* elements, size_t count,
+                    size_t element_size, Visit visit) {
+  if (count == 0) return;
+  const size_t stride = Stride(element_size, sizeof(T));
+  if (elements == nullptr || stride == 0) {
+    Problem(engine, NvtxMemProblem::kBadDescriptor);
+    return;
+  }
+  const auto* bytes = static_cast<const unsigned char*>(elements);
+  for (size_t i = 0; i < count; ++i) {
+    if (!visit(i, *reinterpret_cast<const T*>(bytes + i * stride))) return;
+  }
+}
+
 nvtxMemHeapHandle_t HeapRegister(nvtxDomainHandle_t,
                                  const nvtxMemHeapDesc_t* desc) {
   InterceptScope scope;
@@ -133,30 +152,25 @@ void RegionsRegister(nvtxDomainHandle_t,
     return;
   }
   if (batch->regionCount == 0) return;
-  const size_t stride =
-      Stride(batch->regionDescElementSize, sizeof(nvtxMemVirtualRangeDesc_t));
-  if (batch->regionDescElements == nullptr || stride == 0) {
-    Problem(engine, NvtxMemProblem::kBadDescriptor);
-    return;
-  }
   // One stack for the batch: the pool's caller, captured once.
   const gmt::StackId stack =
       engine != nullptr ? engine->CaptureCallStack() : gmt::kNoStack;
-  const auto* bytes =
-      static_cast<const unsigned char*>(batch->regionDescElements);
-  for (size_t i = 0; i < batch->regionCount; ++i) {
-    const auto* range =
-        reinterpret_cast<const nvtxMemVirtualRangeDesc_t*>(bytes + i * stride);
-    if (engine != nullptr) {
-      engine->OnNvtxRegionRegister(Address(batch->heap), Address(range->ptr),
-                                   range->size, stack);
-    }
-    // The region's handle is its address (NVTX lets the program use either).
-    if (batch->regionHandleElementsOut != nullptr) {
-      batch->regionHandleElementsOut[i] =
-          static_cast<nvtxMemRegionHandle_t>(const_cast<void*>(range->ptr));
-    }
-  }
+  ForEachElement<nvtxMemVirtualRangeDesc_t>(
+      engine, batch->regionDescElements, batch->regionCount,
+      batch->regionDescElementSize,
+      [&](size_t i, const nvtxMemVirtualRangeDesc_t& range) {
+        if (engine != nullptr) {
+          engine->OnNvtxRegionRegister(Address(batch->heap), Address(range.ptr),
+                                       range.size, stack);
+        }
+        // The region's handle is its address (NVTX lets the program use
+        // either).
+        if (batch->regionHandleElementsOut != nullptr) {
+          batch->regionHandleElementsOut[i] =
+              static_cast<nvtxMemRegionHandle_t>(const_cast<void*>(range.ptr));
+        }
+        return true;
+      });
 }
 
 void RegionsResize(nvtxDomainHandle_t,
@@ -172,20 +186,13 @@ void RegionsResize(nvtxDomainHandle_t,
     Problem(engine, NvtxMemProblem::kUnsupportedType);
     return;
   }
-  if (batch->regionDescCount == 0) return;
-  const size_t stride =
-      Stride(batch->regionDescElementSize, sizeof(nvtxMemVirtualRangeDesc_t));
-  if (batch->regionDescElements == nullptr || stride == 0) {
-    Problem(engine, NvtxMemProblem::kBadDescriptor);
-    return;
-  }
-  const auto* bytes =
-      static_cast<const unsigned char*>(batch->regionDescElements);
-  for (size_t i = 0; i < batch->regionDescCount; ++i) {
-    const auto* range =
-        reinterpret_cast<const nvtxMemVirtualRangeDesc_t*>(bytes + i * stride);
-    engine->OnNvtxRegionResize(Address(range->ptr), range->size);
-  }
+  ForEachElement<nvtxMemVirtualRangeDesc_t>(
+      engine, batch->regionDescElements, batch->regionDescCount,
+      batch->regionDescElementSize,
+      [engine](size_t, const nvtxMemVirtualRangeDesc_t& range) {
+        engine->OnNvtxRegionResize(Address(range.ptr), range.size);
+        return true;
+      });
 }
 
 // A region reference as an address: pointers and handles are the same here
@@ -214,25 +221,18 @@ void RegionsUnregister(nvtxDomainHandle_t,
     Problem(engine, NvtxMemProblem::kBadDescriptor);
     return;
   }
-  if (batch->refCount == 0) return;
-  const size_t stride =
-      Stride(batch->refElementSize, sizeof(nvtxMemRegionRef_t));
-  if (batch->refElements == nullptr || stride == 0) {
-    Problem(engine, NvtxMemProblem::kBadDescriptor);
-    return;
-  }
-  const auto* bytes =
-      reinterpret_cast<const unsigned char*>(batch->refElements);
-  for (size_t i = 0; i < batch->refCount; ++i) {
-    const auto* ref =
-        reinterpret_cast<const nvtxMemRegionRef_t*>(bytes + i * stride);
-    uint64_t address = 0;
-    if (!RefAddress(batch->refType, *ref, &address)) {
-      Problem(engine, NvtxMemProblem::kBadDescriptor);
-      return;
-    }
-    engine->OnNvtxRegionUnregister(address);
-  }
+  // A reference type it cannot read stops the batch: every element has it.
+  ForEachElement<nvtxMemRegionRef_t>(
+      engine, batch->refElements, batch->refCount, batch->refElementSize,
+      [engine, batch](size_t, const nvtxMemRegionRef_t& ref) {
+        uint64_t address = 0;
+        if (!RefAddress(batch->refType, ref, &address)) {
+          Problem(engine, NvtxMemProblem::kBadDescriptor);
+          return false;
+        }
+        engine->OnNvtxRegionUnregister(address);
+        return true;
+      });
 }
 
 void RegionsName(nvtxDomainHandle_t, const nvtxMemRegionsNameBatch_t* batch) {
@@ -243,26 +243,20 @@ void RegionsName(nvtxDomainHandle_t, const nvtxMemRegionsNameBatch_t* batch) {
     Problem(engine, NvtxMemProblem::kBadDescriptor);
     return;
   }
-  if (batch->regionCount == 0) return;
-  const size_t stride =
-      Stride(batch->regionElementSize, sizeof(nvtxMemRegionNameDesc_t));
-  if (batch->regionElements == nullptr || stride == 0) {
-    Problem(engine, NvtxMemProblem::kBadDescriptor);
-    return;
-  }
-  const auto* bytes =
-      reinterpret_cast<const unsigned char*>(batch->regionElements);
-  for (size_t i = 0; i < batch->regionCount; ++i) {
-    const auto* d =
-        reinterpret_cast<const nvtxMemRegionNameDesc_t*>(bytes + i * stride);
-    uint64_t address = 0;
-    if (!RefAddress(d->regionRefType, d->region, &address)) {
-      Problem(engine, NvtxMemProblem::kBadDescriptor);
-      continue;
-    }
-    engine->OnNvtxRegionName(address,
-                             gmt::NvtxMessageText(d->nameType, d->name));
-  }
+  // Each name carries its own reference type: a bad one skips that name.
+  ForEachElement<nvtxMemRegionNameDesc_t>(
+      engine, batch->regionElements, batch->regionCount,
+      batch->regionElementSize,
+      [engine](size_t, const nvtxMemRegionNameDesc_t& d) {
+        uint64_t address = 0;
+        if (!RefAddress(d.regionRefType, d.region, &address)) {
+          Problem(engine, NvtxMemProblem::kBadDescriptor);
+          return true;
+        }
+        engine->OnNvtxRegionName(address,
+                                 gmt::NvtxMessageText(d.nameType, d.name));
+        return true;
+      });
 }
 
 template <typename F>
