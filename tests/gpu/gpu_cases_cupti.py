@@ -31,8 +31,9 @@
                         stdout and exit code unchanged
 
 A run that times out leaves the hung process's thread stacks (gdb, else
-/proc/<pid>/task/*/stack and wchan) in <run>/hang_stacks.txt before it is
-killed; the check=kernel injection run of cupti_static_guard has a 90 s limit.
+eu-stack ($GMT_EU_STACK or on PATH); then /proc/<pid>/task/*/stack and
+wchan) in <run>/hang_stacks.txt before it is killed; the check=kernel
+injection run of cupti_static_guard has a 90 s limit.
 
 Loaded by gpu_tests.py (cases(t)); run with
   python3 tests/gpu/gpu_tests.py --only cupti_static_leaks,cupti_static_guard,cupti_count_once,cupti_torch_profiler,cupti_launch_cost,cupti_graph_mem_nodes
@@ -107,6 +108,17 @@ def _dump_stacks(pid, path):
             lines.append(r.stdout.decode("utf-8", "replace"))
         except (OSError, subprocess.TimeoutExpired) as e:
             lines.append("gdb failed: %s" % e)
+    # elfutils' eu-stack where there is no gdb (the device image has
+    # neither; GMT_EU_STACK names a carried copy): user frames with symbols.
+    eu_stack = os.environ.get("GMT_EU_STACK") or shutil.which("eu-stack")
+    if not gdb and eu_stack:
+        try:
+            r = subprocess.run(
+                [eu_stack, "-p", str(pid), "-m", "-i", "-s"],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+            lines.append(r.stdout.decode("utf-8", "replace"))
+        except (OSError, subprocess.TimeoutExpired) as e:
+            lines.append("eu-stack failed: %s" % e)
     for task in sorted(glob.glob("/proc/%d/task/*" % pid)):
         lines.append("== %s" % task)
         for name in ("comm", "wchan", "stack"):
