@@ -6,9 +6,6 @@
 
 namespace gmt {
 
-thread_local int t_intercept_depth __attribute__((tls_model("initial-exec"))) =
-    0;
-
 namespace {
 
 // At load: learn our own text range so captured stacks drop the tool's frames,

@@ -20,6 +20,8 @@
 
 #include <cstdint>
 
+#include "interpose/intercept_scope.h"
+
 namespace gmt {
 
 struct ToolDriver {
@@ -71,6 +73,13 @@ const char* ToolResultName(const ToolDriver& driver, CUresult result);
 // never invalidates a graph capture the program runs on another stream.
 // Context 0 means the thread's current context; it is an error when there is
 // none.
+//
+// It also marks the thread as making the tool's own calls (one intercept
+// level, interpose/intercept_scope.h), so neither the shims nor the CUPTI
+// callbacks take them for the program's: without it, a guard kernel the tool
+// launched outside any shim or callback (the exit-time check, under
+// CUDA_INJECTION64_PATH) reached the launch callback as a program kernel,
+// whose owed check then waited for the lock the exit-time check held.
 class ToolContextScope {
  public:
   ToolContextScope(const ToolDriver& driver, uint64_t context);
@@ -83,6 +92,7 @@ class ToolContextScope {
   CUcontext context() const { return context_; }
 
  private:
+  InterceptScope tool_calls_;
   const ToolDriver& driver_;
   CUresult result_ = CUDA_ERROR_INVALID_CONTEXT;
   CUcontext context_ = nullptr;

@@ -10,11 +10,11 @@
 // and a table whose chunk_begin values are not the prefix sum zone_abi.h
 // defines (or a total_chunks that does not match) is CUDA_ERROR_LAUNCH_FAILED,
 // so host code that builds a wrong table fails its tests.
+#include <cupti_driver_cbid.h>
+
 #include <cstring>
 #include <mutex>
 #include <set>
-
-#include <cupti_driver_cbid.h>
 
 #include "kernels/zone_abi.h"
 #include "tests/fake_cuda/fake_cupti_emit.h"
@@ -225,30 +225,45 @@ FAKE_CU_API(cuLaunchKernel,
   if (CUresult r = fake_cuda::StickyError(); r != CUDA_SUCCESS) return r;
   const auto* name = reinterpret_cast<const char*>(f);
   const bool fill = name == fake_cuda::kFillName;
-  if (!fill && name != fake_cuda::kCheckName) {
+  const bool guard_kernel = fill || name == fake_cuda::kCheckName;
+  // CUPTI sees every launch, the tool's own guard kernels included, as the
+  // real driver shows it (issue 4: the tool must tell its own launches from
+  // the program's; on the H200 it once took its exit-time check kernel for a
+  // program kernel and deadlocked on its own lock).
+  const struct {
+    CUfunction f;
+    unsigned int grid[3], block[3], shared_bytes;
+    CUstream stream;
+    void** params;
+    void** extra;
+  } cupti_params{f,
+                 {grid_x, grid_y, grid_z},
+                 {block_x, block_y, block_z},
+                 shared_bytes,
+                 stream,
+                 params,
+                 extra};
+  if (!guard_kernel) {
     fake_cuda::NoteLaunchForStickyError(f);
-    // A program's kernel: CUPTI sees it (issue 4); nothing runs.
-    const struct {
-      CUfunction f;
-      unsigned int grid[3], block[3], shared_bytes;
-      CUstream stream;
-      void** params;
-      void** extra;
-    } cupti_params{f, {grid_x, grid_y, grid_z}, {block_x, block_y, block_z},
-                   shared_bytes, stream, params, extra};
-    return fake_cuda::WithCuptiCallbacks(
-        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel",
-        &cupti_params, name, [] { return CUDA_SUCCESS; });
+    // A program's kernel: nothing runs.
+    return fake_cuda::WithCuptiCallbacks(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+                                         "cuLaunchKernel", &cupti_params, name,
+                                         [] { return CUDA_SUCCESS; });
   }
   // The guard kernels take their arguments in kernelParams only.
   if (params == nullptr || extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
-  // Reliability tests: FAKE_CUDA_FAIL_LAUNCH (fake_tool_faults.h).
-  if (CUresult r =
-          fake_cuda::InjectToolFailure(fill ? fake_cuda::ToolCall::kFillLaunch
-                                            : fake_cuda::ToolCall::kCheckLaunch,
-                                       __builtin_return_address(0));
-      r != CUDA_SUCCESS) {
-    return r;
-  }
-  return fill ? fake_cuda::RunFill(params) : fake_cuda::RunCheck(params);
+  const void* caller = __builtin_return_address(0);  // of this entry point
+  return fake_cuda::WithCuptiCallbacks(
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", &cupti_params,
+      name, [fill, params, caller] {
+        // Reliability tests: FAKE_CUDA_FAIL_LAUNCH (fake_tool_faults.h).
+        if (CUresult r = fake_cuda::InjectToolFailure(
+                fill ? fake_cuda::ToolCall::kFillLaunch
+                     : fake_cuda::ToolCall::kCheckLaunch,
+                caller);
+            r != CUDA_SUCCESS) {
+          return r;
+        }
+        return fill ? fake_cuda::RunFill(params) : fake_cuda::RunCheck(params);
+      });
 }
