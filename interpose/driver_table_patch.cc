@@ -10,10 +10,9 @@
 #include "interpose/driver_hooks.h"
 
 namespace gmt {
-namespace {
 
-// Objects whose data is never a program's driver table.
-bool Skipped(const char* name, uintptr_t base, uintptr_t self_base) {
+bool ExemptFromDriverPatches(const char* name, uintptr_t base,
+                             uintptr_t self_base) {
   if (base == self_base) return true;
   const char* file = std::strrchr(name, '/');
   file = file != nullptr ? file + 1 : name;
@@ -25,6 +24,8 @@ bool Skipped(const char* name, uintptr_t base, uintptr_t self_base) {
   }
   return false;
 }
+
+namespace {
 
 struct Scan {
   const absl::flat_hash_map<uintptr_t, const DriverHook*>* real_to_hook;
@@ -61,7 +62,7 @@ __attribute__((no_sanitize("address"))) void PatchRange(uintptr_t begin,
 int PatchObject(dl_phdr_info* info, size_t, void* data) {
   auto* scan = static_cast<Scan*>(data);
   const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
-  if (Skipped(name, info->dlpi_addr, scan->self_base)) {
+  if (ExemptFromDriverPatches(name, info->dlpi_addr, scan->self_base)) {
     return 0;
   }
   uintptr_t relro_begin = 0, relro_end = 0;
