@@ -41,6 +41,7 @@
 #include "interpose/cupti_activity.h"
 #include "interpose/cupti_loader.h"
 #include "interpose/driver_hooks.h"
+#include "interpose/driver_import_patch.h"
 #include "interpose/driver_table_patch.h"
 #include "interpose/graph_memory_shims.h"
 #include "interpose/guard_shim_util.h"
@@ -597,10 +598,11 @@ void OnResource(CUpti_CallbackId cbid, const CUpti_ResourceData& data) {
     // first context: reach those pointers too (driver_table_patch.h).
     static std::atomic<bool> patched{false};
     if (g_redirect.load(std::memory_order_relaxed) && !patched.exchange(true)) {
+      const int patched = PatchDriverTables();
       LogNote(1,
-              "CUPTI: %d driver entry point(s) redirected at the first "
-              "context",
-              PatchDriverTables());
+              "CUPTI: %d driver entry point(s) and %d import slot(s) "
+              "redirected at the first context",
+              patched, PatchDriverImports());
     }
     return;
   }

@@ -8,6 +8,7 @@
 //   LD_PRELOAD=... CUDA_INJECTION64_PATH=... ./app               shims (count
 //                                                                 once)
 #include "interpose/cupti_subscriber.h"
+#include "interpose/driver_import_patch.h"
 #include "interpose/driver_table_patch.h"
 #include "lib/log.h"
 #include "lib/options.h"
@@ -17,12 +18,15 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(
   gmt::StartCupti(/*injected=*/true);
   // Entry points the program's runtime fetched before this cuInit: point
   // them at the shims now (driver_table_patch.h), for guard zones.
+  // The same for the objects' own imports of driver functions
+  // (driver_import_patch.h): their direct calls reach the shims too.
   if (gmt::GlobalOptions().enabled && !gmt::ShimsInterposed()) {
     const int patched = gmt::PatchDriverTables();
+    const int imports = gmt::PatchDriverImports();
     gmt::LogNote(1,
                  "injection: %d driver entry point(s) in the program's "
-                 "data redirected to the shims",
-                 patched);
+                 "data and %d import slot(s) redirected to the shims",
+                 patched, imports);
   }
   return 1;  // the driver ignores the value; 1 is what NVIDIA's samples return
 }

@@ -21,7 +21,8 @@ class CuptiTest : public InterposeTest {
   RunResult RunInjected(
       bool preload, const std::string& extra_options = "",
       std::vector<std::pair<std::string, std::string>> env = {},
-      const std::vector<std::string>& args = {}, int timeout_s = 120) {
+      const std::vector<std::string>& args = {}, int timeout_s = 120,
+      const char* program = GMT_CUPTI_PROGRAM) {
     RunOptions options;
     options.timeout_s = timeout_s;
     options.preload = preload;
@@ -29,7 +30,7 @@ class CuptiTest : public InterposeTest {
         "report=json:report_path=<dir>/r.%p.json" + extra_options;
     env.emplace_back("CUDA_INJECTION64_PATH", GMT_TOOL_PATH);
     options.env = std::move(env);
-    return Run(GMT_CUPTI_PROGRAM, args, options);
+    return Run(program, args, options);
   }
 
   // "domain cbid" pairs the fake libcupti had enabled at exit.
@@ -109,6 +110,37 @@ TEST_F(CuptiTest, TableFilledBeforeCuInitIsRedirected) {
   }
   EXPECT_TRUE(named) << oob[0].dump();
   EXPECT_EQ(r.report["summary"].value("allocations", -1), 1) << r.Describe();
+}
+
+// Issue 9 (found by the H200 differential suite): under injection alone a
+// program's direct libcuda calls went through its own PLT to the driver, and
+// with a redzone behind the block the driver accepted a memset one byte past
+// the end that it refuses without the tool. The injection points the
+// program's import slots at the shims: lazily bound ones and, in the -z now
+// build, ones in the read-only GOT. Every code as without the tool, and the
+// overrun reported.
+TEST_F(CuptiTest, InjectionAloneKeepsDirectDriverCallsBounded) {
+  for (const char* program : {GMT_CUPTI_PROGRAM, GMT_CUPTI_PROGRAM_NOW}) {
+    SCOPED_TRACE(program);
+    RunResult plain = RunPlain(program, {"bounds"});
+    ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
+    ASSERT_NE(plain.out.find("cuMemsetD8(1001) -> 1 CUDA_ERROR_INVALID_VALUE"),
+              std::string::npos)
+        << plain.Describe();
+    RunResult r =
+        RunInjected(/*preload=*/false, "", {}, {"bounds"}, 120, program);
+    EXPECT_EQ(r.exit_code, 0) << r.Describe();
+    EXPECT_EQ(r.out, plain.out) << r.Describe();
+    ASSERT_TRUE(r.has_report) << r.Describe();
+    std::vector<json> bounds = ErrorsOfKind(r.report, "api-bounds");
+    ASSERT_EQ(bounds.size(), 1u) << r.Describe();
+    EXPECT_EQ(bounds[0].value("bytes", uint64_t{0}), 1001u) << bounds[0].dump();
+    // The block was guarded (the allocation went through the shim too) and
+    // counted once.
+    EXPECT_EQ(r.report["summary"].value("allocations", -1), 1) << r.Describe();
+    EXPECT_EQ(r.report["summary"].value("frees", -1), 1) << r.Describe();
+    EXPECT_TRUE(ErrorsOfKind(r.report, "oob-write").empty()) << r.Describe();
+  }
 }
 
 // Issue 4: check=kernel under injection alone hung on the H200. The kernel

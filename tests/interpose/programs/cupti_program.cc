@@ -16,7 +16,13 @@
 //                              written past the end of the 256 as that
 //                              kernel would, then "cupti_named_kernel"
 //                              launched, then cuCtxSynchronize: the overrun
-//                              belongs to the first kernel alone
+//                              belongs to the first kernel alone (the
+//                              launches through a pointer dlsym gave after
+//                              cuInit: CUPTI callbacks only)
+//   gmt_cupti_program bounds   direct libcuda calls, issue 9: cuMemAlloc(1000)
+//                              looked up after cuInit, then cuMemsetD8 of
+//                              1000 bytes (CUDA_SUCCESS) and of 1001
+//                              (CUDA_ERROR_INVALID_VALUE), cuMemFree
 //
 //   1. cuInit (loads the injection), primary context current
 //   2. cuMemAlloc(1000) in LeakThroughDriver, never freed
@@ -101,10 +107,39 @@ int Early() {
   return 0;
 }
 
+// Through a pointer dlsym gives after cuInit, as a program that loads the
+// driver itself: no slot the injection could redirect holds it, so only the
+// launch callbacks see these launches (the path the kernels mode tests).
 NOINLINE void LaunchKernelNamed(const char* name) {
+  using Launch =
+      CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                   unsigned, unsigned, CUstream, void**, void**);
+  static const auto launch = reinterpret_cast<Launch>(
+      dlsym(dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD), "cuLaunchKernel"));
   auto f = reinterpret_cast<CUfunction>(const_cast<char*>(name));
   Cu("cuLaunchKernel",
-     cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr));
+     launch(f, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr));
+}
+
+// A block from cuMemAlloc looked up with cuGetProcAddress after cuInit, as
+// a runtime allocates (the injection hands out the shim: the block gets
+// redzones), then direct calls into libcuda through the executable's own PLT
+// slots, bound lazily (or at load in the -z now build): a memset to the end
+// CUDA accepts and one byte past it CUDA refuses, each code printed.
+int Bounds() {
+  if (!DriverSetup(0)) return 1;
+  void* fn = nullptr;
+  CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  Cu("cuGetProcAddress(cuMemAlloc)",
+     cuGetProcAddress("cuMemAlloc", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT,
+                      &status));
+  auto alloc = reinterpret_cast<CUresult (*)(CUdeviceptr*, size_t)>(fn);
+  CUdeviceptr p = 0;
+  Cu("cuMemAlloc(1000)", alloc(&p, 1000));
+  Cu("cuMemsetD8(1000)", cuMemsetD8(p, 0, 1000));
+  Cu("cuMemsetD8(1001)", cuMemsetD8(p, 0, 1001));
+  Cu("cuMemFree", cuMemFree(p));
+  return 0;
 }
 
 const char kFirstKernelName[] = "cupti_first_kernel";
@@ -124,6 +159,7 @@ int Kernels() {
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "early") == 0) return Early();
   if (argc > 1 && std::strcmp(argv[1], "kernels") == 0) return Kernels();
+  if (argc > 1 && std::strcmp(argv[1], "bounds") == 0) return Bounds();
   if (!DriverSetup(0)) return 1;
   LeakThroughDriver();
   FreeTwice(AllocAndFree());
