@@ -2,9 +2,9 @@
 
   differential_examples  every example program whose output depends only on
                          what it computes, run without the tool and then
-                         under each option set below; the exit code and the
-                         stdout of each run must equal the run without the
-                         tool. Their CUDA return codes are part of that
+                         under each of the seven option sets below; the exit
+                         code and the stdout of each run must equal the run
+                         without the tool. Their CUDA return codes are part of that
                          output: a call whose failure is the example's point
                          prints its code, every other call is checked and
                          ends the program (exit 2, its code on stderr) when
@@ -41,16 +41,18 @@ EXAMPLES = [
     ("uaf_write", []),
 ]
 
-# (label, GMT_OPTIONS or None for injection only). Defaults first, then the
-# modes that change the most: every kernel checked, no redzones, no stacks,
-# the tool loaded but off, and CUDA_INJECTION64_PATH without LD_PRELOAD.
+# (label, GMT_OPTIONS, injected). Defaults first, then the modes that change
+# the most: every kernel checked, no redzones, no stacks, the tool loaded but
+# off; then CUDA_INJECTION64_PATH without LD_PRELOAD, as is and with every
+# kernel checked (the mode that once hung at exit).
 OPTION_SETS = [
-    ("default", ""),
-    ("kernel", "check=kernel"),
-    ("noguard", "guard=0"),
-    ("nostack", "stack_depth=0:symbolize=0:quarantine_bytes=0"),
-    ("disabled", "enabled=0"),
-    ("inject", None),
+    ("default", "", False),
+    ("kernel", "check=kernel", False),
+    ("noguard", "guard=0", False),
+    ("nostack", "stack_depth=0:symbolize=0:quarantine_bytes=0", False),
+    ("disabled", "enabled=0", False),
+    ("inject", "", True),
+    ("inject_kernel", "check=kernel", True),
 ]
 
 # Timings a program prints ("in 12.3 ms", "0.0123 ms/iter", "4.5 us/kernel").
@@ -69,25 +71,28 @@ def case_differential_examples(t, c):
         except FileNotFoundError as e:
             c.check(False, str(e))
             continue
-        jobs.append((program, "plain", argv, None))
-        for label, options in OPTION_SETS:
-            jobs.append((program, label, argv, options))
+        jobs.append((program, "plain", argv, None, False))
+        for label, options, injected in OPTION_SETS:
+            jobs.append((program, label, argv, options, injected))
 
     def run(job):
-        program, label, argv, options = job
+        program, label, argv, options, injected = job
         run_label = "%s.%s" % (program, label)
         if label == "plain":
             return job, c.run(run_label, argv, tool=False, timeout=300)
-        if options is None:
-            return job, c.run(run_label, argv, tool=False, timeout=300,
-                              extra_env={"CUDA_INJECTION64_PATH": c.ctx.lib})
+        if injected:
+            env = {"CUDA_INJECTION64_PATH": c.ctx.lib}
+            if options:
+                env["GMT_OPTIONS"] = options
+            return job, c.run(run_label, argv, tool=False, timeout=120,
+                              extra_env=env)
         return job, c.run(run_label, argv, tool=True, timeout=300,
                           options=options or None)
 
     # Several processes at a time: each is mostly CUDA start-up.
     results = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
-        for (program, label, _, _), r in pool.map(run, jobs):
+        for (program, label, _, _, _), r in pool.map(run, jobs):
             results[(program, label)] = r
     compared = 0
     differing = []
@@ -97,13 +102,12 @@ def case_differential_examples(t, c):
             continue
         c.check(plain.rc != "timeout", "%s timed out without the tool" %
                 program)
-        for label, options in OPTION_SETS:
+        for label, options, injected in OPTION_SETS:
             r = results[(program, label)]
             compared += 1
-            what = "%s under %s (%s)" % (
+            what = "%s under %s (%sGMT_OPTIONS %r)" % (
                 program, label,
-                "CUDA_INJECTION64_PATH" if options is None else
-                "GMT_OPTIONS %r" % options)
+                "CUDA_INJECTION64_PATH, " if injected else "", options)
             same_rc = r.rc == plain.rc
             same_out = normalized(r.stdout) == normalized(plain.stdout)
             if not (same_rc and same_out):
@@ -114,7 +118,7 @@ def case_differential_examples(t, c):
             c.check(same_out, "%s: stdout changed:\n--- without\n%s--- with\n"
                     "%s" % (what, plain.stdout, r.stdout))
     c.notes["programs"] = len(EXAMPLES)
-    c.notes["option_sets"] = [label for label, _ in OPTION_SETS]
+    c.notes["option_sets"] = [label for label, _, _ in OPTION_SETS]
     c.notes["runs_compared"] = compared
     c.notes["differing"] = differing
 
