@@ -598,11 +598,12 @@ void OnResource(CUpti_CallbackId cbid, const CUpti_ResourceData& data) {
     // first context: reach those pointers too (driver_table_patch.h).
     static std::atomic<bool> patched{false};
     if (g_redirect.load(std::memory_order_relaxed) && !patched.exchange(true)) {
-      const int patched = PatchDriverTables();
+      const int tables = PatchDriverTables();
+      const int imports = PatchDriverImports();
       LogNote(1,
               "CUPTI: %d driver entry point(s) and %d import slot(s) "
               "redirected at the first context",
-              patched, PatchDriverImports());
+              tables, imports);
     }
     return;
   }

@@ -1,6 +1,5 @@
 #include "interpose/driver_import_patch.h"
 
-#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 #include <sys/mman.h>
@@ -109,14 +108,9 @@ bool WriteSlot(uintptr_t slot, uintptr_t value, const ObjectRanges& ranges) {
   return true;
 }
 
-struct Scan {
-  uintptr_t self_base = 0;
-  int patched = 0;
-};
-
 void PatchRelocations(uintptr_t base, const Imports& imports,
                       const ElfW(Rela) * relocations, size_t bytes,
-                      const ObjectRanges& ranges, Scan* scan) {
+                      const ObjectRanges& ranges, int* patched) {
   if (relocations == nullptr) return;
   const size_t count = bytes / sizeof(ElfW(Rela));
   for (size_t i = 0; i < count; ++i) {
@@ -145,15 +139,15 @@ void PatchRelocations(uintptr_t base, const Imports& imports,
       continue;
     }
     hook->store_real(real);
-    if (WriteSlot(slot, shim, ranges)) ++scan->patched;
+    if (WriteSlot(slot, shim, ranges)) ++*patched;
   }
 }
 
 int PatchObject(dl_phdr_info* info, size_t, void* data) {
-  auto* scan = static_cast<Scan*>(data);
+  auto* patched = static_cast<int*>(data);
   const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
   const uintptr_t base = info->dlpi_addr;
-  if (ExemptFromDriverPatches(name, base, scan->self_base)) return 0;
+  if (ExemptFromDriverPatches(name, base)) return 0;
   const ElfW(Dyn)* dyn = nullptr;
   ObjectRanges ranges;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
@@ -174,9 +168,9 @@ int PatchObject(dl_phdr_info* info, size_t, void* data) {
   Imports imports;
   if (!ReadImports(base, dyn, &imports)) return 0;
   PatchRelocations(base, imports, imports.jmprel, imports.jmprel_bytes, ranges,
-                   scan);
+                   patched);
   PatchRelocations(base, imports, imports.rela, imports.rela_bytes, ranges,
-                   scan);
+                   patched);
   return 0;
 }
 
@@ -185,13 +179,9 @@ int PatchObject(dl_phdr_info* info, size_t, void* data) {
 int PatchDriverImports() {
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
-  Scan scan;
-  Dl_info self{};
-  if (dladdr(reinterpret_cast<const void*>(&PatchDriverImports), &self) != 0) {
-    scan.self_base = reinterpret_cast<uintptr_t>(self.dli_fbase);
-  }
-  dl_iterate_phdr(&PatchObject, &scan);
-  return scan.patched;
+  int patched = 0;
+  dl_iterate_phdr(&PatchObject, &patched);
+  return patched;
 }
 
 }  // namespace gmt

@@ -11,8 +11,15 @@
 
 namespace gmt {
 
-bool ExemptFromDriverPatches(const char* name, uintptr_t base,
-                             uintptr_t self_base) {
+bool ExemptFromDriverPatches(const char* name, uintptr_t base) {
+  // This library's own load address, found once.
+  static const uintptr_t self_base = [] {
+    Dl_info self{};
+    return dladdr(reinterpret_cast<const void*>(&ExemptFromDriverPatches),
+                  &self) != 0
+               ? reinterpret_cast<uintptr_t>(self.dli_fbase)
+               : uintptr_t{0};
+  }();
   if (base == self_base) return true;
   const char* file = std::strrchr(name, '/');
   file = file != nullptr ? file + 1 : name;
@@ -29,7 +36,6 @@ namespace {
 
 struct Scan {
   const absl::flat_hash_map<uintptr_t, const DriverHook*>* real_to_hook;
-  uintptr_t self_base = 0;  // this library's load address
   int patched = 0;
 };
 
@@ -62,9 +68,7 @@ __attribute__((no_sanitize("address"))) void PatchRange(uintptr_t begin,
 int PatchObject(dl_phdr_info* info, size_t, void* data) {
   auto* scan = static_cast<Scan*>(data);
   const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
-  if (ExemptFromDriverPatches(name, info->dlpi_addr, scan->self_base)) {
-    return 0;
-  }
+  if (ExemptFromDriverPatches(name, info->dlpi_addr)) return 0;
   uintptr_t relro_begin = 0, relro_end = 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
@@ -109,10 +113,6 @@ int PatchDriverTables() {
   if (real_to_hook.empty()) return 0;  // no libcuda loaded
   Scan scan;
   scan.real_to_hook = &real_to_hook;
-  Dl_info self{};
-  if (dladdr(reinterpret_cast<const void*>(&PatchDriverTables), &self) != 0) {
-    scan.self_base = reinterpret_cast<uintptr_t>(self.dli_fbase);
-  }
   dl_iterate_phdr(&PatchObject, &scan);
   return scan.patched;
 }

@@ -23,9 +23,8 @@ namespace gmt {
 
 // Whether the object loaded at `base` from `name` is left alone by both
 // patches (this one and driver_import_patch.h): libcuda, libcupti, this
-// library (loaded at `self_base`), the NVIDIA libraries, the loader, libc.
-bool ExemptFromDriverPatches(const char* name, uintptr_t base,
-                             uintptr_t self_base);
+// library, the NVIDIA libraries, the loader, libc.
+bool ExemptFromDriverPatches(const char* name, uintptr_t base);
 
 // Returns the number of words replaced. Call only where the shims are not
 // interposed (ShimsInterposed() false). Thread-safe; idempotent.
