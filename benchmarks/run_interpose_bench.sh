@@ -25,7 +25,7 @@
 # measured on the GPU by benchmarks/gpu/perf_suite.sh.
 # Rows "threads:2" are Google Benchmark's multi-threaded figure: wall time over
 # the iterations of both threads (the inverse of throughput), so perfect scaling
-# halves it. Target (issue 8): <= 150 ns added per call without stacks.
+# halves it. Target: <= 150 ns added per call without stacks.
 # Environment:
 #   GMT_BENCH_REPETITIONS (5), GMT_BENCH_MIN_TIME (0.5 s)
 #   GMT_BENCH_GUARD=1       also the test double with guard=1 (default options:

@@ -1,4 +1,4 @@
-# Packaging (issue 6 item 6): what `cmake --install` adds beyond the files
+# Packaging: what `cmake --install` adds beyond the files
 # themselves (the library and headers are installed by interpose/, the
 # launcher by cli/):
 #

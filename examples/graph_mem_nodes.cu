@@ -1,5 +1,5 @@
 // graph_mem_nodes: memory CUDA graphs allocate when they are launched (graph
-// memory nodes, issue 4 item 4). No call returns such a pointer at the moment
+// memory nodes). No call returns such a pointer at the moment
 // the memory appears, and the program frees it with calls that never saw it
 // allocated: the tool must neither miss the leak nor take the frees for
 // invalid or double frees.

@@ -1,5 +1,5 @@
 // leak_growth: leaks 64 KiB per iteration, with a cudaDeviceSynchronize per
-// iteration, for long enough to be flagged by growth before exit (issue 7).
+// iteration, for long enough to be flagged by growth before exit.
 //
 //   leak_growth [iterations] [sleep_ms]     defaults 60, 50 (3 s)
 //

@@ -1,4 +1,4 @@
-// leak_reachable: one block truly lost, one cache kept in a global (issue 7).
+// leak_reachable: one block truly lost, one cache kept in a global.
 //
 // Expected report (reachability=1, the default): two cudaMalloc leak entries,
 //   * 1 MiB from DropOnlyPointer, "state": "lost" (its only pointer was

@@ -2,7 +2,7 @@
 // until cudaMalloc fails, asks once more at once (the same burst), then frees
 // everything and exits 0.
 //
-// Expected report (issue 5 item 1): exactly one error of kind "oom" (the two
+// Expected report: exactly one error of kind "oom" (the two
 // failures are one burst) with cuda_error "cudaErrorMemoryAllocation",
 // requested 2147483648, device_total the card's total memory, and
 // holders[0] the call site FillCardWithChunks (oom_fill.cu) with almost all

@@ -22,7 +22,7 @@ using gmt::VolumeExtent;
 namespace {
 
 // Forwards `call` unless `rejected(engine)` refuses it.
-// `api`: the entry point, for a sticky error's report (issue 5 item 3).
+// `api`: the entry point, for a sticky error's report.
 template <typename Real, typename Rejected, typename Call>
 CUresult Checked(const char* api, Real real, Rejected&& rejected, Call&& call) {
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;

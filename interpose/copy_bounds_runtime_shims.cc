@@ -53,7 +53,7 @@ bool SetRejected(const char* api, const void* ptr, uint64_t bytes) {
 
 // Forwards `call` unless `rejected()` refuses it. The scope is held across the
 // call so that what cudart does inside is not checked again.
-// `api`: the entry point, for a sticky error's report (issue 5 item 3).
+// `api`: the entry point, for a sticky error's report.
 template <typename Real, typename Rejected, typename Call>
 cudaError_t Checked(const char* api, Real real, Rejected&& rejected,
                     Call&& call) {

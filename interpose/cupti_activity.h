@@ -1,4 +1,4 @@
-// CUPTI memory activity records (issue 4 item 4): the MemoryActivitySource
+// CUPTI memory activity records: the MemoryActivitySource
 // (lib/memory_activity.h) behind CUPTI's activity API.
 //
 //   std::string why;

@@ -29,7 +29,7 @@ struct CuptiLibrary {
   decltype(&::cuptiEnableCallback) enable_callback = nullptr;
   decltype(&::cuptiEnableDomain) enable_domain = nullptr;
   decltype(&::cuptiGetResultString) get_result_string = nullptr;  // optional
-  // The activity API (issue 4 item 4: memory records), optional: null when
+  // The activity API (memory records), optional: null when
   // this libcupti lacks any of them, and activity collection is then off.
   decltype(&::cuptiActivityRegisterCallbacks) activity_register_callbacks =
       nullptr;

@@ -446,7 +446,7 @@ void OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
   }
   if (ResultOf(cb) != CUDA_SUCCESS) return;
   if (function == nullptr) {
-    // Issue 4 item 4: a graph's memory nodes come to life at its launch.
+    // A graph's memory nodes come to life at its launch.
     NoteGraphLaunched(ParamsOf<cuGraphLaunch_params>(cb).hGraph, context,
                       engine_stream,
                       [&engine] { return CallbackStack(engine); });
@@ -458,12 +458,12 @@ void OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
                               : CallbackKernels().Get(function, [symbol] {
                                   return Demangle(symbol);
                                 });
-  // Issue 4: the driver's launch call is still in progress here; the check
+  // The driver's launch call is still in progress here; the check
   // of what this kernel did is owed, not made (Engine::AfterLaunchDeferred).
   engine.AfterLaunchDeferred(context, engine_stream, kernel);
 }
 
-// ---- Graph memory nodes (issue 4 item 4) ------------------------------------
+// ---- Graph memory nodes ------------------------------------
 
 void OnGraph(CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
   if (cb.callbackSite != CUPTI_API_EXIT || ResultOf(cb) != CUDA_SUCCESS) {
@@ -868,7 +868,7 @@ void StartCupti(bool injected) {
           CUPTI_SUCCESS) {
     ++refused;
   }
-  // Issue 4 item 4: memory records, cross-checked with the hooks.
+  // Memory records, cross-checked with the hooks.
   bool activity = false;
   if (plan.activity) {
     std::string activity_why;

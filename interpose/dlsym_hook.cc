@@ -26,7 +26,7 @@ GMT_NO_SANITIZE link_map* MapOf(const void* address) {
 }
 
 // ---- Symbol lookup inside one object ----------------------------------------
-// Issue 9 fix: NextAfter used to ask glibc's dlsym(map, name) for each object
+// NextAfter used to ask glibc's dlsym(map, name) for each object
 // after the caller. A link map is a valid dlsym handle only once dlopen() has
 // built its search list; for a library loaded at start-up and never dlopen()ed
 // glibc crashes in the lookup. ASan and TSan resolve their interceptors with

@@ -22,7 +22,7 @@ const DriverHook kHooks[] = {
 #include "interpose/driver_hooks.inc"
 };
 
-// Issue 4 item 4: other base names for a hooked symbol (driver_hooks.inc).
+// Other base names for a hooked symbol (driver_hooks.inc).
 struct HookAlias {
   const char* base;
   const char* symbol;

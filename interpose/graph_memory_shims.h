@@ -1,4 +1,4 @@
-// Graph memory nodes (issue 4 item 4): what the shims and the CUPTI
+// Graph memory nodes: what the shims and the CUPTI
 // subscriber share to follow memory a CUDA graph allocates when it is
 // launched (lib/graph_memory.h has the lifetime; lib/engine_graph.cc the
 // registry side).

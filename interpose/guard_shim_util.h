@@ -92,7 +92,7 @@ cudaError_t NoRuntimeError();
 // cudaPeekAtLastError report `error` next (runtime_error_state_shims.cc).
 void NoteRuntimeError(cudaError_t error);
 
-// Issue 5 item 3: what a shim hands back, seen on the way out. A sticky CUDA
+// What a shim hands back, seen on the way out. A sticky CUDA
 // error (illegal address, launch failure, ...) is told to the engine, which
 // writes the report at once, the first time. Call it in the outermost scope
 // only (scope.Recording()), so that cudart's nested driver call does not

@@ -46,7 +46,7 @@ auto GuardedLinearAlloc(Api api, uint64_t bytes, uint64_t stream, StackId stack,
     *user = raw;
     RecordAlloc(api, raw, bytes, stream, stack);
   } else if (IsOutOfMemory(static_cast<int>(result))) {
-    NoteAllocFailure(api, bytes, stack, static_cast<int>(result));  // issue 5
+    NoteAllocFailure(api, bytes, stack, static_cast<int>(result));
   }
   return result;
 }
@@ -83,7 +83,7 @@ auto GuardedRowsAlloc(Api api, uint64_t rows, uint64_t row_estimate,
     *user = raw;
     RecordAlloc(api, raw, *pitch * rows, 0, stack);
   } else if (IsOutOfMemory(static_cast<int>(result))) {
-    // Issue 5; the pitch is unknown after a failure: the least row size.
+    // The pitch is unknown after a failure: the least row size.
     NoteAllocFailure(api, rows * row_estimate, stack,
                      static_cast<int>(result));
   }

@@ -106,7 +106,7 @@ uint32_t GraphKernelId() {
 
 // The launch protocol around `call`; `kernel_id()` is asked only on success.
 // Works for CUresult and cudaError_t alike (success is 0 in both).
-// `name`: the entry point, for a sticky error's report (issue 5 item 3).
+// `name`: the entry point, for a sticky error's report.
 template <typename KernelId, typename Call>
 auto Launch(const char* name, const void* stream, bool per_thread,
             KernelId&& kernel_id, Call&& call) {
@@ -125,7 +125,7 @@ auto Launch(const char* name, const void* stream, bool per_thread,
   return result;
 }
 
-// Issue 4 item 4: a graph launch also brings its memory nodes' blocks to life
+// A graph launch also brings its memory nodes' blocks to life
 // (graph_memory_shims.h); asked only once the launch succeeded.
 template <typename Call>
 auto GraphLaunch(const char* name, const void* exec, const void* stream,

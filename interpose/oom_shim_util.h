@@ -1,4 +1,4 @@
-// Issue 5: what the allocation shims tell the engine besides successes: a
+// What the allocation shims tell the engine besides successes: a
 // failure for lack of memory (the OOM diagnosis), and the program's CUDA
 // versions (for the health report's driver check).
 #ifndef GMT_INTERPOSE_OOM_SHIM_UTIL_H_

@@ -56,7 +56,7 @@ void* FindInLoaded(const char* prefix, const char* symbol) {
 
 // Not a function-local static: its guard (__cxa_guard_acquire/release) is
 // intercepted by TSan, which crashes when its own init reaches here through
-// dlsym (issue 9). Racing first calls compute the same pointer.
+// dlsym. Racing first calls compute the same pointer.
 static DlsymFn g_real_dlsym = nullptr;
 
 GMT_NO_SANITIZE DlsymFn RealDlsym() {

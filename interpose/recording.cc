@@ -41,7 +41,7 @@ void NoteDeviceOnce(int ordinal) {
     }
   }
   engine.NoteDevice(ordinal, name, total);
-  NoteCudaVersionsOnce();  // issue 5: versions for the health report
+  NoteCudaVersionsOnce();  // Versions for the health report
 }
 
 }  // namespace

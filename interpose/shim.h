@@ -60,7 +60,7 @@ auto TrackedFree(Api api, uint64_t address, Call&& call, bool driver,
     return decltype(call(uint64_t{0})){};
   }
   if (ticket.rejected) {
-    // Issue 9 fix (FreeTicket::rejected): CUDA's answer without the tool.
+    // (FreeTicket::rejected): CUDA's answer without the tool.
     using Result = decltype(call(uint64_t{0}));
     const int invalid = driver ? static_cast<int>(CUDA_ERROR_INVALID_VALUE)
                                : static_cast<int>(cudaErrorInvalidValue);

@@ -28,7 +28,7 @@ uint64_t ContextOr(uint64_t context) {
 }
 
 // Forwards `call`; on success the whole of `context` (0: current) is idle.
-// `name`: the entry point, for a sticky error's report (issue 5 item 3).
+// `name`: the entry point, for a sticky error's report.
 template <typename Call>
 auto DeviceWide(const char* name, uint64_t context, Call&& call) {
   InterceptScope scope;

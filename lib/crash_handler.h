@@ -1,4 +1,4 @@
-// The crash report's signal side (issue 5 item 3): handlers for the fatal
+// The crash report's signal side: handlers for the fatal
 // signals named by crash_signals (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL)
 // that write the report before the process dies, then let the disposition the
 // signal had before the tool run.

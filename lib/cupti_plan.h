@@ -30,7 +30,7 @@ struct CuptiPlan {
   // Hand our driver shims to the program's runtime through its
   // cuGetProcAddress answers: only where the shims are not already bound.
   bool redirect = false;
-  // Graph memory nodes (issue 4 item 4): node creation, instantiation,
+  // Graph memory nodes: node creation, instantiation,
   // executable destruction and graph launch callbacks. With `memory`.
   bool graphs = false;
   // CUPTI memory activity records (CUPTI_ACTIVITY_KIND_MEMORY2), cross-checked

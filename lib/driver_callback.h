@@ -1,5 +1,5 @@
 // Whether the calling thread is inside a CUPTI callback, i.e. inside a driver
-// call the program made (issue 4). Set by the CUPTI subscriber around its
+// call the program made. Set by the CUPTI subscriber around its
 // handlers; read by the engine, which then neither flushes CUPTI's activity
 // buffers nor waits for the GPU there.
 //

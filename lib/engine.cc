@@ -48,7 +48,7 @@ Engine& Engine::Get() {
     WarmUpStackCapture();
     auto* e = new Engine(GlobalOptions());
     g_engine.store(e, std::memory_order_release);
-    InstallCrashHandlers(e->options());  // issue 5 item 3
+    InstallCrashHandlers(e->options());  // item 3
 
     LogNote(1, "tracking CUDA allocations (stack_depth=%lld)",
             static_cast<long long>(e->options().stack_depth));
@@ -96,13 +96,13 @@ Registry& Engine::RegistryFor(MemoryKind kind) {
 void Engine::AccountFree(const AllocationRecord& record) {
   if (CountsTowardsUsage(record.kind)) usage_.Sub(record.device, record.bytes);
   RecordTimeline(TimelineKind::kFree, record);
-  EndNvtxMemIn(record);  // issue 6 item 4: a pool's heaps and regions in it
+  EndNvtxMemIn(record);  // A pool's heaps and regions in it
 }
 
 void Engine::OnAlloc(const AllocEvent& event) {
   // cudaMalloc(&p, 0) succeeds with p == nullptr: no block.
   if (event.address == 0) return;
-  // Issue 4 item 4: made on a stream being captured, it is a graph memory
+  // Made on a stream being captured, it is a graph memory
   // node; its block appears when the graph is launched (engine_graph.cc).
   if (DivertCapturedAlloc(event)) return;
   // The first allocation has returned, so the CUDA runtime has initialized and
@@ -111,13 +111,13 @@ void Engine::OnAlloc(const AllocEvent& event) {
     std::atexit([] {
       if (Engine* engine = IfCreated()) {
         engine->MarkExiting();
-        // Issue 4 item 4: allocations only CUPTI's activity records saw,
+        // Allocations only CUPTI's activity records saw,
         // while CUPTI still answers (its own exit handlers run after this).
         engine->ReconcileActivity(/*flush=*/true);
         // The last check while the runtime still answers: its own exit
         // handler, registered before ours, runs after this one.
         engine->CheckAllZones("exit");
-        // Issue 7: before the static destructors of libraries loaded before
+        // Before the static destructors of libraries loaded before
         // CUDA was first used (PyTorch's caching allocator) run.
         engine->ScanReachability();
       }
@@ -165,7 +165,7 @@ FreeTicket Engine::BeginFree(Api api, uint64_t address, StackId stack,
   ticket.real_address = address;
   ticket.stack = stack;
   if (address == 0) return ticket;  // freeing null is a no-op in CUDA
-  // Issue 4 item 4: a stream-ordered free captured into a graph is a free
+  // A stream-ordered free captured into a graph is a free
   // node; the graph's launch applies it (engine_graph.cc).
   if (IsCapturedGraphFree(api, address, stream)) return ticket;
   const uint32_t releasable = ApiReleasableKinds(api);
@@ -182,7 +182,7 @@ FreeTicket Engine::BeginFree(Api api, uint64_t address, StackId stack,
   freed.free_time_ns = NowNs();
   freed.free_api = api;
   Registry::TakeResult taken = registry.Take(address, releasable, freed);
-  // Issue 4 item 4: nothing live there, but CUPTI's activity records may know
+  // Nothing live there, but CUPTI's activity records may know
   // an allocation no hook saw; it is added, and this free is an ordinary one.
   if (taken.outcome == Registry::TakeResult::Outcome::kAbsent &&
       &registry == &pointers_ &&
@@ -202,7 +202,7 @@ FreeTicket Engine::BeginFree(Api api, uint64_t address, StackId stack,
   }
   ticket.record = taken.record;
   if (ticket.state == FreeTicket::State::kUnknown && guard_.ops() != nullptr) {
-    // Issue 9 fix: see FreeTicket::rejected.
+    // See FreeTicket::rejected.
     std::optional<AllocationRecord> live = pointers_.FindContaining(address);
     if ((live && live->guarded() && live->raw_address == address) ||
         guard_.HoldsRaw(address)) {
@@ -226,7 +226,7 @@ FreeTicket Engine::BeginFree(Api api, uint64_t address, StackId stack,
 
 void Engine::EndFree(const FreeTicket& ticket, bool succeeded, int cuda_result,
                      const char* cuda_result_name) {
-  // Issue 5 item 3: a free is a common place for a sticky error to surface.
+  // A free is a common place for a sticky error to surface.
   if (IsStickyCudaError(cuda_result)) {
     const bool runtime = absl::StartsWith(ApiName(ticket.api), "cuda");
     OnStickyError(ApiName(ticket.api), cuda_result,
@@ -301,7 +301,7 @@ void Engine::EndFree(const FreeTicket& ticket, bool succeeded, int cuda_result,
       // proves nothing.
       const bool async_free = ticket.api == Api::kCudaFreeAsync ||
                               ticket.api == Api::kCuMemFreeAsync;
-      // Issue 4 item 4: graph memory whose launch the tool did not see (or
+      // Graph memory whose launch the tool did not see (or
       // saw freed by an earlier launch's free node). CUDA's verdict stands
       // for a synchronous free; a stream-ordered one is not an error of the
       // program's that the tool can prove.
@@ -313,7 +313,7 @@ void Engine::EndFree(const FreeTicket& ticket, bool succeeded, int cuda_result,
                 static_cast<unsigned long long>(ticket.address));
         return;
       }
-      // Issue 4 item 4: inside a CUPTI callback, CUPTI's record of an
+      // Inside a CUPTI callback, CUPTI's record of an
       // allocation no hook saw may not be handed over yet; the verdict waits
       // for the next reconciliation, which flushes (engine_activity.cc).
       if (!(succeeded && !async_free) &&
@@ -412,7 +412,7 @@ void Engine::OnContextTeardown(int device, uint64_t context,
     // Not a free by the program: usage drops, the free count does not.
     if (CountsTowardsUsage(r.kind)) usage_.Release(r.device, r.bytes);
     RecordTimeline(TimelineKind::kFree, r);
-    EndNvtxMemIn(r);  // issue 6 item 4
+    EndNvtxMemIn(r);  // item 4
     released_.push_back(ReleasedBlock{r, std::string(reason)});
   }
   LogNote(1, "%s released %zu blocks", std::string(reason).c_str(),
@@ -443,7 +443,7 @@ void Engine::RecordError(ErrorRecord error) {
       std::vector<StackId> ids = {error.stack};
       if (error.allocation) ids.push_back(error.allocation->stack);
       if (error.previous_free) ids.push_back(error.previous_free->free_stack);
-      if (error.oom) {  // issue 5: the holders' call sites
+      if (error.oom) {  // The holders' call sites
         for (const auto& h : error.oom->holders) ids.push_back(h.stack);
       }
       SymbolizeInto(ids, &printed_stacks_);
@@ -536,11 +536,11 @@ ReportData Engine::BuildReport(absl::string_view reason) {
   if (options_.leak_check) {
     // Group by call site: (stack, api, device, released_by, reachability
     // state: issue 7, a site with lost and reachable blocks has two entries).
-    // Issue 6: and the NVTX range path (one entry per range a site ran in).
+    // And the NVTX range path (one entry per range a site ran in).
     using Key =
         std::tuple<StackId, Api, int, std::string, std::string, uint32_t>;
     std::map<Key, ReportData::Leak> groups;
-    // Issue 6 item 4: how much of each block a pool's live NVTX regions hold.
+    // How much of each block a pool's live NVTX regions hold.
     const NvtxMemRegions::CoverageMap coverage = NvtxRegionCoverage();
     auto add = [&](const AllocationRecord& r, const std::string& released_by) {
       std::string state = released_by.empty() ? ReachStateOf(r) : "";
@@ -585,10 +585,10 @@ ReportData Engine::BuildReport(absl::string_view reason) {
                        return a.bytes > b.bytes;
                      });
   }
-  FillLeakAnalysis(&data, &ids);  // issue 7: reachability, growth
-  // Issue 6 item 4: pool allocators' NVTX regions, their leaks.
+  FillLeakAnalysis(&data, &ids);  // Reachability, growth
+  // Pool allocators' NVTX regions, their leaks.
   FillNvtxMem(&data, &ids);
-  if (NvtxSeen()) {  // issue 6: allocations by NVTX range
+  if (NvtxSeen()) {  // Allocations by NVTX range
     data.nvtx_ranges = BuildNvtxSection(NvtxTotals(), LiveAllocations());
   }
   {
@@ -639,13 +639,13 @@ ReportData Engine::BuildReport(absl::string_view reason) {
     ids.push_back(e.stack);
     if (e.allocation) ids.push_back(e.allocation->stack);
     if (e.previous_free) ids.push_back(e.previous_free->free_stack);
-    if (e.oom) {  // issue 5: the holders' call sites
+    if (e.oom) {  // The holders' call sites
       for (const auto& h : e.oom->holders) ids.push_back(h.stack);
     }
   }
-  FillCrash(&data, &ids);  // issue 5 item 3 (lib/engine_crash.cc)
+  FillCrash(&data, &ids);  // (lib/engine_crash.cc)
   SymbolizeInto(ids, &data.stacks);
-  FillHealth(&data, reason);  // issue 5: NVML health (lib/engine_oom.cc)
+  FillHealth(&data, reason);  // NVML health (lib/engine_oom.cc)
   FillTimeline(&data);  // memory over time (viz)
   // Suppressions (lib/suppressions.h): filtered on the symbolized picture.
   ApplySuppressions(suppressions_, &data);
@@ -683,7 +683,7 @@ void Engine::FinalReport() {
             getpid());
     return;
   }
-  ScanReachability();  // issue 7; no-op when the atexit hook ran it
+  ScanReachability();  // No-op when the atexit hook ran it
   ReportData::Summary summary = WriteReport("exit");
   if (options_.exitcode != 0 && (summary.errors > 0 || summary.leaks > 0)) {
     // _exit skips stdio's flush at the end of exit(): flush the program's

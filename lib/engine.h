@@ -96,7 +96,7 @@ struct FreeTicket {
   uint64_t real_address = 0;
   // The tool keeps the block (quarantine): do not call CUDA; report success.
   bool held = false;
-  // Issue 9: no live block starts at `address`, but it is the raw start of a
+  // No live block starts at `address`, but it is the raw start of a
   // guarded block the tool still has (held in quarantine, or live with its
   // front redzone starting there). CUDA would accept it and free the tool's
   // block; without the tool that memory was freed already (or was never at
@@ -168,7 +168,7 @@ class Engine {
   void BeforeLaunch(uint64_t context, uint64_t stream);
   void AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel);
   // AfterLaunch for a launch seen from inside the driver's own call (a CUPTI
-  // exit callback, issue 4): no CUDA call is made there. The launch is logged
+  // exit callback): no CUDA call is made there. The launch is logged
   // for attribution and, with check=kernel, its check is owed: enqueued on its
   // stream at the next BeforeLaunch (before any later kernel, so the report
   // still names exactly this kernel) or at the next synchronization, zone
@@ -242,7 +242,7 @@ class Engine {
   // Symbolizes `ids` into `table` (skipping those already there).
   void SymbolizeInto(const std::vector<StackId>& ids, StackTable* table);
 
-  // ---- Issue 5: OOM diagnosis, GPU health (lib/engine_oom.cc) ----
+  // ---- OOM diagnosis, GPU health (lib/engine_oom.cc) ----
   // An allocation failed for lack of memory (cudaErrorMemoryAllocation /
   // CUDA_ERROR_OUT_OF_MEMORY) after any retry: reports `oom` with the
   // diagnosis, once per burst. The program still gets `cuda_result`.
@@ -263,7 +263,7 @@ class Engine {
   // the Xid watcher (health=1, xid_events=1, NVML present).
   void OnCudaVersions(int runtime_version, int driver_version);
 
-  // ---- Issue 7: reachability at exit, growth while running
+  // ---- Reachability at exit, growth while running
   // (lib/engine_leaks.cc) ----
   // Scans the process for pointers to the live blocks (lib/reachability.h),
   // once: the first call at exit (the atexit hook, before static destructors
@@ -274,7 +274,7 @@ class Engine {
   // the live bytes of every call site and flags the ones that keep rising.
   void MaybeSampleGrowth();
 
-  // ---- Issue 5 item 3: the crash report (lib/engine_crash.cc) ----
+  // ---- The crash report (lib/engine_crash.cc) ----
   // `call` ("cudaDeviceSynchronize") returned sticky CUDA error `code`
   // (lib/sticky_errors.h) named `code_name`. The first time: records a
   // cuda-error naming the call and the recent kernels, stops GPU work of the
@@ -290,7 +290,7 @@ class Engine {
     return sticky_seen_.load(std::memory_order_acquire);
   }
 
-  // ---- Issue 4 item 4: graph memory nodes (lib/graph_memory.h,
+  // ---- Graph memory nodes (lib/graph_memory.h,
   // lib/engine_graph.cc). Called by interpose/graph_memory_shims.cc and the
   // CUPTI subscriber.
   // An alloc node was created at `address` by `api` (kGraphMemAllocNode or a
@@ -308,7 +308,7 @@ class Engine {
                        absl::FunctionRef<StackId()> launch_stack);
   const GraphMemory& graph_memory() const { return graph_memory_; }
 
-  // ---- Issue 4 item 4: CUPTI memory activity cross-check
+  // ---- CUPTI memory activity cross-check
   // (lib/memory_activity.h, lib/engine_activity.cc). With a source installed
   // (SetMemoryActivitySource), records of allocations no hook saw are added
   // as blocks of their own ("cupti-activity", or the graph node's API), each
@@ -316,7 +316,7 @@ class Engine {
   // from inside a CUPTI callback). Returns how many blocks were added.
   size_t ReconcileActivity(bool flush);
 
-  // ---- Issue 6 item 4: NVTX memory regions, the sub-allocations of pool
+  // ---- NVTX memory regions, the sub-allocations of pool
   // allocators (lib/nvtx_mem_regions.h, lib/engine_nvtx_mem.cc). Called by
   // interpose/nvtx_injection.cc for the program's nvtxMem* calls; `stack` is
   // the caller's, captured once per call.
@@ -403,7 +403,7 @@ class Engine {
   void FillTimeline(ReportData* data);
   Timeline timeline_;
 
-  // Issue 7 (lib/engine_leaks.cc): the exit scan's verdict per block, and the
+  // (lib/engine_leaks.cc): the exit scan's verdict per block, and the
   // growth tracker.
   struct ReachVerdict {
     int64_t time_ns;    // the block's allocation time: a reused address differs
@@ -425,7 +425,7 @@ class Engine {
   GrowthTracker growth_ ABSL_GUARDED_BY(growth_mu_);
   std::atomic<int64_t> next_growth_ns_{0};
 
-  // Issue 5 item 3 (lib/engine_crash.cc): the crash, once known, goes into
+  // (lib/engine_crash.cc): the crash, once known, goes into
   // every later report; the newest launches for its "recent kernels".
   void FillCrash(ReportData* data, std::vector<StackId>* ids);
   RecentLaunches recent_launches_;
@@ -433,7 +433,7 @@ class Engine {
   ReportData::Crash crash_ ABSL_GUARDED_BY(crash_mu_);
   std::atomic<bool> sticky_seen_{false};
 
-  // Issue 4 (lib/engine_guard.cc): per-kernel checks owed by launches seen
+  // (lib/engine_guard.cc): per-kernel checks owed by launches seen
   // from inside the driver's call (AfterLaunchDeferred), enqueued by the next
   // BeforeLaunch, AfterLaunch, synchronization, zone check or teardown.
   struct OwedCheck {
@@ -446,7 +446,7 @@ class Engine {
   std::vector<OwedCheck> owed_ ABSL_GUARDED_BY(owed_mu_);
   std::atomic<uint32_t> owed_count_{0};
 
-  // Issue 4 item 4 (lib/engine_graph.cc): graph memory nodes.
+  // (lib/engine_graph.cc): graph memory nodes.
   // A stream-ordered allocation made on a stream being captured: noted as an
   // alloc node instead of a live block. Returns whether it was.
   bool DivertCapturedAlloc(const AllocEvent& event);
@@ -456,7 +456,7 @@ class Engine {
   // Frees a live block at `address` as a graph does (no error if none).
   void GraphRelease(Api api, uint64_t address);
   GraphMemory graph_memory_;
-  // Issue 4 item 4 (lib/engine_activity.cc): an unknown free the CUPTI
+  // (lib/engine_activity.cc): an unknown free the CUPTI
   // activity records explain (an allocation no hook saw). `flush` as above.
   bool ExplainUnknownFree(uint64_t address, bool flush);
   // An unknown free seen inside a CUPTI callback, about to be reported:
@@ -475,11 +475,11 @@ class Engine {
   std::vector<SuspectFree> suspects_ ABSL_GUARDED_BY(activity_mu_);
   std::atomic<uint32_t> suspect_count_{0};
 
-  // Issue 5 (lib/engine_oom.cc): health read into a report, OOM bursts.
+  // (lib/engine_oom.cc): health read into a report, OOM bursts.
   void FillHealth(ReportData* data, absl::string_view reason);
   OomBurstLimiter oom_limiter_;
 
-  // Issue 6 item 4 (lib/engine_nvtx_mem.cc): pool sub-allocations described
+  // (lib/engine_nvtx_mem.cc): pool sub-allocations described
   // through NVTX. A block going back to CUDA ends the heaps and regions in it.
   void EndNvtxMemIn(const AllocationRecord& block);
   // CheckAccess for a range that starts in a live region: reports api-bounds

@@ -1,4 +1,4 @@
-// Engine members for CUPTI's memory activity records (issue 4 item 4;
+// Engine members for CUPTI's memory activity records (
 // lib/memory_activity.h): allocations no hook saw, added once, and frees of
 // them not taken for the program's errors.
 #include "lib/driver_callback.h"

@@ -1,4 +1,4 @@
-// Issue 5 item 3: the crash report. The engine's side of a fatal signal
+// The crash report. The engine's side of a fatal signal
 // (lib/crash_handler.h) and of the first sticky CUDA error
 // (lib/sticky_errors.h): what the crash was, the newest kernel launches, the
 // live blocks, and the report written before the process can die.

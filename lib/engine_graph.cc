@@ -1,4 +1,4 @@
-// Engine members for graph memory nodes (issue 4 item 4; lib/graph_memory.h):
+// Engine members for graph memory nodes (lib/graph_memory.h):
 // the registry side of a graph's allocations and frees, which happen when the
 // graph is launched rather than when a call returns a pointer.
 #include "lib/clock.h"

@@ -51,7 +51,7 @@ AccessVerdict Engine::CheckAccess(absl::string_view call, uint64_t address,
   // Host memory and untracked pointers: CUDA decides.
   if (!r ||
       (r->kind != MemoryKind::kDevice && r->kind != MemoryKind::kManaged)) {
-    // Issue 6 item 4: a pool's NVTX region there still has its bounds. One
+    // A pool's NVTX region there still has its bounds. One
     // relaxed load when no region is registered.
     if (nvtx_mem_.HasRegions()) {
       CheckNvtxRegionAccess(call, address, bytes, false, false);
@@ -60,7 +60,7 @@ AccessVerdict Engine::CheckAccess(absl::string_view call, uint64_t address,
   }
   const uint64_t end = address + bytes;
   if (end >= address && address >= r->address && end <= r->address + r->bytes) {
-    if (nvtx_mem_.HasRegions()) {  // issue 6 item 4: inside the pool's block
+    if (nvtx_mem_.HasRegions()) {  // Inside the pool's block
       CheckNvtxRegionAccess(call, address, bytes, false, false);
     }
     return AccessVerdict::kForward;
@@ -69,7 +69,7 @@ AccessVerdict Engine::CheckAccess(absl::string_view call, uint64_t address,
   // (measured: invalid-value for a single byte past the end). With them the
   // range may fit the raw block, so the tool answers for CUDA.
   const bool rejected = r->guarded();
-  // Issue 6 item 4: starting in a pool's NVTX region, the report names the
+  // Starting in a pool's NVTX region, the report names the
   // region (the code that asked the pool), not the pool's block.
   if (!nvtx_mem_.HasRegions() ||
       !CheckNvtxRegionAccess(call, address, bytes, true, rejected)) {
@@ -88,7 +88,7 @@ std::string Engine::KernelName(uint32_t id) const {
 }
 
 void Engine::BeforeLaunch(uint64_t context, uint64_t stream) {
-  // Issue 4: the previous kernel's check goes in before this kernel, so a
+  // The previous kernel's check goes in before this kernel, so a
   // zone it finds changed is still this one's predecessor's doing.
   SettleOwedChecks();
   guard_.BeforeLaunch(context, stream);
@@ -96,13 +96,13 @@ void Engine::BeforeLaunch(uint64_t context, uint64_t stream) {
 
 void Engine::AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel) {
   SettleOwedChecks();
-  recent_launches_.Record(kernel, stream, context, NowNs());  // issue 5 item 3
+  recent_launches_.Record(kernel, stream, context, NowNs());  // item 3
   std::vector<GuardFinding> findings;
   guard_.AfterLaunch(context, stream, kernel, &findings);
   ReportFindings(findings);
 }
 
-// Issue 4: inside a CUPTI exit callback the program's launch call is still
+// Inside a CUPTI exit callback the program's launch call is still
 // in progress in the driver, and the tool makes no CUDA call there (check=
 // kernel under injection alone hung on the H200 when it did): bookkeeping
 // only. The owed check is enqueued by SettleOwedChecks.
@@ -133,7 +133,7 @@ void Engine::SettleOwedChecks() {
 
 void Engine::OnSynchronized(uint64_t context) {
   SettleOwedChecks();
-  // Issue 4 item 4: frees seen inside CUPTI callbacks wait for a flush of
+  // Frees seen inside CUPTI callbacks wait for a flush of
   // the activity records; a synchronization outside them is a safe place.
   if (suspect_count_.load(std::memory_order_acquire) != 0) {
     ReconcileActivity(/*flush=*/true);
@@ -141,7 +141,7 @@ void Engine::OnSynchronized(uint64_t context) {
   std::vector<GuardFinding> findings;
   guard_.OnSynchronized(context, 0, /*device_wide=*/true, &findings);
   ReportFindings(findings);
-  MaybeSampleGrowth();  // issue 7
+  MaybeSampleGrowth();
 }
 
 void Engine::OnStreamSynchronized(uint64_t context, uint64_t stream) {
@@ -149,11 +149,11 @@ void Engine::OnStreamSynchronized(uint64_t context, uint64_t stream) {
   std::vector<GuardFinding> findings;
   guard_.OnSynchronized(context, stream, /*device_wide=*/false, &findings);
   ReportFindings(findings);
-  MaybeSampleGrowth();  // issue 7
+  MaybeSampleGrowth();
 }
 
 void Engine::CheckAllZones(absl::string_view reason) {
-  // Issue 5 item 3: after a sticky CUDA error the context is lost; the crash
+  // After a sticky CUDA error the context is lost; the crash
   // report says the zones went unchecked.
   if (ContextLost()) return;
   SettleOwedChecks();

@@ -1,4 +1,4 @@
-// Issue 7 on the engine: reachability of the live blocks at exit
+// on the engine: reachability of the live blocks at exit
 // (lib/reachability_linux.h) and growth of call sites while the program runs
 // (lib/growth.h).
 #include <dlfcn.h>

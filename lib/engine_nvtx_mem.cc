@@ -1,4 +1,4 @@
-// The engine's side of NVTX memory regions (issue 6 item 4): what a pool
+// The engine's side of NVTX memory regions: what a pool
 // allocator's nvtxMem* annotations become (lib/nvtx_mem_regions.h keeps them),
 // the region overflow check for copies and sets, and the report's region
 // leaks.

@@ -1,4 +1,4 @@
-// Issue 5: the engine's side of the OOM diagnosis and of GPU health. The
+// The engine's side of the OOM diagnosis and of GPU health. The
 // diagnosis itself is a pure function (lib/oom_diagnosis.h); here its inputs
 // are gathered (live blocks, NVML per-process usage, the device's name).
 #include <unistd.h>

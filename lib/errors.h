@@ -27,7 +27,7 @@ namespace gmt {
   X(kOom, "oom", "allocation failed: out of memory")                           \
   X(kApiMismatch, "api-mismatch",                                              \
     "memory released by an API that does not match its allocator")            \
-  /* Issue 5 item 3: a sticky CUDA error (illegal address, ...) */             \
+  /* a sticky CUDA error (illegal address, ...) */             \
   X(kCudaError, "cuda-error",                                                  \
     "a CUDA call returned a sticky error: the context is lost")
 
@@ -70,7 +70,7 @@ struct ErrorRecord {
   // Suppressions (lib/suppressions.h): the rule that would silence this
   // error, filled when a report is built.
   std::string suppression;
-  // Issue 5 (kind oom): the diagnosis (lib/oom_diagnosis.h).
+  // (kind oom): the diagnosis (lib/oom_diagnosis.h).
   std::optional<OomDiagnosis> oom;
 };
 

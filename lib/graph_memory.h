@@ -1,4 +1,4 @@
-// GraphMemory: the memory CUDA graphs allocate when they run (issue 4 item 4),
+// GraphMemory: the memory CUDA graphs allocate when they run,
 // which no allocation call returns at the moment it appears.
 //
 // A graph memory node (cuGraphAddMemAllocNode / cudaGraphAddMemAllocNode,

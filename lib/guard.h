@@ -77,7 +77,7 @@ struct GuardStats {
   uint64_t unguarded_capture = 0;  // made during stream capture
   uint64_t checks = 0;             // check launches that completed
   uint64_t check_failures = 0;     // checks that could not run
-  // Canary fills that could not run (issue 9: before this count, a tool whose
+  // Canary fills that could not run (before this count, a tool whose
   // fills all failed reported "0 check failures" and looked clean): those
   // zones were never armed, so they were never checked either.
   uint64_t fill_failures = 0;
@@ -130,7 +130,7 @@ class GuardManager {
   void BeforeLaunch(uint64_t context, uint64_t stream);
   void AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel,
                    std::vector<GuardFinding>* findings);
-  // AfterLaunch in two halves (issue 4: a launch seen from inside the
+  // AfterLaunch in two halves (a launch seen from inside the
   // driver's call logs now and is checked later, outside it).
   // NoteLaunch: the launch log only, for attribution; no CUDA call.
   void NoteLaunch(uint64_t context, uint32_t kernel);
@@ -174,7 +174,7 @@ class GuardManager {
     bool confirmed = true;
     // Between BeforeRealFree and AfterRealFree: CUDA may already have freed
     // (and handed out again) the block's memory, so it is neither filled nor
-    // put in a table by other threads (issue 9: a concurrent sync check read
+    // put in a table by other threads (a concurrent sync check read
     // a block another thread had just freed and reported the allocator's
     // bookkeeping in it as an overrun; a concurrent flush could paint
     // canaries over memory the program owns again).

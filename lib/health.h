@@ -1,4 +1,4 @@
-// GPU health through NVML (issue 5 item 2): one plain reading per device,
+// GPU health through NVML: one plain reading per device,
 // gathered through the run-time NVML loader (lib/nvml_loader.h). Every value
 // carries its own status, so a missing or unsupported figure is said as such
 // and never reads as "OK". The warnings and renderings are pure functions in

@@ -1,4 +1,4 @@
-// CUPTI memory activity (issue 4 item 4): what CUPTI's asynchronous memory
+// CUPTI memory activity: what CUPTI's asynchronous memory
 // records (CUPTI_ACTIVITY_KIND_MEMORY2, CUpti_ActivityMemory4) add to what the
 // API hooks saw, each allocation counted once.
 //

@@ -1,4 +1,4 @@
-// Out-of-memory diagnosis (issue 5 item 1): when an allocation fails for lack
+// Out-of-memory diagnosis: when an allocation fails for lack
 // of memory, what was asked, what the card has, who holds it, and a reading
 // in plain words. Pure functions of their inputs (unit tested); the engine
 // gathers the inputs (Engine::OnAllocFailed, lib/engine_oom.cc).

@@ -1,4 +1,4 @@
-// The out-of-memory diagnosis an `oom` ErrorRecord carries (issue 5 item 1).
+// The out-of-memory diagnosis an `oom` ErrorRecord carries.
 // Plain data: built by lib/oom_diagnosis.h, rendered by the report writers.
 #ifndef GMT_LIB_OOM_RECORD_H_
 #define GMT_LIB_OOM_RECORD_H_

@@ -87,7 +87,7 @@ std::string CheckValue(absl::string_view key, const Options& o) {
     return range(o.guard_tail_max, o.guard_tail_min, 1 << 28);
   }
   if (key == "guard_tail_ratio") return range(o.guard_tail_ratio, 1, 1 << 16);
-  // Issue 7: reachability and growth.
+  // Reachability and growth.
   if (key == "reachability_max_ms") {
     return range(o.reachability_max_ms, 1, 3600000);
   }
@@ -104,7 +104,7 @@ std::string CheckValue(absl::string_view key, const Options& o) {
   if (key == "quarantine_bytes") {
     return range(o.quarantine_bytes, 0, int64_t{1} << 40);
   }
-  // CUPTI (issue 4).
+  // CUPTI.
   if (key == "cupti" || key == "cupti_kernels" || key == "cupti_activity") {
     const std::string& v = key == "cupti"           ? o.cupti
                            : key == "cupti_kernels" ? o.cupti_kernels
@@ -142,7 +142,7 @@ std::string CheckValue(absl::string_view key, const Options& o) {
       o.suppressions.find('\0') != std::string::npos) {
     return "contains a NUL byte";
   }
-  // Issue 5 item 3: the crash report.
+  // The crash report.
   if (key == "crash_timeout_s") return range(o.crash_timeout_s, 0, 3600);
   if (key == "crash_signals") {
     for (absl::string_view part :
@@ -222,7 +222,7 @@ ParseResult ParseOptions(absl::string_view text) {
                        " or see README.md for the list"));
     }
   }
-  // Issue 9 fix (found by tests/fuzz/options_fuzz.cc): guard_tail_max is
+  // (found by tests/fuzz/options_fuzz.cc): guard_tail_max is
   // checked against guard_tail_min as it is parsed, so a guard_tail_min given
   // after it could still leave min > max ("guard_tail_max=4096:
   // guard_tail_min=8192" was accepted, the reverse order refused). The pair

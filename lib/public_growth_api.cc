@@ -1,4 +1,4 @@
-// include/gmt/gmt.h, issue 7: the growth callback.
+// include/gmt/gmt.h: the growth callback.
 #define GMT_BUILDING_LIBRARY 1
 #include "absl/base/const_init.h"
 #include "absl/synchronization/mutex.h"

@@ -1,5 +1,5 @@
 // RecentLaunches: the newest kernel launches the tool saw, in a fixed ring of
-// atomics, for the crash report's "recent kernels" (issue 5 item 3).
+// atomics, for the crash report's "recent kernels".
 //
 // Unlike the guard manager's launch log (per context, kernel ids only, for
 // attribution), this one keeps the stream and the time and is readable from a

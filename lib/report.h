@@ -61,17 +61,17 @@ struct ReportData {
     uint64_t address = 0;     // one example block
     std::string released_by;  // "" or the teardown call that released it
     std::string suppression;  // the rule that would silence it
-    // Issue 7, reachability at exit: "lost" (definitely lost), "reachable"
+    // Reachability at exit: "lost" (definitely lost), "reachable"
     // (still reachable), "unknown" (the scan hit its bound first); "" when not
     // analysed. A call site with blocks in several states has one entry each.
     std::string state;
     // For "reachable": what points at its example block, e.g. "globals of
     // libfoo.so (word at 0x...)" or "stack of another thread [...]".
     std::string reachable_via;
-    // Issue 6: the NVTX range path its blocks were allocated in ("" none). A
+    // The NVTX range path its blocks were allocated in ("" none). A
     // call site used in several ranges has one entry each.
     std::string nvtx_range;
-    // Issue 6 item 4, NVTX memory regions (lib/nvtx_mem_regions.h).
+    // NVTX memory regions (lib/nvtx_mem_regions.h).
     // On a block's entry: the live regions a pool allocator registered inside
     // its blocks, and their bytes (also listed as their own entries).
     uint64_t nvtx_regions = 0;
@@ -90,7 +90,7 @@ struct ReportData {
   std::vector<Leak> leaks;  // largest first
   bool leak_check = true;
 
-  // Issue 7: the reachability scan at exit (lib/reachability_linux.h).
+  // The reachability scan at exit (lib/reachability_linux.h).
   struct Reachability {
     bool ran = false;
     double ms = 0;  // the scan's own wall time
@@ -111,7 +111,7 @@ struct ReportData {
     uint64_t unknown_blocks = 0;
   } reachability;
 
-  // Issue 7: call sites whose live bytes kept rising (lib/growth.h).
+  // Call sites whose live bytes kept rising (lib/growth.h).
   struct Growth {
     StackId stack = kNoStack;
     uint32_t rises = 0;
@@ -151,12 +151,12 @@ struct ReportData {
   };
   std::vector<SuppressionUse> suppressions;
 
-  // Issue 5: GPU health through NVML, read when the report is built
+  // GPU health through NVML, read when the report is built
   // (lib/health.h); health_read is false with health=0.
   bool health_read = false;
   HealthReading health;
 
-  // Issue 6: allocations grouped by the NVTX range open on the allocating
+  // Allocations grouped by the NVTX range open on the allocating
   // thread (lib/nvtx_ranges.h); empty when the program used no NVTX range.
   struct NvtxRange {
     std::string name;  // "outer/inner"
@@ -167,7 +167,7 @@ struct ReportData {
   };
   std::vector<NvtxRange> nvtx_ranges;  // largest live_bytes, then bytes, first
 
-  // Issue 6 item 4: the program's NVTX memory-API calls (pool allocators'
+  // The program's NVTX memory-API calls (pool allocators'
   // heaps and regions, lib/nvtx_mem_regions.h); `used` false when it made
   // none.
   struct NvtxMem {
@@ -238,7 +238,7 @@ struct ReportData {
     bool from_json = false;
   } timeline;
 
-  // Issue 5 item 3: the crash report (lib/engine_crash.cc). Present in every
+  // The crash report (lib/engine_crash.cc). Present in every
   // report taken after a fatal signal or the first sticky CUDA error.
   struct Crash {
     bool present = false;
@@ -281,7 +281,7 @@ struct ReportData {
     std::vector<std::string> skipped;
   } crash;
 
-  // Issue 6: the OS thread ids (gettid) behind the thread numbers the errors
+  // The OS thread ids (gettid) behind the thread numbers the errors
   // name ("T2 (tid 4242)"). Unset in a live report: the writers ask the
   // running process (ThreadOsId, lib/clock.h). Set in a report re-read from
   // JSON (lib/report_json_parse.h): the ids it saved, nothing else.

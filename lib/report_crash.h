@@ -1,4 +1,4 @@
-// The crash section of the reports (issue 5 item 3): pure functions of
+// The crash section of the reports: pure functions of
 // ReportData::Crash, called by the JSON and text writers when a crash is
 // present.
 #ifndef GMT_LIB_REPORT_CRASH_H_

@@ -69,7 +69,7 @@ std::string RenderJson(const ReportData& data) {
   out["devices"] = json::array();
   for (const ReportData::Device& d : data.devices) {
     out["devices"].push_back(DeviceJson(d));
-    // Issue 5: NVML health of the device (lib/health_report.h).
+    // NVML health of the device (lib/health_report.h).
     out["devices"].back()["health"] =
         ReportDeviceHealthJson(data.health_read, data.health, d.index);
   }
@@ -88,7 +88,7 @@ std::string RenderJson(const ReportData& data) {
   // Suppressions (lib/suppressions.h): what the rules removed.
   out["summary"]["suppressed_errors"] = data.summary.suppressed_errors;
   out["summary"]["suppressed_leaks"] = data.summary.suppressed_leaks;
-  // Issue 6 item 4: leaked NVTX regions of pool allocators, included in
+  // Leaked NVTX regions of pool allocators, included in
   // "leaks"; their bytes are not in "leaked_bytes" (inside the pools' blocks).
   uint64_t region_leaks = 0;
   uint64_t region_leaked_bytes = 0;
@@ -111,10 +111,10 @@ std::string RenderJson(const ReportData& data) {
               {"stack", StackJson(leak.stack, data.stacks)}};
     if (!leak.released_by.empty()) j["released_by"] = leak.released_by;
     if (!leak.suppression.empty()) j["suppression"] = leak.suppression;
-    if (!leak.state.empty()) j["state"] = leak.state;  // issue 7
+    if (!leak.state.empty()) j["state"] = leak.state;
     if (!leak.reachable_via.empty()) j["reachable_via"] = leak.reachable_via;
     if (!leak.nvtx_range.empty()) j["nvtx_range"] = leak.nvtx_range;
-    // Issue 6 item 4: a pool block's live NVTX regions; a region's pool.
+    // A pool block's live NVTX regions; a region's pool.
     if (leak.nvtx_regions > 0) {
       j["nvtx_regions"] = leak.nvtx_regions;
       j["nvtx_region_bytes"] = leak.nvtx_region_bytes;
@@ -157,7 +157,7 @@ std::string RenderJson(const ReportData& data) {
     if (!e.suppression.empty()) j["suppression"] = e.suppression;
     if (e.allocation)
       j["allocation"] = AllocationJson(*e.allocation, data.stacks);
-    if (e.oom) {  // issue 5: the out-of-memory diagnosis
+    if (e.oom) {  // The out-of-memory diagnosis
       const OomDiagnosis& o = *e.oom;
       j["requested"] = o.requested;
       j["device"] = o.device;
@@ -195,7 +195,7 @@ std::string RenderJson(const ReportData& data) {
     out["errors"].push_back(std::move(j));
   }
   out["errors_dropped"] = data.errors_dropped;
-  // Issue 6: the OS thread ids of the thread numbers above, so that a report
+  // The OS thread ids of the thread numbers above, so that a report
   // re-read from this JSON prints "T2 (tid 4242)" as the run did.
   std::map<uint32_t, int> tids;
   if (data.thread_os_ids.has_value()) {
@@ -251,7 +251,7 @@ std::string RenderJson(const ReportData& data) {
                        {"capacity", data.timeline.capacity},
                        {"series", std::move(series)}};
   }
-  // Issue 7: the reachability scan at exit and the call sites that kept
+  // The reachability scan at exit and the call sites that kept
   // growing while the program ran.
   const ReportData::Reachability& r = data.reachability;
   out["reachability"] = {{"ran", r.ran},
@@ -282,11 +282,11 @@ std::string RenderJson(const ReportData& data) {
                              {"last_s", g.last_s},
                              {"stack", StackJson(g.stack, data.stacks)}});
   }
-  // Issue 5: the whole NVML reading (versions, warnings, Xid events).
+  // The whole NVML reading (versions, warnings, Xid events).
   if (data.health_read) out["health"] = HealthReadingJson(data.health);
-  // Issue 5 item 3: the crash report.
+  // The crash report.
   if (data.crash.present) out["crash"] = CrashJson(data);
-  // Issue 6: allocations by NVTX range (only when the program used NVTX).
+  // Allocations by NVTX range (only when the program used NVTX).
   if (!data.nvtx_ranges.empty()) {
     json& ranges = out["nvtx_ranges"] = json::array();
     for (const ReportData::NvtxRange& r : data.nvtx_ranges) {
@@ -297,7 +297,7 @@ std::string RenderJson(const ReportData& data) {
                             {"live_bytes", r.live_bytes}});
     }
   }
-  // Issue 6 item 4: the program's NVTX memory-API calls (pool allocators).
+  // The program's NVTX memory-API calls (pool allocators).
   if (data.nvtx_mem.used) {
     const ReportData::NvtxMem& m = data.nvtx_mem;
     json problems = json::object();

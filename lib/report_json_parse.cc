@@ -420,7 +420,7 @@ class ReportReader {
         !ReadString(l, at, "state", &leak->state) ||
         !ReadString(l, at, "reachable_via", &leak->reachable_via) ||
         !ReadString(l, at, "nvtx_range", &leak->nvtx_range) ||
-        // Issue 6 item 4: NVTX memory regions (outside_block is derived:
+        // NVTX memory regions (outside_block is derived:
         // a region without a pool_block).
         !ReadU64(l, at, "nvtx_regions", &leak->nvtx_regions) ||
         !ReadU64(l, at, "nvtx_region_bytes", &leak->nvtx_region_bytes) ||
@@ -435,7 +435,7 @@ class ReportReader {
     return true;
   }
 
-  // Issue 6 item 4: the program's NVTX memory-API calls.
+  // The program's NVTX memory-API calls.
   bool ReadNvtxMem(const json& m, ReportData::NvtxMem* out) {
     const std::string at = "nvtx_mem";
     const json* problems = nullptr;
@@ -498,7 +498,7 @@ class ReportReader {
                 absl::StrCat("unknown error kind '", name, "'"));
   }
 
-  // The out-of-memory diagnosis (issue 5): the fields the writer adds to an
+  // The out-of-memory diagnosis: the fields the writer adds to an
   // error that carries one.
   static bool HasOom(const json& e) {
     for (const char* key :
@@ -651,7 +651,7 @@ class ReportReader {
     return true;
   }
 
-  // ---- Issue 5: GPU health (lib/health_report.h HealthReadingJson) ----
+  // ---- GPU health (lib/health_report.h HealthReadingJson) ----
 
   bool ScalarValue(const json& obj, const std::string& path,
                    absl::string_view key, uint64_t* out) {
@@ -846,7 +846,7 @@ class ReportReader {
     return true;
   }
 
-  // ---- Issue 5 item 3: the crash report (lib/report_crash.h) ----
+  // ---- The crash report (lib/report_crash.h) ----
 
   bool ReadBlock(const json& b, const std::string& at, AllocationRecord* a) {
     int device = a->device;
@@ -953,7 +953,7 @@ class ReportReader {
     return true;
   }
 
-  // ---- Issue 7: reachability at exit, growth while running ----
+  // ---- Reachability at exit, growth while running ----
 
   bool ReadReachability(const json& r, ReportData::Reachability* out) {
     const std::string at = "reachability";
@@ -986,7 +986,7 @@ class ReportReader {
            ReadStackWithId(g, at, &out->stack);
   }
 
-  // ---- Issue 6: NVTX ranges, memory over time ----
+  // ---- NVTX ranges, memory over time ----
 
   bool ReadNvtxRange(const json& r, const std::string& at,
                      ReportData::NvtxRange* out) {

@@ -96,7 +96,7 @@ void PrintError(TextOut& out, const ErrorRecord& e, const StackTable& stacks,
              ThreadLabel(e.previous_free->free_thread, data));
     PrintStack(out, e.previous_free->free_stack, stacks);
   }
-  if (e.oom) {  // issue 5: who holds the card, largest first
+  if (e.oom) {  // Who holds the card, largest first
     const OomDiagnosis& o = *e.oom;
     for (size_t i = 0; i < o.holders.size(); ++i) {
       const OomDiagnosis::Holder& h = o.holders[i];
@@ -116,7 +116,7 @@ void PrintError(TextOut& out, const ErrorRecord& e, const StackTable& stacks,
   }
   if (e.allocation) {
     const AllocationRecord& a = *e.allocation;
-    // Issue 6 item 4: a pool's NVTX region was registered, not allocated.
+    // A pool's NVTX region was registered, not allocated.
     const bool region = a.api == Api::kNvtxRegion;
     out.Line("  the %s: 0x%x, %d bytes, %s on %s, %s by thread %s here:",
              region ? "region" : "block", a.address, a.bytes, ApiName(a.api),
@@ -180,14 +180,14 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
     out.Line("no CUDA allocations were seen");
   }
   for (const std::string& note : data.notes) out.Line("note: %s", note);
-  // Issue 5: GPU health (NVML): status per device, warnings, Xid events.
+  // GPU health (NVML): status per device, warnings, Xid events.
   for (absl::string_view line : absl::StrSplit(
            ReportHealthText(data.health_read && !data.devices.empty(),
                             data.health), '\n',
            absl::SkipEmpty())) {
     out.Line("%s", line);
   }
-  // Issue 5 item 3: the crash report.
+  // The crash report.
   if (data.crash.present) {
     out.Blank();
     for (const std::string& line : CrashTextLines(data)) out.Line("%s", line);
@@ -214,7 +214,7 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
     out.Line("LEAKS: %d blocks, %s, from %d call sites (largest first)",
              data.summary.leaks, HumanBytes(data.summary.leaked_bytes),
              data.leaks.size());
-    // Issue 6 item 4: regions are counted as leaked blocks, their bytes not.
+    // Regions are counted as leaked blocks, their bytes not.
     uint64_t regions = 0;
     uint64_t region_bytes = 0;
     for (const ReportData::Leak& leak : data.leaks) {
@@ -228,7 +228,7 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
           "pools' blocks, so not added to the bytes)",
           regions, regions == 1 ? "" : "s", HumanBytes(region_bytes));
     }
-    // Issue 7: what the reachability scan made of them, and its cost.
+    // What the reachability scan made of them, and its cost.
     const ReportData::Reachability& r = data.reachability;
     if (r.ran) {
       out.Line(
@@ -255,25 +255,25 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
                                  ? ""
                                  : absl::StrCat(", never freed (released by ",
                                                 leak.released_by, ")");
-      // Issue 7: the reachability verdict, where there is one.
+      // The reachability verdict, where there is one.
       std::string state;
       if (leak.state == "lost") state = " [definitely lost]";
       if (leak.state == "reachable") state = " [still reachable]";
       if (leak.state == "unknown") state = " [reachability unknown]";
-      // Issue 6 item 4: a pool's NVTX regions are regions, registered.
+      // A pool's NVTX regions are regions, registered.
       const bool region = leak.api == Api::kNvtxRegion;
       out.Line("LEAK: %s in %d %s%s from %s (%s) on %s%s%s, %s here:",
                HumanBytes(leak.bytes), leak.count, region ? "region" : "block",
                leak.count == 1 ? "" : "s", ApiName(leak.api),
                MemoryKindName(leak.kind), DeviceLabel(leak.device), released,
                state, region ? "registered" : "allocated");
-      if (!leak.reachable_via.empty()) {  // issue 7: why it counts
+      if (!leak.reachable_via.empty()) {  // Why it counts
         out.Line("  reachable via %s", leak.reachable_via);
       }
-      if (!leak.nvtx_range.empty()) {  // issue 6
+      if (!leak.nvtx_range.empty()) {
         out.Line("  in NVTX range %s", leak.nvtx_range);
       }
-      // Issue 6 item 4: pool allocators' NVTX regions.
+      // Pool allocators' NVTX regions.
       if (leak.api == Api::kNvtxRegion) {
         std::string named = leak.region_name.empty()
                                 ? ""
@@ -308,7 +308,7 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
     }
   }
 
-  // Issue 6: memory by NVTX range (the ranges open when it was allocated).
+  // Memory by NVTX range (the ranges open when it was allocated).
   if (!data.nvtx_ranges.empty()) {
     out.Blank();
     out.Line("BY NVTX RANGE: allocated in all / still live");
@@ -320,7 +320,7 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
     }
   }
 
-  // Issue 6 item 4: pool allocators' NVTX memory-API calls.
+  // Pool allocators' NVTX memory-API calls.
   if (data.nvtx_mem.used) {
     const ReportData::NvtxMem& m = data.nvtx_mem;
     out.Blank();
@@ -335,7 +335,7 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
         HumanBytes(m.live_region_bytes));
   }
 
-  // Issue 7: call sites that kept growing while the program ran.
+  // Call sites that kept growing while the program ran.
   if (!data.growth.empty()) {
     out.Blank();
     out.Line("GROWTH: %d call site%s kept growing (suspected leaks; %d samples)",

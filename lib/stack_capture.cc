@@ -90,7 +90,7 @@ int CaptureStack(uintptr_t* frames, int max_frames) {
 void WarmUpStackCapture() {
   void* raw[4];
   backtrace(raw, 4);
-  // Issue 9 fix: in a ThreadSanitizer-built program, libunwind's per-thread
+  // In a ThreadSanitizer-built program, libunwind's per-thread
   // cache destructor runs after TSan has torn the exiting thread's state down
   // and crashes in TSan's pthread_mutex_lock interceptor: every thread exit
   // of a multi-threaded TSan program under the tool was a SIGSEGV. glibc's

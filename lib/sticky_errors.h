@@ -1,7 +1,7 @@
 // Sticky CUDA errors: the codes after which a context is unusable and every
 // later call in it fails the same way (an illegal address, a trap, ...). The
 // runtime's cudaError_t and the driver's CUresult use the same numbers for
-// these, so one table serves both (issue 5 item 3).
+// these, so one table serves both.
 #ifndef GMT_LIB_STICKY_ERRORS_H_
 #define GMT_LIB_STICKY_ERRORS_H_
 

@@ -336,7 +336,7 @@ void ApplySuppressions(const Suppressions& rules, ReportData* data) {
       data->summary.suppressed_leaks += leak.count;
       data->summary.leaks -= std::min(data->summary.leaks, leak.count);
       // NVTX regions' bytes were never added (they lie inside a pool's
-      // block, issue 6 item 4).
+      // block).
       if (CountsTowardsUsage(leak.kind) && leak.api != Api::kNvtxRegion) {
         data->summary.leaked_bytes -=
             std::min(data->summary.leaked_bytes, leak.bytes);

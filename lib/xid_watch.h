@@ -1,4 +1,4 @@
-// Xid events during the run (issue 5 item 2): an NVML event set on every
+// Xid events during the run: an NVML event set on every
 // device, waited on by one background thread with a short timeout. Started by
 // the engine only when NVML is present and xid_events=1; the thread never
 // blocks exit (it is detached and polls a stop flag between short waits).

@@ -87,7 +87,7 @@ for f in "$BUILD"/examples/*; do
   fi
 done
 cp examples/*.py "$BUNDLE/examples/"
-cp examples/pytorch_profile.py "$BUNDLE/examples/"  # issue 4
+cp examples/pytorch_profile.py "$BUNDLE/examples/"
 log "examples: $n_examples programs"
 
 cp tests/gpu/gpu_tests.py tests/gpu/gpu_cases_*.py "$BUNDLE/tests/" 2>/dev/null || cp tests/gpu/gpu_tests.py "$BUNDLE/tests/"

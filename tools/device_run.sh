@@ -216,7 +216,7 @@ else
   row pytorch "$STEP_STATUS" "$STEP_SECS" "$(tail -1 "$LOGS/pytorch.log")"
 fi
 
-# --- performance suite (issue 8) ---------------------------------------------
+# --- performance suite ---------------------------------------------
 # One script, one table: overhead per workload and mode against the targets,
 # compute-sanitizer for reference, memory overhead. Its budget is cut to what
 # the run has left, so that it ends (and prints its table) before its limit.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cost of the CUPTI kernel-launch callbacks (issue 4), on the launch-heavy
+# Cost of the CUPTI kernel-launch callbacks, on the launch-heavy
 # loop: examples/train_loop --small-kernels K (K short kernels per iteration,
 # one sync; the program prints "us/kernel" for its loop only).
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The tool's overhead on the GPU machine, one script, one table (issue 8):
+# The tool's overhead on the GPU machine, one script, one table:
 #
 #   churn        examples/churn --pairs N: cudaMalloc/cudaFree, 256 B .. 4 MiB,
 #                64 live (us/pair)
@@ -393,7 +393,7 @@ for w, sums in checksums.items():
             w, "; ".join("%s in %s" % (k, ",".join(v)) for k, v in
                          sums.items())))
 
-# Targets (issue 8): churn <= 1.3x in every tool mode; the kernel loops
+# Targets: churn <= 1.3x in every tool mode; the kernel loops
 # <= 1.10x tracking only and with check=sync; PyTorch <= 1.05x tracking only
 # and with guards on (check=sync). check=kernel and compute-sanitizer: info.
 TARGETS = {("churn", "guard0"): 1.30, ("churn", "sync"): 1.30,

@@ -193,7 +193,7 @@ GMT_API size_t gmt_live_bytes(int device);
 // 1 when the tracer is active.
 GMT_API int gmt_active(void);
 
-// ---- Growth (issue 7): call sites whose live bytes keep rising ----
+// ---- Growth: call sites whose live bytes keep rising ----
 // With GMT_OPTIONS growth=1 (the default) the tracer samples each call site's
 // live bytes at synchronizing calls (at most every growth_interval_ms) and
 // flags a site whose bytes rose at each of the last growth_samples samples (by

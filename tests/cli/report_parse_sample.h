@@ -261,7 +261,7 @@ inline void AddNvtxRanges(ReportData& d) {
   d.nvtx_ranges.push_back({"train", 1, 1, 0, 0});
 }
 
-// Issue 6 item 4: a pool allocator's NVTX heaps and regions.
+// A pool allocator's NVTX heaps and regions.
 inline void AddNvtxMem(ReportData& d) {
   d.leaks[0].nvtx_regions = 2;
   d.leaks[0].nvtx_region_bytes = 8192;

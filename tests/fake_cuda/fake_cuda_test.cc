@@ -584,7 +584,7 @@ TEST(FakeRuntimeTest, FaultInjection) {
       testing::ExitedWithCode(0), "");
 }
 
-// Issue 4 item 4: graphs with memory nodes. The alloc node's address is
+// Graphs with memory nodes. The alloc node's address is
 // fixed at creation; its memory is a device block from a launch until freed;
 // a relaunch with the block unfreed fails unless auto-free; a capture turns
 // cuMemAllocAsync / cuMemFreeAsync into nodes; the tool's queries answer.

@@ -2,7 +2,7 @@
 // subset gpumemtrace uses. One subscriber; the fake driver delivers
 // driver-API callbacks to it for the entry points that are enabled.
 //
-// The activity API (issue 4 item 4): CUPTI_ACTIVITY_KIND_MEMORY2 only. Once
+// The activity API: CUPTI_ACTIVITY_KIND_MEMORY2 only. Once
 // enabled, the fake driver reports each device allocation and release
 // (fake_cupti_emit.h); the records wait here until cuptiActivityFlushAll,
 // which hands them over in CUpti_ActivityMemory4 records through the client's
@@ -169,7 +169,7 @@ FAKE_CUPTI_API CUptiResult cuptiGetResultString(CUptiResult result,
   return CUPTI_SUCCESS;
 }
 
-// ---- Activity API (issue 4 item 4) ------------------------------------------
+// ---- Activity API ------------------------------------------
 
 namespace {
 

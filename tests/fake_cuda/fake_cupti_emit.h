@@ -19,7 +19,7 @@ using CuptiEmitter = void (*)(CUpti_CallbackDomain domain,
                               CUpti_CallbackId cbid, const void* data);
 extern std::atomic<CuptiEmitter> g_cupti_emitter;
 
-// Issue 4 (check=kernel under injection alone hung on the H200): inside the
+// (check=kernel under injection alone hung on the H200): inside the
 // exit callback of a kernel or graph launch, the program's launch call is
 // still in progress in the driver. A tool must not enqueue GPU work or wait
 // for the GPU from there. With FAKE_CUDA_STRICT_CALLBACKS=1 the double treats
@@ -79,7 +79,7 @@ CUresult WithCuptiCallbacks(CUpti_CallbackId cbid, const char* name,
 // its InitializeInjection, once per process (fake_injection.cc).
 void LoadInjectionOnce();
 
-// Issue 4 item 4: CUPTI's memory activity records. The driver reports every
+// CUPTI's memory activity records. The driver reports every
 // device allocation and release it makes (graph launches included); fake
 // libcupti, once CUPTI_ACTIVITY_KIND_MEMORY2 is enabled, registers an
 // emitter and turns these into CUpti_ActivityMemory4 records in the buffers

@@ -100,7 +100,7 @@ VmmRange CheckVmmRange(uintptr_t address, size_t bytes, uintptr_t* base,
 // CUDA_ERROR_OUT_OF_MEMORY. See fake_fault_injection.cc.
 bool InjectAllocationFailure();
 
-// ---- Graphs and stream capture (issue 4 item 4; fake_driver_graphs.cc,
+// ---- Graphs and stream capture (fake_driver_graphs.cc,
 // fake_driver_streams.cc, fake_driver_memory.cc) ----
 // A graph alloc node's memory is made once, when the node is created (its
 // address is fixed for the graph's life), and is a device block of the

@@ -57,7 +57,7 @@ using fake_cuda::kDeviceCount;
 FAKE_CU_API(cuInit, (unsigned int flags)) {
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   fake_cuda::g_initialized.store(true, std::memory_order_release);
-  fake_cuda::LoadInjectionOnce();  // CUDA_INJECTION64_PATH (issue 4)
+  fake_cuda::LoadInjectionOnce();  // CUDA_INJECTION64_PATH
   return CUDA_SUCCESS;
 }
 

@@ -1,4 +1,4 @@
-// Fake driver: CUDA graphs with memory nodes (issue 4 item 4).
+// Fake driver: CUDA graphs with memory nodes.
 //
 // What the double keeps of the real driver:
 //   * an alloc node's address is fixed when the node is created (the node's

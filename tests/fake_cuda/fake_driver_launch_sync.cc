@@ -13,7 +13,7 @@
 // NUL-terminated (mangled) name, so a test program can make one from a string
 // literal; cuFuncGetName / cuKernelGetName return that string.
 // A graph executable is any non-null handle here; fake_driver_graphs.cc
-// (issue 4 item 4) defines the graph launches that are kept, with memory.
+// defines the graph launches that are kept, with memory.
 //
 // Defined weak (fake_weak.h): where another file of the double defines the
 // same entry point, that one is kept.

@@ -104,7 +104,7 @@ CUresult AllocDevice(CUdeviceptr* dptr, size_t bytes, Kind kind,
   T().device[reinterpret_cast<uintptr_t>(p)] =
       Block{bytes, reserved, kind, device, owner, nullptr};
   *dptr = reinterpret_cast<CUdeviceptr>(p);
-  // Issue 4 item 4: CUPTI's memory record of it.
+  // CUPTI's memory record of it.
   FakeMemoryRecord record;
   record.address = *dptr;
   record.bytes = bytes;
@@ -341,7 +341,7 @@ FAKE_CU_API(cuMemFree_v2, (CUdeviceptr dptr)) {
 
 namespace {
 
-// Issue 4 item 4: on a capturing stream the allocation is a node of the
+// On a capturing stream the allocation is a node of the
 // graph being captured; its memory exists at each launch of that graph.
 CUresult AllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream stream,
                     int device = -1) {
@@ -392,7 +392,7 @@ FAKE_CU_API(cuMemAllocAsync_ptsz,
       &params, nullptr, [&] { return AllocAsync(dptr, bytes, stream); });
 }
 
-// Issue 4 item 4, tests only: a stream-ordered allocation through a path no
+// Tests only: a stream-ordered allocation through a path no
 // hook and no API callback sees (as a call the tool cannot reach would be);
 // only CUPTI's memory records tell of it.
 extern "C" __attribute__((visibility("default"))) CUresult

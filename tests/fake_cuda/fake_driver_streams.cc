@@ -108,7 +108,7 @@ FAKE_CU_API(cuStreamIsCapturing,
   return CUDA_SUCCESS;
 }
 
-// ---- Stream capture (issue 4 item 4) ----------------------------------------
+// ---- Stream capture ----------------------------------------
 // Only created streams capture (as in CUDA, not the legacy stream). Captured
 // work runs nothing; cuMemAllocAsync / cuMemFreeAsync become graph nodes.
 

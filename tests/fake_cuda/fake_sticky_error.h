@@ -1,5 +1,5 @@
 // Fake driver: a planted GPU fault, for the crash report's sticky-error path
-// (issue 5 item 3). The double runs no device code, so the fault is planted by
+//. The double runs no device code, so the fault is planted by
 // name: a successful launch of a kernel whose name is
 //
 //   fake_fault_illegal_address   -> CUDA_ERROR_ILLEGAL_ADDRESS (700)

@@ -227,7 +227,7 @@ FAKE_CU_API(cuLaunchKernel,
   const bool fill = name == fake_cuda::kFillName;
   const bool guard_kernel = fill || name == fake_cuda::kCheckName;
   // CUPTI sees every launch, the tool's own guard kernels included, as the
-  // real driver shows it (issue 4: the tool must tell its own launches from
+  // real driver shows it (the tool must tell its own launches from
   // the program's; on the H200 it once took its exit-time check kernel for a
   // program kernel and deadlocked on its own lock).
   const struct {

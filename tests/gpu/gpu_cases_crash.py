@@ -1,4 +1,4 @@
-"""GPU cases of the crash report (issue 5 item 3): a planted illegal device
+"""GPU cases of the crash report: a planted illegal device
 access (sticky CUDA error 700 at cudaDeviceSynchronize) and a host segfault
 after CUDA work. Each compares the program's own outcome (printed code, exit
 status or signal) with a run without the tool and checks the report.

@@ -1,4 +1,4 @@
-"""GPU cases of the CUPTI front end (issue 4).
+"""GPU cases of the CUPTI front end.
 
   cupti_static_leaks    static_cudart (nvcc's default static runtime) run with
                         CUDA_INJECTION64_PATH only (no LD_PRELOAD): the same
@@ -24,7 +24,7 @@
   cupti_graph_mem_nodes graph_mem_nodes (shared cudart) and
                         graph_mem_nodes_static (static cudart), each under
                         LD_PRELOAD and under CUDA_INJECTION64_PATH alone
-                        (issue 4 item 4): no error at all (no invalid or
+                       : no error at all (no invalid or
                         double free of graph memory), exactly one leak (api
                         "graph-mem-node", 1049088 bytes, GraphMemLeakNode in
                         its stack), 9 allocations and 8 frees (counted once),
@@ -230,7 +230,7 @@ def case_cupti_static_guard(t):
         argv = [c.example("oob_static")]
         plain, pre = c.run_pair("oob_static")
         for mode, options in (("sync", None), ("kernel", "check=kernel")):
-            # Issue 4: check=kernel under injection alone once hung (300 s);
+            # Check=kernel under injection alone once hung (300 s);
             # a short limit makes a regression fail fast, with the stacks.
             inj = _inject(t, c, "inject_" + mode, argv, options=options,
                           timeout=90 if mode == "kernel" else 300)

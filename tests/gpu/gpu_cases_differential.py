@@ -1,4 +1,4 @@
-"""GPU case of issue 9 item 5: behaviour preservation on the real GPU.
+"""GPU case of behaviour preservation on the real GPU.
 
   differential_examples  every example program whose output depends only on
                          what it computes, run without the tool and then

@@ -1,4 +1,4 @@
-"""GPU cases for issue 5 items 1-2: the out-of-memory diagnosis on a card
+"""GPU cases for the out-of-memory diagnosis on a card
 filled by examples/oom_fill, and GPU health through NVML (`gpumemtrace
 health --json`, and devices[].health in a traced program's report).
 

@@ -1,4 +1,4 @@
-"""GPU case of issue 6 item 4: NVTX memory regions of a pool allocator.
+"""GPU case of NVTX memory regions of a pool allocator.
 
 examples/nvtx_mem_pool carves one cudaMalloc into NVTX-annotated regions,
 leaks one region and overflows another with cudaMemcpy (inside the pool's

@@ -1,4 +1,4 @@
-"""GPU cases of CI use and packaging (issue 6 items 3 and 6): the library
+"""GPU cases of CI use and packaging: the library
 linked into a program (no LD_PRELOAD) with gmt::snapshot() and its exit
 report, and a suppression derived from a first report silencing the error of
 a second run, exit code included.

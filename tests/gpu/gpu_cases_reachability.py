@@ -1,4 +1,4 @@
-"""GPU cases of issue 7: reachability of leaks at exit ("lost" vs
+"""GPU cases of reachability of leaks at exit ("lost" vs
 "reachable") and growth of call sites while the program runs.
 
 Loaded by gpu_tests.py (cases(t)); run with

@@ -1,4 +1,4 @@
-"""GPU cases: PyTorch's pluggable allocator and NVTX ranges (issue 6, 4-5).
+"""GPU cases: PyTorch's pluggable allocator and NVTX ranges (4-5).
 
 torch_pluggable_train  examples/torch_pluggable.py --train under the tool,
                        every tensor its own guarded cudaMalloc: the final loss

@@ -1,4 +1,4 @@
-"""GPU cases of the reports to look at (issue 6 item 2): the PyTorch memory
+"""GPU cases of the reports to look at: the PyTorch memory
 snapshot read by PyTorch's own viewer, the Chrome trace and the HTML report
 of real runs, and the timeline's bounded ring on a long churn.
 

@@ -1,4 +1,4 @@
-// The crash report (issue 5 item 3): fatal signals and the first sticky CUDA
+// The crash report: fatal signals and the first sticky CUDA
 // error write the report before the process dies, and the process then ends
 // exactly as it would without the tool (same signal, same exit code).
 #include <signal.h>
@@ -139,7 +139,7 @@ TEST_F(CrashTest, ProgramHandlerInstalledAfterWins) {
   EXPECT_FALSE(r.has_report) << r.Describe();
 }
 
-// Issue 9, "exit from a signal handler": the program's chained handler calls
+// "exit from a signal handler": the program's chained handler calls
 // exit(); the process ends with its code and exactly one valid report, the
 // crash report (the exit report is not written over it).
 TEST_F(CrashTest, ExitFromSignalHandlerLeavesOneValidReport) {

@@ -1,4 +1,4 @@
-// The CUPTI front end (issue 4) against the fake driver and fake libcupti:
+// The CUPTI front end against the fake driver and fake libcupti:
 // a program the tool was injected into (CUDA_INJECTION64_PATH, no
 // LD_PRELOAD) is traced from CUPTI callbacks; beside the shims nothing is
 // counted twice; a CUPTI held by another tool, or none at all, is one note
@@ -112,7 +112,7 @@ TEST_F(CuptiTest, TableFilledBeforeCuInitIsRedirected) {
   EXPECT_EQ(r.report["summary"].value("allocations", -1), 1) << r.Describe();
 }
 
-// Issue 9 (found by the H200 differential suite): under injection alone a
+// (found by the H200 differential suite): under injection alone a
 // program's direct libcuda calls went through its own PLT to the driver, and
 // with a redzone behind the block the driver accepted a memset one byte past
 // the end that it refuses without the tool. The injection points the
@@ -143,7 +143,7 @@ TEST_F(CuptiTest, InjectionAloneKeepsDirectDriverCallsBounded) {
   }
 }
 
-// Issue 4: check=kernel under injection alone hung on the H200. The kernel
+// Check=kernel under injection alone hung on the H200. The kernel
 // launches reach the tool only through CUPTI here, and inside a launch's
 // exit callback the program's launch call is still in progress: the strict
 // fake driver hangs there on any call that enqueues GPU work or waits for it

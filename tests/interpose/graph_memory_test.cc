@@ -1,4 +1,4 @@
-// Graph memory nodes and CUPTI memory activity (issue 4 item 4) on the test
+// Graph memory nodes and CUPTI memory activity on the test
 // double: memory a CUDA graph allocates when it is launched is tracked from
 // each launch to its free, counted once, leaked with the node's stack when
 // never freed, and its frees (cudaFree, cudaFreeAsync, free nodes, auto-free

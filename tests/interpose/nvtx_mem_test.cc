@@ -1,4 +1,4 @@
-// NVTX memory regions of a pool allocator (issue 6 item 4) through the test
+// NVTX memory regions of a pool allocator through the test
 // double: a program annotating its pool with the real NVTX v3 headers
 // (programs/nvtx_mem_program.cc) under the tool's NVTX injection.
 #include <string>

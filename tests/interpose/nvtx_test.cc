@@ -1,5 +1,5 @@
 // NVTX range attribution and the PyTorch pluggable-allocator entry points
-// (issue 6 items 4 and 5), through the test double.
+//, through the test double.
 #include <string>
 
 #include "tests/interpose/interpose_test_util.h"

@@ -1,4 +1,4 @@
-// Out of memory (issue 5 item 1): the program gets CUDA's own error, and the
+// Out of memory: the program gets CUDA's own error, and the
 // report has one `oom` error per burst with the holders by call site.
 #include "tests/interpose/interpose_test_util.h"
 

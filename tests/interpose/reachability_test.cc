@@ -1,4 +1,4 @@
-// Issue 7 through LD_PRELOAD on the test double: the reachability state of
+// through LD_PRELOAD on the test double: the reachability state of
 // each leak (gmt_reachability_program keeps device pointers in a global, a
 // heap object, another thread's stack, and drops some), and growth flagged
 // while the program runs.

@@ -1,4 +1,4 @@
-// Suppressions through the shims (issue 6 item 3): with the fake runtime, a
+// Suppressions through the shims: with the fake runtime, a
 // suppressed error and a suppressed leak leave the JSON report's lists, are
 // counted as suppressed, are not printed when found, and no longer trip
 // exitcode; the rule each report suggests silences exactly its record.

@@ -1,4 +1,4 @@
-# The installed-package consumer test (issue 6: "an installed-package consumer
+# The installed-package consumer test ("an installed-package consumer
 # test"). Run by CTest as `cmake -P`:
 #
 #   1. cmake --install <build> into a fresh prefix;

@@ -36,7 +36,7 @@ TEST_F(FaultTest, OutOfMemoryUnderLoadKeepsExactAccounting) {
   EXPECT_EQ(summary.value("live_bytes_at_exit", -1L), counted["live_bytes"])
       << summary.dump();
   // A failed allocation is no bug of the program: the only errors are the
-  // out-of-memory diagnoses (issue 5, once per burst).
+  // out-of-memory diagnoses (once per burst).
   for (const json& e : r.report["errors"]) {
     EXPECT_EQ(e.value("kind", ""), "oom") << e.dump();
   }

@@ -1,4 +1,4 @@
-// Programs built with ASan or TSan run under the tool (issue 9: they used to
+// Programs built with ASan or TSan run under the tool (they used to
 // crash at start: the sanitizer runtime's dlsym(RTLD_NEXT, ...) from _dl_init
 // reached the tool's dlsym, whose lookup through a start-up link map crashed
 // in glibc; and multi-threaded TSan programs crashed at every thread exit in

@@ -112,7 +112,7 @@ TEST_F(StressTest, LongChurnWithGuardAndQuarantineDoesNotGrow) {
   constexpr long kMaxGrowthKb = 4 * 1024;
   RunResult plain, r;
   RunBoth({"churn", std::to_string(kPairs)},
-          // The timeline ring (issue 6) is bounded but fills up to 64 MiB
+          // The timeline ring is bounded but fills up to 64 MiB
           // by default; a small one keeps this a test of unbounded growth.
           "report=json:report_path=<dir>/r.%p.json:guard=1:check=sync:"
           "quarantine_bytes=16777216:timeline_events=4096",

@@ -1,4 +1,4 @@
-// The crash report's pure parts (issue 5 item 3): the recent-launch ring, the
+// The crash report's pure parts: the recent-launch ring, the
 // sticky-error table, signal names, options, and the crash section writers.
 #include <signal.h>
 

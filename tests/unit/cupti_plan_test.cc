@@ -61,7 +61,7 @@ TEST(CuptiPlanTest, BadValuesNameTheKeyAndKeepTheDefault) {
   EXPECT_EQ(r.options.cupti_kernels, "auto");
 }
 
-// Issue 4 item 4: graph memory callbacks come with memory tracking; activity
+// Graph memory callbacks come with memory tracking; activity
 // records only where they are needed and no profiler shares them.
 TEST(CuptiPlanTest, GraphCallbacksComeWithMemoryTracking) {
   EXPECT_TRUE(PlanCupti(Parsed(""), true, false).graphs);

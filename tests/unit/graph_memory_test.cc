@@ -1,4 +1,4 @@
-// Graph memory nodes (issue 4 item 4): GraphMemory's bookkeeping, and the
+// Graph memory nodes: GraphMemory's bookkeeping, and the
 // engine's side of it — blocks that appear at a graph launch, counted once,
 // freed by free nodes and auto-free relaunches, captured stream-ordered
 // allocations diverted until launch, and frees of graph memory never taken

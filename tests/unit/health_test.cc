@@ -1,4 +1,4 @@
-// GPU health (issue 5 item 2): the warnings and renderings on made-up
+// GPU health: the warnings and renderings on made-up
 // readings, and the NVML loader on a machine without NVML.
 #include <cstdlib>
 

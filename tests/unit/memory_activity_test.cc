@@ -1,4 +1,4 @@
-// CUPTI memory activity (issue 4 item 4): the cross-check of CUPTI's memory
+// CUPTI memory activity: the cross-check of CUPTI's memory
 // records against what the hooks saw (lib/memory_activity.h), and the
 // engine's use of it — an allocation no hook saw is added once, a free of it
 // is no error, a hooked allocation is never added twice.

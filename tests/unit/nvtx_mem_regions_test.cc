@@ -1,4 +1,4 @@
-// NVTX memory regions (issue 6 item 4): the heap/region bookkeeping
+// NVTX memory regions: the heap/region bookkeeping
 // (lib/nvtx_mem_regions.h), and what the engine makes of it
 // (lib/engine_nvtx_mem.cc): region leaks by the region's own call site, the
 // pool block's coverage, region overflows of copies, regions ending with

@@ -1,4 +1,4 @@
-// OOM diagnosis (issue 5 item 1): the pure diagnosis and the burst limiter.
+// OOM diagnosis: the pure diagnosis and the burst limiter.
 #include "lib/oom_diagnosis.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Crashes on purpose, for the crash report (issue 5 item 3). Every mode first
+// Crashes on purpose, for the crash report. Every mode first
 // makes two CUDA allocations (1 MiB device, 64 KiB pinned host) and launches
 // one kernel, "crash_program_kernel", so the report has live blocks and a
 // recent kernel to show.

@@ -19,7 +19,7 @@
 //                              belongs to the first kernel alone (the
 //                              launches through a pointer dlsym gave after
 //                              cuInit: CUPTI callbacks only)
-//   gmt_cupti_program bounds   direct libcuda calls, issue 9: cuMemAlloc(1000)
+//   gmt_cupti_program bounds   direct libcuda calls: cuMemAlloc(1000)
 //                              looked up after cuInit, then cuMemsetD8 of
 //                              1000 bytes (CUDA_SUCCESS) and of 1001
 //                              (CUDA_ERROR_INVALID_VALUE), cuMemFree

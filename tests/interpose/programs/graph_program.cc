@@ -1,4 +1,4 @@
-// Graph memory nodes (issue 4 item 4) on the test double: memory a CUDA graph
+// Graph memory nodes on the test double: memory a CUDA graph
 // allocates when it is launched.
 //
 //   gmt_graph_program runtime   the runtime API (links the fake libcudart)

@@ -1,4 +1,4 @@
-// NVTX memory regions of a pool allocator (issue 6 item 4), through the real
+// NVTX memory regions of a pool allocator, through the real
 // NVTX v3 headers (<nvtx3/nvToolsExtMem.h>) and the tool's NVTX injection.
 //
 //   gmt_nvtx_mem_program pool

@@ -1,4 +1,4 @@
-// NVTX ranges and PyTorch's pluggable-allocator entry points (issue 6).
+// NVTX ranges and PyTorch's pluggable-allocator entry points.
 //
 //   gmt_nvtx_program nvtx    inside NVTX ranges (the NVTX v3 headers, used
 //                            in a shared library, nvtx_ranges_lib.cc):

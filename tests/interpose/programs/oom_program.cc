@@ -1,4 +1,4 @@
-// Runs out of device memory (issue 5 item 1): holds some blocks, then asks for
+// Runs out of device memory: holds some blocks, then asks for
 // more than the (fake) card has, three times in a row through the runtime and
 // once through the driver, and prints what CUDA returned each time.
 //

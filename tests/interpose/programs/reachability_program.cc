@@ -1,5 +1,5 @@
 // Device pointers kept in each kind of root, and one dropped, for the
-// reachability scan at exit (issue 7). Sizes tell the blocks apart:
+// reachability scan at exit. Sizes tell the blocks apart:
 //
 //   1000  cudaMalloc, pointer kept in a global                  -> reachable
 //   2000  cudaMalloc, pointer kept in a heap object that a
