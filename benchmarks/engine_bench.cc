@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "benchmarks/bench_util.h"
-#include "lib/engine.h"
+#include "lib/engine/engine.h"
 
 namespace gmt {
 namespace {

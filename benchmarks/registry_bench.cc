@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "benchmarks/bench_util.h"
-#include "lib/registry.h"
+#include "lib/registry/registry.h"
 
 namespace gmt {
 namespace {

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "lib/engine.h"
-#include "lib/report.h"
-#include "lib/stack_capture.h"
+#include "lib/engine/engine.h"
+#include "lib/report/report.h"
+#include "lib/stacks/stack_capture.h"
 
 namespace gmt {
 namespace {

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "lib/stack_capture.h"
-#include "lib/stack_depot.h"
-#include "lib/symbolizer.h"
+#include "lib/stacks/stack_capture.h"
+#include "lib/stacks/stack_depot.h"
+#include "lib/stacks/symbolizer.h"
 
 namespace gmt {
 namespace {

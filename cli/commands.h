@@ -15,12 +15,10 @@ int RunMain(int argc, char** argv);
 // (cli/report_command.cc).
 int ReportMain(int argc, char** argv);
 
-// `gpumemtrace health` (cli/health_main.cc, when present in the build:
-// GMT_CLI_HAS_HEALTH).
+// `gpumemtrace health` (cli/health_main.cc).
 int HealthMain(int argc, char** argv);
 
-// `gpumemtrace memtest` (cli/memtest_main.cc, when present in the build:
-// GMT_CLI_HAS_MEMTEST).
+// `gpumemtrace memtest` (cli/memtest_main.cc).
 int MemtestMain(int argc, char** argv);
 
 }  // namespace gmt::cli

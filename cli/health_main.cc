@@ -1,4 +1,4 @@
-// `gpumemtrace health`: the GPU health reading of lib/health.h on its own,
+// `gpumemtrace health`: the GPU health reading of lib/health/health.h on its own,
 // without a program: every value with its unit, and the warnings.
 //
 // Exit status: 0 every value read is normal, 1 at least one warning, 2 bad
@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "cli/usage.h"
-#include "lib/health.h"
-#include "lib/health_report.h"
+#include "lib/health/health.h"
+#include "lib/report/health_render.h"
 
 namespace gmt::cli {
 namespace {

@@ -10,7 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "lib/options.h"
+#include "lib/core/options.h"
 
 namespace gmt::cli {
 namespace {

@@ -7,7 +7,7 @@
 //
 //   gpumemtrace run [FLAGS] -- PROGRAM [ARGS...]
 //
-// Every flag is one GMT_OPTIONS key (lib/options.inc); the values are checked
+// Every flag is one GMT_OPTIONS key (lib/core/options.inc); the values are checked
 // by the library's own ParseOptions(), so a bad value is refused here, before
 // the program starts, with the library's message.
 #ifndef GMT_CLI_LAUNCHER_FLAGS_H_

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "cli/usage.h"
-#include "lib/options.h"
+#include "lib/core/options.h"
 
 namespace gmt::cli {
 namespace {
@@ -13,31 +13,6 @@ namespace {
 #ifndef GMT_VERSION
 #define GMT_VERSION "unknown"
 #endif
-
-int NotBuilt(const char* command) {
-  std::fprintf(stderr, "gpumemtrace %s: not built in this build\n", command);
-  return 1;
-}
-
-int Health(int argc, char** argv) {
-#ifdef GMT_CLI_HAS_HEALTH
-  return HealthMain(argc, argv);
-#else
-  (void)argc;
-  (void)argv;
-  return NotBuilt("health");
-#endif
-}
-
-int Memtest(int argc, char** argv) {
-#ifdef GMT_CLI_HAS_MEMTEST
-  return MemtestMain(argc, argv);
-#else
-  (void)argc;
-  (void)argv;
-  return NotBuilt("memtest");
-#endif
-}
 
 // `gpumemtrace help [COMMAND]`.
 int Help(int argc, char** argv) {
@@ -56,7 +31,7 @@ int Help(int argc, char** argv) {
     // Their pages belong to them: `gpumemtrace health --help`.
     char help_flag[] = "--help";
     char* sub_argv[] = {argv[1], help_flag, nullptr};
-    return topic == "health" ? Health(2, sub_argv) : Memtest(2, sub_argv);
+    return topic == "health" ? HealthMain(2, sub_argv) : MemtestMain(2, sub_argv);
   } else {
     return UsageError("", absl::StrCat("no help for '", topic,
                                        "' (commands: run, report, health, "
@@ -84,8 +59,8 @@ int main(int argc, char** argv) {
   }
   if (command == "run") return RunMain(argc - 1, argv + 1);
   if (command == "report") return ReportMain(argc - 1, argv + 1);
-  if (command == "health") return Health(argc - 1, argv + 1);
-  if (command == "memtest") return Memtest(argc - 1, argv + 1);
+  if (command == "health") return HealthMain(argc - 1, argv + 1);
+  if (command == "memtest") return MemtestMain(argc - 1, argv + 1);
   if (!command.empty() && command[0] == '-') {
     return UsageError("", absl::StrCat("unknown flag '", command, "'"));
   }

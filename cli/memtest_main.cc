@@ -1,4 +1,4 @@
-// `gpumemtrace memtest`: the GPU memory tester (lib/memtest_runner.h) on the
+// `gpumemtrace memtest`: the GPU memory tester (lib/memtest/runner.h) on the
 // real driver, with its report as text and JSON.
 #include <unistd.h>
 
@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "lib/memtest_config.h"
-#include "lib/memtest_cuda_device.h"
-#include "lib/memtest_health.h"
-#include "lib/memtest_runner.h"
+#include "lib/memtest/config.h"
+#include "lib/memtest/cuda_device.h"
+#include "lib/memtest/nvml_counters.h"
+#include "lib/memtest/runner.h"
 
 namespace gmt::cli {
 namespace {

@@ -1,6 +1,6 @@
 // `gpumemtrace report`: re-render a saved JSON report, or diff two snapshots
-// saved from gmt_snapshot_json(). Reading is lib/report_json_parse.h and
-// lib/snapshot_diff.h; rendering is the library's own writers, so a saved
+// saved from gmt_snapshot_json(). Reading is lib/report/report_json_parse.h and
+// lib/report/snapshot_diff.h; rendering is the library's own writers, so a saved
 // report prints exactly as it would have at exit.
 #include <unistd.h>
 
@@ -18,9 +18,9 @@
 #include "cli/commands.h"
 #include "cli/usage.h"
 #include "gmt/gmt.h"
-#include "lib/report.h"
-#include "lib/report_json_parse.h"
-#include "lib/snapshot_diff.h"
+#include "lib/report/report.h"
+#include "lib/report/report_json_parse.h"
+#include "lib/report/snapshot_diff.h"
 
 namespace gmt::cli {
 namespace {
@@ -85,7 +85,7 @@ bool WriteOutput(const std::string& path, const std::string& text,
   return true;
 }
 
-// The one place that maps a --format name onto a writer of lib/report.h.
+// The one place that maps a --format name onto a writer of lib/report/report.h.
 struct Writer {
   absl::string_view name;
   std::string (*render)(const ReportData& data, int64_t max_leaks);

@@ -1,6 +1,5 @@
 // nvtx_mem_pool: a toy pool allocator annotated with NVTX's memory API, the
-// way RMM-style pools describe their sub-allocations to compute-sanitizer
-//.
+// way RMM-style pools describe their sub-allocations to compute-sanitizer.
 //
 // The pool takes one cudaMalloc(4 MiB) (PoolCreate), registers it as an
 // NVTX_MEM_HEAP_USAGE_TYPE_SUB_ALLOCATOR heap named "toy pool" and hands out

@@ -1,6 +1,6 @@
 #include "interpose/guard_shim_util.h"
 
-#include "lib/log.h"
+#include "lib/core/log.h"
 
 namespace gmt {
 

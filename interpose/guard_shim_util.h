@@ -12,7 +12,7 @@
 #include <type_traits>
 
 #include "interpose/shim.h"
-#include "lib/sticky_errors.h"
+#include "lib/core/sticky_errors.h"
 
 namespace gmt {
 

@@ -1,8 +1,7 @@
 // Load and exit of the library itself.
-#include "interpose/driver_device_ops.h"
+#include "lib/platform/driver_device_ops.h"
 #include "interpose/intercept_scope.h"
-#include "lib/engine.h"
-#include "lib/stack_capture.h"
+#include "lib/engine/engine.h"
 
 namespace gmt {
 
@@ -13,10 +12,7 @@ namespace {
 // and loads its kernels on first use). Nothing else: a program that never
 // touches CUDA pays nothing more.
 __attribute__((constructor)) void OnLoad() {
-  uintptr_t begin = 0, end = 0;
-  if (ModuleTextRange(reinterpret_cast<const void*>(&OnLoad), &begin, &end)) {
-    SetToolTextRange(begin, end);
-  }
+  Engine::HideToolModule(reinterpret_cast<const void*>(&OnLoad));
   InstallDriverDeviceOps();
 }
 

@@ -6,8 +6,7 @@
 
 #include <cstdint>
 
-#include "lib/api.h"
-#include "lib/stack_depot.h"
+#include "lib/engine/engine.h"
 
 namespace gmt {
 

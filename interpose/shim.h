@@ -10,9 +10,9 @@
 #include <cstdint>
 
 #include "interpose/intercept_scope.h"
-#include "interpose/real_functions.h"
-#include "lib/api.h"
-#include "lib/engine.h"
+#include "lib/platform/real_functions.h"
+#include "lib/core/api.h"
+#include "lib/engine/engine.h"
 
 // A shim is defined under a C++ name of ours and exported under the CUDA
 // symbol through an asm label, so cuda.h's own macros (cuMemAlloc ->
@@ -60,7 +60,7 @@ auto TrackedFree(Api api, uint64_t address, Call&& call, bool driver,
     return decltype(call(uint64_t{0})){};
   }
   if (ticket.rejected) {
-    // (FreeTicket::rejected): CUDA's answer without the tool.
+    // See FreeTicket::rejected: CUDA's answer without the tool.
     using Result = decltype(call(uint64_t{0}));
     const int invalid = driver ? static_cast<int>(CUDA_ERROR_INVALID_VALUE)
                                : static_cast<int>(cudaErrorInvalidValue);

@@ -1,6 +1,6 @@
 // The data layout and pattern values shared by the memtest kernels
 // (kernels/memtest_kernels.cu) and the host code that runs them
-// (lib/memtest_runner.cc, lib/memtest_cuda_device.cc, and the CPU tests that
+// (lib/memtest/runner.cc, lib/memtest/cuda_device.cc, and the CPU tests that
 // run the kernels' own code on the host). Plain C layout, every field 8 bytes
 // so both compilers lay it out identically.
 //

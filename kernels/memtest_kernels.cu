@@ -1,6 +1,6 @@
 // The memtest kernels: write a pattern over device memory, read it back and
 // compare (layout, patterns and entry points: memtest_abi.h). Device code
-// only; the host side is lib/memtest_cuda_device.cc, which loads this file's
+// only; the host side is lib/memtest/cuda_device.cc, which loads this file's
 // fatbin with cuLibraryLoadData.
 //
 // Memory bound by design: each thread moves 16-byte vectors (two words) in a

@@ -1,5 +1,5 @@
 // The data layout shared by the guard kernels (kernels/zone_kernels.cu) and
-// the host code that launches them (interpose/driver_device_ops.cc, and the
+// the host code that launches them (lib/platform/driver_device_ops.cc, and the
 // test double's emulation in tests/fake_cuda). Plain C, no device code: both
 // compilers must lay these out identically, so every field is 8 bytes.
 //

@@ -1,6 +1,6 @@
 // The guard-zone kernels: fill zones with their pattern byte, and compare them
 // with it (layout and entry points: zone_abi.h). Device code only; the host
-// side is interpose/driver_device_ops.cc, which loads this file's fatbin with
+// side is lib/platform/driver_device_ops.cc, which loads this file's fatbin with
 // cuLibraryLoadData.
 //
 // Work split: the zone table is cut into chunks of GMT_ZONE_CHUNK_BYTES (each

@@ -60,7 +60,7 @@ memory_bound_tests='MillionLive|LongChurn'
 # they measure, not what the tool does:
 # - The symbolizer unit tests expect the capture to return the caller's frame
 #   first; ASan intercepts backtrace(), adding its own frame, and under TSan
-#   (where the tool does not load libunwind, lib/stack_capture.cc) glibc's
+#   (where the tool does not load libunwind, lib/stacks/stack_capture.cc) glibc's
 #   backtrace() gives the capture's own frame first. (In the tool, frames inside
 #   the tool are skipped by address range, so its reports are not affected;
 #   the unit tests have no such range.)
@@ -81,7 +81,7 @@ asan_excluded='ReachabilityTest\.OffLeavesLeaksWithoutState'
 # handle_segv=0: the program dies by SIGSEGV as in a normal build, not by the
 # sanitizer's exit code and report. (The sanitizer runtime's own 53 KiB
 # alternate signal stack is fine: the tool replaces an alternate stack under
-# 1 MiB with its own, lib/crash_handler.cc SetUpAltStack, since its report
+# 1 MiB with its own, lib/engine/crash_handler.cc SetUpAltStack, since its report
 # once ran past the end of that one; CrashTest.SmallAlternateStack* covers it.)
 crash_options='handle_segv=0'
 # The 16-thread stress tests run alone, after the rest (ctest -j1): under TSan

@@ -8,7 +8,7 @@
 #   SIZE      memory to test (default 90%: of the free memory; or "16G")
 #   WORK_DIR  where the JSON report goes (default a temporary folder)
 #
-# Definitions (lib/memtest_runner.h): tested GB/s = region bytes x verify
+# Definitions (lib/memtest/runner.h): tested GB/s = region bytes x verify
 # sweeps / wall time of all the pattern's write and verify kernels (a byte is
 # tested once it was written, read back and compared; 1 GB = 1e9 bytes).
 # copy GB/s = bytes copied by cuMemcpyDtoD / time (each byte read once and

@@ -24,8 +24,8 @@
 //   }
 //
 // Thread safety: every function may be called from any thread at any time.
-#ifndef GMT_GMT_H_
-#define GMT_GMT_H_
+#ifndef GMT_INCLUDE_GMT_GMT_H_
+#define GMT_INCLUDE_GMT_GMT_H_
 
 #include <stddef.h>
 #include <stdint.h>
@@ -225,4 +225,4 @@ GMT_API void set_growth_callback(gmt_growth_callback callback, void* user);
 }  // namespace gmt
 #endif
 
-#endif  // GMT_GMT_H_
+#endif  // GMT_INCLUDE_GMT_GMT_H_

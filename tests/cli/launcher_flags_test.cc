@@ -7,7 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "lib/options.h"
+#include "lib/core/options.h"
 
 namespace gmt::cli {
 namespace {

@@ -12,8 +12,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "lib/report.h"
-#include "lib/snapshot_diff.h"
+#include "lib/report/report.h"
+#include "lib/report/snapshot_diff.h"
 #include "tests/cli/report_parse_sample.h"
 #include "tests/interpose/interpose_test_util.h"
 

@@ -1,14 +1,14 @@
-// lib/report_json_parse.h: a saved JSON report read back into ReportData.
+// lib/report/report_json_parse.h: a saved JSON report read back into ReportData.
 // Round trips through the real writers (RenderJson, RenderText) and every
 // kind of bad input, each refused with a message naming the place.
-#include "lib/report_json_parse.h"
+#include "lib/report/report_json_parse.h"
 
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "lib/clock.h"
-#include "lib/report.h"
+#include "lib/core/clock.h"
+#include "lib/report/report.h"
 #include "nlohmann/json.hpp"
 
 namespace gmt {

@@ -1,4 +1,4 @@
-// Made-up reports for the saved-report reader (lib/report_json_parse.h):
+// Made-up reports for the saved-report reader (lib/report/report_json_parse.h):
 // every section the JSON writer emits, each filled with values unlike the
 // defaults (byte counts past 2^53, missing NVML figures, an Xid of a device
 // NVML did not list, ...). Shared by
@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "lib/clock.h"
-#include "lib/health.h"
-#include "lib/report.h"
+#include "lib/core/clock.h"
+#include "lib/health/health.h"
+#include "lib/report/report.h"
 
 namespace gmt::sample {
 

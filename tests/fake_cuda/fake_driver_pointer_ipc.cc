@@ -1,6 +1,6 @@
 // Fake driver: pointer attributes and IPC memory handles, for the guard-zone
 // shims that translate them to the user's view
-// (interpose/pointer_query_shims.cc).
+// (interpose/shims/pointer_query_shims.cc).
 //
 // Pointer attributes know device, managed and VMM-mapped memory (what
 // cuMemGetAddressRange knows):

@@ -19,7 +19,7 @@ namespace {
 struct Stream {
   const Context* ctx;
   unsigned int flags;
-  CUgraph capture = nullptr;  // the graph being captured, issue 4 item 4
+  CUgraph capture = nullptr;  // the graph being captured
 };
 
 struct Event {

@@ -1,5 +1,4 @@
-// Fake runtime: CUDA graphs with memory nodes and stream capture (issue 4
-// item 4), each forwarded to the driver the runtime's way (looked up through
+// Fake runtime: CUDA graphs with memory nodes and stream capture, each forwarded to the driver the runtime's way (looked up through
 // cuGetProcAddress at cudaVersion 13000, so a tool hooking that sees every
 // call): cudaGraphInstantiate asks for "cuGraphInstantiate" (at 12000+ the
 // driver hands out cuGraphInstantiateWithFlags), cudaGraphInstantiateWithFlags

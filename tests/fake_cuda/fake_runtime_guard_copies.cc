@@ -1,5 +1,5 @@
 // Fake runtime: the copies and sets the guard-zone shims check
-// (interpose/copy_bounds_runtime_shims.cc), each implemented through the
+// (interpose/shims/copy_bounds_runtime_shims.cc), each implemented through the
 // driver entry point the real runtime would use, found through
 // cuGetProcAddress (fake_runtime_lookup.h): cudaMemcpyAsync -> cuMemcpyAsync,
 // cudaMemset2D -> cuMemsetD2D8, cudaMemcpy3D -> cuMemcpy3D, ... The _ptds /

@@ -17,7 +17,7 @@
 
 #include "absl/strings/str_split.h"
 #include "cli/launcher_flags.h"
-#include "lib/options.h"
+#include "lib/core/options.h"
 #include "tests/fuzz/fuzz_harness.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -64,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     GMT_FUZZ_CHECK(merged.options.Name == alone.options.Name,        \
                    "user GMT_OPTIONS won over the flag for " #Name); \
   }
-#include "lib/options.inc"
+#include "lib/core/options.inc"
 #undef GMT_OPTION
   }
   return 0;

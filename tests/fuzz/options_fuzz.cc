@@ -1,4 +1,4 @@
-// Fuzz harness: GMT_OPTIONS parsing (lib/options.h) on arbitrary bytes.
+// Fuzz harness: GMT_OPTIONS parsing (lib/core/options.h) on arbitrary bytes.
 //
 // Invariants:
 //   1. ParseOptions never crashes, whatever the bytes (NULs, no '=', huge
@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
-#include "lib/options.h"
+#include "lib/core/options.h"
 #include "tests/fuzz/fuzz_harness.h"
 
 namespace {
@@ -30,7 +30,7 @@ const std::set<std::string>& KnownKeys() {
   static const std::set<std::string>* const keys = [] {
     auto* out = new std::set<std::string>();
 #define GMT_OPTION(Type, Name, Default, Description) out->insert(#Name);
-#include "lib/options.inc"
+#include "lib/core/options.inc"
 #undef GMT_OPTION
     return out;
   }();
@@ -48,7 +48,7 @@ std::string Serialize(const Options& o) {
   if (absl::string_view(#Name) != "report_path") {                           \
     absl::StrAppend(&out, out.empty() ? "" : ":", #Name, "=", Text(o.Name)); \
   }
-#include "lib/options.inc"
+#include "lib/core/options.inc"
 #undef GMT_OPTION
   return out;
 }
@@ -58,7 +58,7 @@ bool SameOptions(const Options& a, const Options& b) {
   if (absl::string_view(#Name) != "report_path" && !(a.Name == b.Name)) { \
     return false;                                                         \
   }
-#include "lib/options.inc"
+#include "lib/core/options.inc"
 #undef GMT_OPTION
   return true;
 }

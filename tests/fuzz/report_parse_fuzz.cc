@@ -1,4 +1,4 @@
-// Fuzz harness: saved JSON reports read back (lib/report_json_parse.h), as
+// Fuzz harness: saved JSON reports read back (lib/report/report_json_parse.h), as
 // `gpumemtrace report FILE.json` does.
 //
 // Input: the file's bytes.
@@ -10,8 +10,8 @@
 //      address given as a number comes back as "0x...").
 #include <string>
 
-#include "lib/report.h"
-#include "lib/report_json_parse.h"
+#include "lib/report/report.h"
+#include "lib/report/report_json_parse.h"
 #include "tests/fuzz/fuzz_harness.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

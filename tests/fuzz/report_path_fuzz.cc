@@ -1,10 +1,10 @@
 // Fuzz harness: the report path, from GMT_OPTIONS text to the expanded file
-// name (lib/options.h: ParseOptions, ExpandPath).
+// name (lib/core/options.h: ParseOptions, ExpandPath).
 //
 // Input: 4 bytes of pid (any int, negative too), then the pattern.
 // Invariants:
 //   1. ExpandPath never crashes and equals a plain reference expansion: "%p"
-//      is the pid in decimal, "%r" the launcher rank (lib/launcher_rank.h),
+//      is the pid in decimal, "%r" the launcher rank (lib/core/launcher_rank.h),
 //      "%h" the host name, "%%" is "%", anything else (a lone '%' at the
 //      end, "%x") is kept as is.
 //   2. A pattern without '%' comes back unchanged; the result is never longer
@@ -19,8 +19,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "lib/launcher_rank.h"
-#include "lib/options.h"
+#include "lib/core/launcher_rank.h"
+#include "lib/core/options.h"
 #include "tests/fuzz/fuzz_harness.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// Fuzz harness: suppression files (lib/suppressions.h), from text to rules,
+// Fuzz harness: suppression files (lib/report/suppressions.h), from text to rules,
 // matching and suggested rules.
 //
 // Input: the file's text.
@@ -21,7 +21,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "lib/suppressions.h"
+#include "lib/report/suppressions.h"
 #include "tests/fuzz/fuzz_harness.h"
 
 namespace {

@@ -49,7 +49,7 @@ def _launch(t, c, label, flags, argv, timeout=180):
     return run
 
 
-# The fields `gpumemtrace report` carries through (lib/report_json_parse.h);
+# The fields `gpumemtrace report` carries through (lib/report/report_json_parse.h);
 # health figures, reachability, growth, timeline and leak state are not read
 # back yet.
 _KNOWN_FIELDS = ("tool", "version", "pid", "argv", "reason", "devices",

@@ -1,6 +1,6 @@
 """A fake `gpumemtrace memtest` for selftest.py (no GPU): parses the flags the
 memtest cases pass and writes the JSON report the real launcher should
-(lib/memtest_report.h), honouring the TEST ONLY GMT_MEMTEST_INJECT hook.
+(lib/memtest/memtest_report.h), honouring the TEST ONLY GMT_MEMTEST_INJECT hook.
 FAKE_BREAK names a mistake that the cases in gpu_cases_memtest.py must catch:
   mt_address  the error is reported 8 bytes off the injected word
   mt_class    a flaky fault is classified stored-corruption

@@ -100,7 +100,7 @@ TEST_F(GuardCopyShapeTest, ShapeErrorsStayCudas) {
 // Each refused call is one api-bounds error naming the call the program made
 // ("call") and the block it overran ("allocation"), counted once although the
 // runtime's call reaches the driver too. (Reported by Engine::CheckAccess,
-// lib/engine_guard.cc.)
+// lib/engine/engine_guard.cc.)
 TEST_P(GuardCopyTest, PastCallsAreReportedAsApiBounds) {
   RunResult r = RunTool();
   ASSERT_EQ(r.exit_code, 0) << r.Describe();

@@ -1,4 +1,4 @@
-// DriverDeviceOps (interpose/driver_device_ops.cc) against the CPU test double
+// DriverDeviceOps (lib/platform/driver_device_ops.cc) against the CPU test double
 // of libcuda (tests/fake_cuda), which runs the guard kernels on the host: the
 // shared scenarios of zone_scenarios.cc, one GoogleTest test each, plus what
 // only the double can show.
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "interpose/driver_device_ops.h"
+#include "lib/platform/driver_device_ops.h"
 #include "tests/kernels/zone_scenarios.h"
 
 namespace gmt_test {

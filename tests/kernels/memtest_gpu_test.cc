@@ -1,5 +1,5 @@
 // The memtest on a real GPU, through the same run loop as the launcher
-// (lib/memtest_runner.cc on lib/memtest_cuda_device.cc):
+// (lib/memtest/runner.cc on lib/memtest/cuda_device.cc):
 //   1. clean: 2 GiB (argv[1] GiB), every pattern, no error;
 //   2. a stored fault injected into each pattern (256 MiB, the fault in the
 //      second chunk): one error, at the injected address, expected/actual
@@ -16,8 +16,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "lib/memtest_cuda_device.h"
-#include "lib/memtest_runner.h"
+#include "lib/memtest/cuda_device.h"
+#include "lib/memtest/runner.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // The memtest end to end on the CPU: the kernels' own code
 // (kernels/memtest_kernels.cu, compiled as host C++ and run thread by thread by
 // device_code_on_host.h) behind a host MemtestDevice, driven by the real run
-// loop (lib/memtest_runner.cc). Checks the pattern values, both sweep
+// loop (lib/memtest/runner.cc). Checks the pattern values, both sweep
 // directions, the fault-injection hook (stored and flaky), a stuck bit seen by
 // every pattern, chunking and the setup errors.
 #include <algorithm>
@@ -14,8 +14,8 @@
 #include "tests/kernels/device_code_on_host.h"
 // After the shim: the kernels themselves.
 #include "kernels/memtest_kernels.cu"
-#include "lib/memtest_device.h"
-#include "lib/memtest_runner.h"
+#include "lib/memtest/device.h"
+#include "lib/memtest/runner.h"
 
 namespace gmt_test {
 namespace {

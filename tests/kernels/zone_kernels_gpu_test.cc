@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "interpose/driver_device_ops.h"
+#include "lib/platform/driver_device_ops.h"
 #include "tests/kernels/zone_scenarios.h"
 
 namespace gmt_test {

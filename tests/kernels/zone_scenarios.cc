@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "kernels/zone_kernels_image.h"
-#include "lib/api.h"
+#include "lib/core/api.h"
 
 namespace gmt_test {
 namespace {

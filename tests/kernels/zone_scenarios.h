@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "kernels/zone_abi.h"
-#include "lib/device_ops.h"
+#include "lib/guard/device_ops.h"
 #include "tests/kernels/test_driver.h"
 
 namespace gmt_test {

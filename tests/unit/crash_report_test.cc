@@ -5,12 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "gtest/gtest.h"
-#include "lib/crash_handler.h"
-#include "lib/options.h"
-#include "lib/recent_launches.h"
-#include "lib/report.h"
-#include "lib/report_crash.h"
-#include "lib/sticky_errors.h"
+#include "lib/engine/crash_handler.h"
+#include "lib/core/options.h"
+#include "lib/registry/recent_launches.h"
+#include "lib/report/report.h"
+#include "lib/report/report_crash.h"
+#include "lib/core/sticky_errors.h"
 
 namespace gmt {
 namespace {

@@ -1,8 +1,8 @@
 // The CUDA runtime's state among a module's globals
-// (lib/cuda_runtime_globals.h): names, range arithmetic, and the symbol table
+// (lib/leaks/cuda_runtime_globals.h): names, range arithmetic, and the symbol table
 // of this very test binary, which defines globals named like nvcc's handles
 // and a static runtime's.
-#include "lib/cuda_runtime_globals.h"
+#include "lib/leaks/cuda_runtime_globals.h"
 
 #include <link.h>
 

@@ -1,9 +1,9 @@
-// PlanCupti (lib/cupti_plan.h): when the tool subscribes to CUPTI and what it
+// PlanCupti (lib/engine/cupti_plan.h): when the tool subscribes to CUPTI and what it
 // enables, and the validation of the cupti options.
-#include "lib/cupti_plan.h"
+#include "lib/engine/cupti_plan.h"
 
 #include "gtest/gtest.h"
-#include "lib/options.h"
+#include "lib/core/options.h"
 
 namespace gmt {
 namespace {

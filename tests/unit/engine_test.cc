@@ -1,7 +1,7 @@
 // Engine: the alloc/free protocol, error detection, VMM lifetimes, context
 // teardown and leak grouping, on an Engine built from its own Options (never
 // the process-wide one).
-#include "lib/engine.h"
+#include "lib/engine/engine.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,6 +1,6 @@
 // A stand-in libnvidia-ml for the health tests (loaded through
 // GMT_NVML_LIBRARY): one "NVIDIA H200" with chosen values, some abnormal,
-// some unsupported, so the gather path of lib/health.cc runs without a GPU.
+// some unsupported, so the gather path of lib/health/health.cc runs without a GPU.
 //
 //   memory        total 140 GiB, used 1 GiB, reserved 512 MiB (v2)
 //   ECC           on; corrected 5/40, uncorrected 0 volatile / 2 aggregate

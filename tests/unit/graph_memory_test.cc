@@ -3,12 +3,12 @@
 // freed by free nodes and auto-free relaunches, captured stream-ordered
 // allocations diverted until launch, and frees of graph memory never taken
 // for the program's errors.
-#include "lib/graph_memory.h"
+#include "lib/registry/graph_memory.h"
 
 #include <memory>
 
 #include "gtest/gtest.h"
-#include "lib/engine.h"
+#include "lib/engine/engine.h"
 
 namespace gmt {
 namespace {

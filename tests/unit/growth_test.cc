@@ -1,6 +1,6 @@
-// Growth (lib/growth.h): which call sites are flagged as suspected leaks, and
+// Growth (lib/leaks/growth.h): which call sites are flagged as suspected leaks, and
 // when.
-#include "lib/growth.h"
+#include "lib/leaks/growth.h"
 
 #include <vector>
 

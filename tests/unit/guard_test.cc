@@ -7,9 +7,9 @@
 #include <memory>
 
 #include "gtest/gtest.h"
-#include "lib/engine.h"
-#include "lib/guard_layout.h"
-#include "lib/report.h"
+#include "lib/engine/engine.h"
+#include "lib/guard/guard_layout.h"
+#include "lib/report/report.h"
 #include "tests/unit/host_device_ops.h"
 
 namespace gmt {

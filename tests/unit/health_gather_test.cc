@@ -1,4 +1,4 @@
-// The NVML gather path of lib/health.cc and lib/xid_watch.cc against the
+// The NVML gather path of lib/health/health.cc and lib/health/xid_watch.cc against the
 // stand-in NVML of fake_nvml.cc (GMT_NVML_LIBRARY, set before the first
 // load: its own test binary, so the loader's cache starts empty).
 #include <chrono>
@@ -7,9 +7,9 @@
 
 #include <gtest/gtest.h>
 
-#include "lib/health.h"
-#include "lib/health_report.h"
-#include "lib/xid_watch.h"
+#include "lib/health/health.h"
+#include "lib/report/health_render.h"
+#include "lib/health/xid_watch.h"
 
 namespace gmt {
 namespace {

@@ -4,10 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include "lib/health.h"
-#include "lib/health_report.h"
-#include "lib/nvml_loader.h"
-#include "lib/xid_watch.h"
+#include "lib/health/health.h"
+#include "lib/report/health_render.h"
+#include "lib/platform/nvml_loader.h"
+#include "lib/health/xid_watch.h"
 
 namespace gmt {
 namespace {

@@ -9,7 +9,7 @@
 #include <map>
 #include <vector>
 
-#include "lib/device_ops.h"
+#include "lib/guard/device_ops.h"
 
 namespace gmt {
 

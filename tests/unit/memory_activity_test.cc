@@ -1,15 +1,15 @@
 // CUPTI memory activity: the cross-check of CUPTI's memory
-// records against what the hooks saw (lib/memory_activity.h), and the
+// records against what the hooks saw (lib/registry/memory_activity.h), and the
 // engine's use of it — an allocation no hook saw is added once, a free of it
 // is no error, a hooked allocation is never added twice.
-#include "lib/memory_activity.h"
+#include "lib/registry/memory_activity.h"
 
 #include <memory>
 #include <set>
 
 #include "gtest/gtest.h"
-#include "lib/driver_callback.h"
-#include "lib/engine.h"
+#include "lib/core/driver_callback.h"
+#include "lib/engine/engine.h"
 
 namespace gmt {
 namespace {

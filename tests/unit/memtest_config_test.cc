@@ -1,9 +1,9 @@
-// `gpumemtrace memtest` flags (lib/memtest_config.h) and the pattern plan
-// (lib/memtest_plan.h): every flag, every error message names its flag.
-#include "lib/memtest_config.h"
+// `gpumemtrace memtest` flags (lib/memtest/config.h) and the pattern plan
+// (lib/memtest/plan.h): every flag, every error message names its flag.
+#include "lib/memtest/config.h"
 
 #include "gtest/gtest.h"
-#include "lib/memtest_plan.h"
+#include "lib/memtest/plan.h"
 
 namespace gmt::memtest {
 namespace {

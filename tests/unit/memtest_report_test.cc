@@ -1,12 +1,12 @@
-// The memtest's report (lib/memtest_report.h): second-read classification,
+// The memtest's report (lib/memtest/memtest_report.h): second-read classification,
 // flipped bits, ECC deltas, the JSON fields, the text summary, the exit code,
-// and the progress line (lib/memtest_progress.h).
-#include "lib/memtest_report.h"
+// and the progress line (lib/memtest/progress.h).
+#include "lib/memtest/memtest_report.h"
 
 #include <cstdio>
 
 #include "gtest/gtest.h"
-#include "lib/memtest_progress.h"
+#include "lib/memtest/progress.h"
 
 namespace gmt::memtest {
 namespace {

@@ -1,9 +1,9 @@
 // NVTX memory regions: the heap/region bookkeeping
-// (lib/nvtx_mem_regions.h), and what the engine makes of it
-// (lib/engine_nvtx_mem.cc): region leaks by the region's own call site, the
+// (lib/registry/nvtx_mem_regions.h), and what the engine makes of it
+// (lib/engine/engine_nvtx_mem.cc): region leaks by the region's own call site, the
 // pool block's coverage, region overflows of copies, regions ending with
 // their heap or block, and bad input counted, never fatal.
-#include "lib/nvtx_mem_regions.h"
+#include "lib/registry/nvtx_mem_regions.h"
 
 #include <memory>
 #include <string>
@@ -12,7 +12,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "lib/engine.h"
+#include "lib/engine/engine.h"
 
 namespace gmt {
 namespace {

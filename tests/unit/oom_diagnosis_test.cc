@@ -1,10 +1,10 @@
 // OOM diagnosis: the pure diagnosis and the burst limiter.
-#include "lib/oom_diagnosis.h"
+#include "lib/health/oom_diagnosis.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "lib/report.h"
+#include "lib/report/report.h"
 
 namespace gmt {
 namespace {

@@ -1,5 +1,5 @@
 // GMT_OPTIONS parsing: defaults, every key, bad values, ranges, path expansion.
-#include "lib/options.h"
+#include "lib/core/options.h"
 
 #include <string>
 #include <vector>

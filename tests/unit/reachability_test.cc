@@ -1,8 +1,8 @@
-// Reachability (lib/reachability.h): the flood fill on made-up memory, and the
-// Linux scanner (lib/reachability_linux.h) on this very process, with made-up
+// Reachability (lib/leaks/reachability.h): the flood fill on made-up memory, and the
+// Linux scanner (lib/leaks/reachability_linux.h) on this very process, with made-up
 // "device" addresses held in a global, a heap object, another thread's stack,
 // or nowhere.
-#include "lib/reachability.h"
+#include "lib/leaks/reachability.h"
 
 #include <pthread.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "lib/reachability_linux.h"
+#include "lib/leaks/reachability_linux.h"
 
 namespace gmt {
 namespace {

@@ -1,6 +1,6 @@
 // Registry: live blocks by address, interior lookups, the bounded memory of
 // freed blocks, and thread safety.
-#include "lib/registry.h"
+#include "lib/registry/registry.h"
 
 #include <atomic>
 #include <cstdint>

@@ -1,4 +1,4 @@
-// lib/report_json_parse.h, section by section: each section the JSON writer
+// lib/report/report_json_parse.h, section by section: each section the JSON writer
 // emits (health, reachability, growth, oom, crash, timeline, nvtx_ranges,
 // suppressions, thread ids) reads back so that RenderJson and RenderText of
 // the parsed report equal those of the original; reports without the
@@ -10,9 +10,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "lib/clock.h"
-#include "lib/report.h"
-#include "lib/report_json_parse.h"
+#include "lib/core/clock.h"
+#include "lib/report/report.h"
+#include "lib/report/report_json_parse.h"
 #include "nlohmann/json.hpp"
 #include "tests/cli/report_parse_sample.h"
 

@@ -1,5 +1,5 @@
-// Report path expansion for multi-process jobs (lib/launcher_rank.h,
-// ExpandPath in lib/options.h): %r from the launcher's rank variables in
+// Report path expansion for multi-process jobs (lib/core/launcher_rank.h,
+// ExpandPath in lib/core/options.h): %r from the launcher's rank variables in
 // their documented order, %h the host name, with %p and %% as before.
 #include <unistd.h>
 
@@ -7,8 +7,8 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "lib/launcher_rank.h"
-#include "lib/options.h"
+#include "lib/core/launcher_rank.h"
+#include "lib/core/options.h"
 
 namespace gmt {
 namespace {

@@ -1,7 +1,7 @@
 // The report writers, on made-up ReportData: the text report (matched by
 // regex), the JSON report (parsed, DESIGN §5 keys), HumanBytes, and the atomic
 // file writer.
-#include "lib/report.h"
+#include "lib/report/report.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "lib/report_output.h"
+#include "lib/report/report_output.h"
 #include "nlohmann/json.hpp"
 
 namespace gmt {

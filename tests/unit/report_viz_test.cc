@@ -9,10 +9,10 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "lib/options.h"
-#include "lib/pickle_writer.h"
-#include "lib/report.h"
-#include "lib/report_viz_util.h"
+#include "lib/core/options.h"
+#include "lib/report/pickle_writer.h"
+#include "lib/report/report.h"
+#include "lib/report/report_viz_util.h"
 #include "tests/unit/viz_sample_data.h"
 
 namespace gmt {

@@ -1,6 +1,6 @@
-// Snapshot diffs (lib/snapshot_diff.h): matching blocks across snapshots,
+// Snapshot diffs (lib/report/snapshot_diff.h): matching blocks across snapshots,
 // grouping by call site, totals, text, and the JSON of gmt_diff_json().
-#include "lib/snapshot_diff.h"
+#include "lib/report/snapshot_diff.h"
 
 #include <regex>
 #include <string>

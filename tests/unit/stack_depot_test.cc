@@ -1,5 +1,5 @@
 // StackDepot: one id per distinct frame sequence, frames readable by id.
-#include "lib/stack_depot.h"
+#include "lib/stacks/stack_depot.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,9 +1,9 @@
-// Suppressions (lib/suppressions.h): the file parser and its errors, glob
+// Suppressions (lib/report/suppressions.h): the file parser and its errors, glob
 // matching, which fields a rule looks at, the suggested rule, and filtering a
 // made-up ReportData (errors, leaks, summary counts, per-rule hits, rendered
 // JSON and text). An Engine-level test checks that the exit report follows
 // the rules (summary.errors, the exitcode decision's input).
-#include "lib/suppressions.h"
+#include "lib/report/suppressions.h"
 
 #include <unistd.h>
 
@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "lib/engine.h"
+#include "lib/engine/engine.h"
 #include "nlohmann/json.hpp"
 
 namespace gmt {

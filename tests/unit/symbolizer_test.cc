@@ -3,7 +3,7 @@
 //
 // Built with -g and without sibling-call optimisation (see CMakeLists.txt), so
 // the noinline functions below keep their frames and line tables.
-#include "lib/symbolizer.h"
+#include "lib/stacks/symbolizer.h"
 
 #include <dirent.h>
 #include <unistd.h>
@@ -16,7 +16,7 @@
 #include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "lib/stack_capture.h"
+#include "lib/stacks/stack_capture.h"
 
 namespace gmt {
 namespace {

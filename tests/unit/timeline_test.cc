@@ -1,7 +1,8 @@
-// The timeline ring (lib/timeline.h): order, exact bytes in use, keeping the
+// The timeline ring (lib/registry/timeline.h): order, exact bytes in use, keeping the
 // newest events when full, the coarse samples, concurrent writers; and the
 // series downsampling the plots use.
-#include "lib/timeline.h"
+#include "lib/registry/timeline.h"
+#include "lib/report/timeline_section.h"
 
 #include <thread>
 #include <vector>

@@ -1,5 +1,5 @@
 // Usage: live bytes, peak and counts per device slot, lock-free.
-#include "lib/usage.h"
+#include "lib/registry/usage.h"
 
 #include <atomic>
 #include <thread>

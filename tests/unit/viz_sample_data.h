@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "lib/report.h"
+#include "lib/report/report.h"
 
 namespace gmt {
 

@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <string>
 
-#include "lib/report.h"
-#include "lib/report_output.h"
+#include "lib/report/report.h"
+#include "lib/report/report_output.h"
 #include "tests/unit/viz_sample_data.h"
 
 int main(int argc, char** argv) {

@@ -10,7 +10,7 @@
 //                              it, cuMemAlloc(256) through that pointer in
 //                              EarlyTableAlloc, "cupti_named_kernel"
 //                              launched, one byte written past the end
-//   gmt_cupti_program kernels  issue 4, check=kernel under injection alone:
+//   gmt_cupti_program kernels  check=kernel under injection alone:
 //                              the same early table, then
 //                              "cupti_first_kernel" launched, one byte
 //                              written past the end of the 256 as that

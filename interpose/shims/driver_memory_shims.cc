@@ -1,0 +1,207 @@
+// Driver API allocation shims: forward, and record what came back.
+#include "interpose/resolve/driver_hooks.h"
+#include "interpose/guarded_alloc.h"
+
+using gmt::Api;
+using gmt::InterceptScope;
+
+namespace {
+
+uint64_t StreamId(CUstream stream) {
+  return reinterpret_cast<uint64_t>(stream);
+}
+
+// Forwards an allocating call; on success records *out as `bytes` of `api`.
+template <typename Out, typename Call>
+CUresult TrackedAlloc(Api api, Out* out, uint64_t bytes, uint64_t stream,
+                      Call&& call) {
+  InterceptScope scope;
+  if (!scope.Recording()) return call();
+  gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
+  CUresult result = call();
+  if (result == CUDA_SUCCESS && out != nullptr) {
+    gmt::RecordAlloc(api,
+                     static_cast<uint64_t>(reinterpret_cast<uintptr_t>(
+                         reinterpret_cast<void*>(*out))),
+                     bytes, stream, stack);
+  }
+  return result;
+}
+
+// A guarded linear allocation: `call(bytes, &raw)` makes the real call.
+template <typename Call>
+CUresult GuardedAlloc(Api api, CUdeviceptr* out, uint64_t bytes,
+                      uint64_t stream, Call&& call) {
+  InterceptScope scope;
+  if (!scope.Recording() || out == nullptr) return call(bytes, out);
+  gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
+  uint64_t user = 0;
+  CUresult result = gmt::GuardedLinearAlloc(api, bytes, stream, stack, &user,
+                                            [&](uint64_t n, uint64_t* raw) {
+                                              CUdeviceptr p = 0;
+                                              CUresult r = call(n, &p);
+                                              *raw = p;
+                                              return r;
+                                            });
+  if (result == CUDA_SUCCESS) *out = user;
+  return result;
+}
+
+// `call(pointer)` frees with CUDA (the raw block when guarded).
+template <typename Call>
+CUresult ForwardFree(Api api, uint64_t address, Call&& call,
+                     uint64_t stream = 0) {
+  InterceptScope scope;
+  if (!scope.Recording()) return call(address);
+  return gmt::TrackedFree(api, address, call, /*driver=*/true, stream);
+}
+
+}  // namespace
+
+CUresult Shim_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
+  auto real = gmt::g_real_cuMemAlloc_v2.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return GuardedAlloc(
+      Api::kCuMemAlloc, dptr, bytes, 0,
+      [&](uint64_t n, CUdeviceptr* out) { return real(out, n); });
+}
+
+CUresult Shim_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width,
+                                 size_t height, unsigned int element_size) {
+  auto real = gmt::g_real_cuMemAllocPitch_v2.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  InterceptScope scope;
+  if (!scope.Recording() || dptr == nullptr || pitch == nullptr || width == 0) {
+    return real(dptr, pitch, width, height, element_size);
+  }
+  gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
+  uint64_t user = 0;
+  uint64_t row = 0;
+  CUresult result = gmt::GuardedRowsAlloc(
+      Api::kCuMemAllocPitch, height, (uint64_t{width} + 511) / 512 * 512, stack,
+      &user, &row, [&](uint64_t rows, uint64_t* raw, uint64_t* row_bytes) {
+        CUdeviceptr q = 0;
+        size_t got_pitch = 0;
+        CUresult r = real(&q, &got_pitch, width, rows, element_size);
+        *raw = q;
+        *row_bytes = got_pitch;
+        return r;
+      });
+  if (result == CUDA_SUCCESS) {
+    *dptr = user;
+    *pitch = row;
+  }
+  return result;
+}
+
+CUresult Shim_cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes,
+                                unsigned int flags) {
+  auto real = gmt::g_real_cuMemAllocManaged.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return GuardedAlloc(
+      Api::kCuMemAllocManaged, dptr, bytes, 0,
+      [&](uint64_t n, CUdeviceptr* out) { return real(out, n, flags); });
+}
+
+CUresult Shim_cuMemFree_v2(CUdeviceptr dptr) {
+  auto real = gmt::g_real_cuMemFree_v2.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return ForwardFree(Api::kCuMemFree, dptr,
+                     [&](uint64_t p) { return real(p); });
+}
+
+CUresult Shim_cuMemAllocAsync(CUdeviceptr* dptr, size_t bytes,
+                              CUstream stream) {
+  auto real = gmt::g_real_cuMemAllocAsync.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return GuardedAlloc(
+      Api::kCuMemAllocAsync, dptr, bytes, StreamId(stream),
+      [&](uint64_t n, CUdeviceptr* out) { return real(out, n, stream); });
+}
+
+CUresult Shim_cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytes,
+                                   CUstream stream) {
+  auto real = gmt::g_real_cuMemAllocAsync_ptsz.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return GuardedAlloc(
+      Api::kCuMemAllocAsync, dptr, bytes, StreamId(stream),
+      [&](uint64_t n, CUdeviceptr* out) { return real(out, n, stream); });
+}
+
+CUresult Shim_cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytes,
+                                      CUmemoryPool pool, CUstream stream) {
+  auto real = gmt::g_real_cuMemAllocFromPoolAsync.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return GuardedAlloc(
+      Api::kCuMemAllocFromPoolAsync, dptr, bytes, StreamId(stream),
+      [&](uint64_t n, CUdeviceptr* out) { return real(out, n, pool, stream); });
+}
+
+CUresult Shim_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytes,
+                                           CUmemoryPool pool, CUstream stream) {
+  auto real = gmt::g_real_cuMemAllocFromPoolAsync_ptsz.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return GuardedAlloc(
+      Api::kCuMemAllocFromPoolAsync, dptr, bytes, StreamId(stream),
+      [&](uint64_t n, CUdeviceptr* out) { return real(out, n, pool, stream); });
+}
+
+CUresult Shim_cuMemFreeAsync(CUdeviceptr dptr, CUstream stream) {
+  auto real = gmt::g_real_cuMemFreeAsync.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return ForwardFree(
+      Api::kCuMemFreeAsync, dptr, [&](uint64_t p) { return real(p, stream); },
+      StreamId(stream));
+}
+
+CUresult Shim_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream) {
+  auto real = gmt::g_real_cuMemFreeAsync_ptsz.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return ForwardFree(
+      Api::kCuMemFreeAsync, dptr, [&](uint64_t p) { return real(p, stream); },
+      StreamId(stream));
+}
+
+CUresult Shim_cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
+  auto real = gmt::g_real_cuMemHostAlloc.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return TrackedAlloc(Api::kCuMemHostAlloc, pp, bytes, 0,
+                      [&] { return real(pp, bytes, flags); });
+}
+
+CUresult Shim_cuMemAllocHost_v2(void** pp, size_t bytes) {
+  auto real = gmt::g_real_cuMemAllocHost_v2.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return TrackedAlloc(Api::kCuMemAllocHost, pp, bytes, 0,
+                      [&] { return real(pp, bytes); });
+}
+
+CUresult Shim_cuMemFreeHost(void* p) {
+  auto real = gmt::g_real_cuMemFreeHost.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return ForwardFree(
+      Api::kCuMemFreeHost, reinterpret_cast<uintptr_t>(p),
+      [&](uint64_t q) { return real(reinterpret_cast<void*>(q)); });
+}
+
+CUresult Shim_cuMemHostRegister_v2(void* p, size_t bytes, unsigned int flags) {
+  auto real = gmt::g_real_cuMemHostRegister_v2.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  InterceptScope scope;
+  if (!scope.Recording()) return real(p, bytes, flags);
+  gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
+  CUresult result = real(p, bytes, flags);
+  if (result == CUDA_SUCCESS) {
+    gmt::RecordAlloc(Api::kCuMemHostRegister, reinterpret_cast<uintptr_t>(p),
+                     bytes, 0, stack);
+  }
+  return result;
+}
+
+CUresult Shim_cuMemHostUnregister(void* p) {
+  auto real = gmt::g_real_cuMemHostUnregister.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return ForwardFree(
+      Api::kCuMemHostUnregister, reinterpret_cast<uintptr_t>(p),
+      [&](uint64_t q) { return real(reinterpret_cast<void*>(q)); });
+}

@@ -1,0 +1,297 @@
+// What the program can ask about a pointer, answered in the user's view of a
+// guarded block (DESIGN §2, pitfall 5): its base and size are the user's, not
+// the raw block's with the redzones.
+//
+//   cuMemGetAddressRange_v2            user base / size for an address in the
+//   cuPointerGetAttribute(s)           user's bytes; RANGE_START_ADDR and
+//                                      RANGE_SIZE likewise
+//   cudaIpcGetMemHandle, cuIpc...      export the raw block (the engine leaves
+//                                      a header in its front redzone)
+//   cudaIpcOpenMemHandle, cuIpc..._v2  hand the peer the user's start
+//   cudaIpcCloseMemHandle, cuIpc...    close what CUDA mapped (the raw start)
+//
+// An address inside a redzone (before the user's first byte or after the
+// last) is, to the program, not part of any allocation: there CUDA without
+// the tool would answer from free address space (or from a neighbouring
+// block, which no program can rely on). So it is answered as an address
+// CUDA does not know:
+//   cuMemGetAddressRange   CUDA_ERROR_NOT_FOUND, outputs untouched;
+//   cuPointerGetAttribute  CUDA_ERROR_INVALID_VALUE for every attribute,
+//                          *data untouched, CUDA not called;
+//   cuPointerGetAttributes CUDA_SUCCESS with the defaults it gives an
+//                          unknown pointer: every output whose size is
+//                          documented is zeroed (see DefaultBytes); the rest
+//                          keep CUDA's answer for the raw block.
+// For an address in the user's bytes only the range attributes change; the
+// others (memory type, device, context, ...) describe the raw block, which is
+// the user's. cudaPointerGetAttributes is not shimmed: its fields (type,
+// device, devicePointer, hostPointer) describe the pointer asked about, not
+// the block; only its redzone answer differs (CUDA would say unregistered).
+//
+// Unguarded blocks and untracked addresses are forwarded untouched; so is
+// everything when tracking is off or the call is nested (cudart's own driver
+// calls).
+#include <cstring>
+
+#include "absl/base/const_init.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "interpose/resolve/driver_hooks.h"
+#include "interpose/guard_shim_util.h"
+#include "interpose/resolve/runtime_hooks.h"
+
+using gmt::InterceptScope;
+
+namespace {
+
+bool InUserBytes(const gmt::BlockView& view, uint64_t address) {
+  return address >= view.user_address &&
+         address - view.user_address < view.user_bytes;
+}
+
+// The guarded block that `address` falls in (user bytes or redzone), if any.
+std::optional<gmt::BlockView> GuardedBlock(uint64_t address) {
+  std::optional<gmt::BlockView> view = gmt::Engine::Get().FindBlock(address);
+  if (!view || !view->guarded) return std::nullopt;
+  return view;
+}
+
+bool IsRangeAttribute(CUpointer_attribute attribute) {
+  return attribute == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR ||
+         attribute == CU_POINTER_ATTRIBUTE_RANGE_SIZE;
+}
+
+// The user's value of a range attribute.
+uint64_t UserRangeValue(const gmt::BlockView& view,
+                        CUpointer_attribute attribute) {
+  return attribute == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR ? view.user_address
+                                                            : view.user_bytes;
+}
+
+// How many bytes of an attribute's output cuPointerGetAttributes zeroes for
+// a pointer it does not know, where the documented type says: pointers,
+// handles, sizes and ids 8, enums and ordinals 4, booleans the low byte
+// (whatever integer the program passed, its value is then 0). 0: leave
+// CUDA's answer (structs, bit masks, flags).
+size_t DefaultBytes(CUpointer_attribute attribute) {
+  switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
+      return 8;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+      return 4;
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+// Both range attributes are 8 bytes (CUdeviceptr, size_t).
+static_assert(sizeof(CUdeviceptr) == sizeof(uint64_t) &&
+              sizeof(size_t) == sizeof(uint64_t));
+
+// ---- IPC mappings opened in this process ------------------------------------
+// The user's address handed to the program -> the raw address CUDA mapped, for
+// the close. Only mappings whose two addresses differ are kept.
+
+ABSL_CONST_INIT absl::Mutex g_ipc_mu(absl::kConstInit);
+
+absl::flat_hash_map<uint64_t, uint64_t>& IpcMappings()
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_ipc_mu) {
+  // Leaked: a peer may close handles from static destructors.
+  static auto* const mappings = new absl::flat_hash_map<uint64_t, uint64_t>();
+  return *mappings;
+}
+
+// After CUDA mapped `raw` in the current context: the address the program
+// gets.
+uint64_t OpenedIpcAddress(uint64_t raw) {
+  const uint64_t user =
+      gmt::Engine::Get().IpcUserAddress(gmt::CurrentCallContext().context, raw);
+  if (user != raw) {
+    absl::MutexLock lock(&g_ipc_mu);
+    IpcMappings()[user] = raw;
+  }
+  return user;
+}
+
+// The address CUDA mapped for the program's `user` address.
+uint64_t RawIpcAddress(uint64_t user) {
+  absl::MutexLock lock(&g_ipc_mu);
+  auto it = IpcMappings().find(user);
+  return it == IpcMappings().end() ? user : it->second;
+}
+
+void ForgetIpcAddress(uint64_t user) {
+  absl::MutexLock lock(&g_ipc_mu);
+  IpcMappings().erase(user);
+}
+
+}  // namespace
+
+// ---- Address ranges ---------------------------------------------------------
+
+CUresult Shim_cuMemGetAddressRange_v2(CUdeviceptr* base, size_t* size,
+                                      CUdeviceptr address) {
+  auto real = gmt::g_real_cuMemGetAddressRange_v2.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  InterceptScope scope;
+  if (!scope.Recording()) return real(base, size, address);
+  std::optional<gmt::BlockView> view = GuardedBlock(address);
+  if (!view) return real(base, size, address);
+  // Asked with our own outputs, so a redzone answer leaves the program's
+  // untouched; CUDA's errors (context, initialization) still come first.
+  CUdeviceptr raw_base = 0;
+  size_t raw_size = 0;
+  CUresult result = real(&raw_base, &raw_size, address);
+  if (result != CUDA_SUCCESS) return result;
+  if (!InUserBytes(*view, address)) return CUDA_ERROR_NOT_FOUND;
+  if (base != nullptr) *base = view->user_address;
+  if (size != nullptr) *size = view->user_bytes;
+  return CUDA_SUCCESS;
+}
+
+CUresult Shim_cuPointerGetAttribute(void* data, CUpointer_attribute attribute,
+                                    CUdeviceptr ptr) {
+  auto real = gmt::g_real_cuPointerGetAttribute.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  InterceptScope scope;
+  if (!scope.Recording()) return real(data, attribute, ptr);
+  std::optional<gmt::BlockView> view = GuardedBlock(ptr);
+  if (!view) return real(data, attribute, ptr);
+  if (!InUserBytes(*view, ptr)) return CUDA_ERROR_INVALID_VALUE;
+  if (!IsRangeAttribute(attribute) || data == nullptr) {
+    return real(data, attribute, ptr);
+  }
+  uint64_t value = 0;
+  CUresult result = real(&value, attribute, ptr);
+  if (result != CUDA_SUCCESS) return result;
+  value = UserRangeValue(*view, attribute);
+  std::memcpy(data, &value, sizeof(value));
+  return CUDA_SUCCESS;
+}
+
+CUresult Shim_cuPointerGetAttributes(unsigned int count,
+                                     CUpointer_attribute* attributes,
+                                     void** data, CUdeviceptr ptr) {
+  auto real = gmt::g_real_cuPointerGetAttributes.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  InterceptScope scope;
+  CUresult result = real(count, attributes, data, ptr);
+  if (result != CUDA_SUCCESS || !scope.Recording() || attributes == nullptr ||
+      data == nullptr) {
+    return result;
+  }
+  std::optional<gmt::BlockView> view = GuardedBlock(ptr);
+  if (!view) return result;
+  const bool user_bytes = InUserBytes(*view, ptr);
+  for (unsigned int i = 0; i < count; ++i) {
+    if (data[i] == nullptr) continue;
+    if (user_bytes) {
+      if (!IsRangeAttribute(attributes[i])) continue;
+      const uint64_t value = UserRangeValue(*view, attributes[i]);
+      std::memcpy(data[i], &value, sizeof(value));
+    } else {
+      std::memset(data[i], 0, DefaultBytes(attributes[i]));
+    }
+  }
+  return result;
+}
+
+// ---- IPC, driver ------------------------------------------------------------
+
+CUresult Shim_cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr ptr) {
+  auto real = gmt::g_real_cuIpcGetMemHandle.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  InterceptScope scope;
+  if (!scope.Recording()) return real(handle, ptr);
+  return real(handle, gmt::Engine::Get().PrepareIpcExport(ptr));
+}
+
+namespace {
+
+template <typename Real>
+CUresult OpenIpc(Real real, CUdeviceptr* ptr, CUipcMemHandle handle,
+                 unsigned int flags) {
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  InterceptScope scope;
+  CUresult result = real(ptr, handle, flags);
+  if (result == CUDA_SUCCESS && ptr != nullptr && scope.Recording()) {
+    *ptr = OpenedIpcAddress(*ptr);
+  }
+  return result;
+}
+
+}  // namespace
+
+CUresult Shim_cuIpcOpenMemHandle(CUdeviceptr* ptr, CUipcMemHandle handle,
+                                 unsigned int flags) {
+  return OpenIpc(gmt::g_real_cuIpcOpenMemHandle.Get(), ptr, handle, flags);
+}
+
+CUresult Shim_cuIpcOpenMemHandle_v2(CUdeviceptr* ptr, CUipcMemHandle handle,
+                                    unsigned int flags) {
+  return OpenIpc(gmt::g_real_cuIpcOpenMemHandle_v2.Get(), ptr, handle, flags);
+}
+
+CUresult Shim_cuIpcCloseMemHandle(CUdeviceptr ptr) {
+  auto real = gmt::g_real_cuIpcCloseMemHandle.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  InterceptScope scope;
+  if (!scope.Recording()) return real(ptr);
+  CUresult result = real(RawIpcAddress(ptr));
+  if (result == CUDA_SUCCESS) ForgetIpcAddress(ptr);
+  return result;
+}
+
+// ---- IPC, runtime -----------------------------------------------------------
+
+cudaError_t Shim_cudaIpcGetMemHandle(cudaIpcMemHandle_t* handle, void* ptr) {
+  auto real = gmt::g_real_cudaIpcGetMemHandle.Get();
+  if (real == nullptr) return gmt::NoRuntimeError();
+  InterceptScope scope;
+  if (!scope.Recording()) return real(handle, ptr);
+  const uint64_t raw =
+      gmt::Engine::Get().PrepareIpcExport(reinterpret_cast<uintptr_t>(ptr));
+  return real(handle, reinterpret_cast<void*>(raw));
+}
+
+cudaError_t Shim_cudaIpcOpenMemHandle(void** ptr, cudaIpcMemHandle_t handle,
+                                      unsigned int flags) {
+  auto real = gmt::g_real_cudaIpcOpenMemHandle.Get();
+  if (real == nullptr) return gmt::NoRuntimeError();
+  InterceptScope scope;
+  cudaError_t result = real(ptr, handle, flags);
+  if (result == cudaSuccess && ptr != nullptr && scope.Recording()) {
+    *ptr = reinterpret_cast<void*>(
+        OpenedIpcAddress(reinterpret_cast<uintptr_t>(*ptr)));
+  }
+  return result;
+}
+
+cudaError_t Shim_cudaIpcCloseMemHandle(void* ptr) {
+  auto real = gmt::g_real_cudaIpcCloseMemHandle.Get();
+  if (real == nullptr) return gmt::NoRuntimeError();
+  InterceptScope scope;
+  if (!scope.Recording()) return real(ptr);
+  const auto user = reinterpret_cast<uintptr_t>(ptr);
+  cudaError_t result = real(reinterpret_cast<void*>(RawIpcAddress(user)));
+  if (result == cudaSuccess) ForgetIpcAddress(user);
+  return result;
+}

@@ -1,0 +1,8 @@
+#include "lib/core/intercept_depth.h"
+
+namespace gmt {
+
+thread_local int t_intercept_depth __attribute__((tls_model("initial-exec"))) =
+    0;
+
+}  // namespace gmt

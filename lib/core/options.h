@@ -1,0 +1,55 @@
+// GMT_OPTIONS: the tool's run-time settings.
+//
+// Parsed once at start-up from the environment variable GMT_OPTIONS, ASan
+// style: `key=value` pairs separated by ':' (e.g.
+// `report=json:report_path=gmt.%p.json`). A bad key or value is reported by
+// name and that key keeps its default; the other keys still apply. The list of
+// keys is options.inc.
+#ifndef GMT_LIB_CORE_OPTIONS_H_
+#define GMT_LIB_CORE_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+
+namespace gmt {
+
+struct Options {
+#define GMT_OPTION(Type, Name, Default, Description) Type Name = Default;
+#include "lib/core/options.inc"
+#undef GMT_OPTION
+
+  // Derived from `report`.
+  bool report_text() const;
+  bool report_json() const;
+  // Whether `format` ("html", "trace", "torch", ...) is one of `report`'s.
+  bool report_format(absl::string_view format) const;
+};
+
+struct ParseResult {
+  Options options;
+  // One message per rejected key or value, each naming the key.
+  std::vector<std::string> errors;
+};
+
+// Parses a GMT_OPTIONS string. Never fails as a whole: bad pieces are listed in
+// `errors` and leave their keys at the defaults.
+ParseResult ParseOptions(absl::string_view text);
+
+// "key  default  description" lines for every option, for help output.
+std::string OptionsHelp();
+
+// Expands %p (pid), %r (rank from the job launcher's environment, "0" when
+// none; lib/core/launcher_rank.h), %h (host name) and %% in a report path. Any
+// other '%' is kept as is.
+std::string ExpandPath(absl::string_view pattern, int pid);
+
+// The process-wide options, parsed from the environment on first use.
+// Thread-safe.
+const Options& GlobalOptions();
+
+}  // namespace gmt
+
+#endif  // GMT_LIB_CORE_OPTIONS_H_

@@ -1,0 +1,370 @@
+#include "lib/engine/crash_handler.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "lib/engine/engine.h"
+
+namespace gmt {
+namespace {
+
+constexpr int kMaxSignal = 65;
+constexpr size_t kAltStackBytes = size_t{1} << 20;
+
+// Written by InstallCrashHandlers before the handler of that signal is
+// installed, read-only afterwards.
+struct Installed {
+  bool active = false;
+  struct sigaction previous;
+};
+Installed g_installed[kMaxSignal];
+int64_t g_timeout_s = 10;
+
+// The kernel thread id of the thread writing the crash report (0: none yet).
+std::atomic<int> g_writer_tid{0};
+std::atomic<bool> g_report_done{false};
+// The signal being reported, for the timeout handler.
+std::atomic<int> g_reported_signal{0};
+
+// ---- Async-signal-safe output ----------------------------------------------
+// One line built in a fixed buffer and written with write(2): no allocation,
+// no stdio, no locale.
+class SafeLine {
+ public:
+  SafeLine() {
+    Add("==");
+    AddDecimal(getpid());
+    Add("== gpumemtrace: ");
+  }
+  void Add(const char* text) {
+    while (*text != '\0' && size_ < sizeof(buffer_) - 1)
+      buffer_[size_++] = *text++;
+  }
+  void AddDecimal(int64_t value) {
+    char digits[24];
+    int n = 0;
+    uint64_t v = value < 0 ? 0 - static_cast<uint64_t>(value)
+                           : static_cast<uint64_t>(value);
+    do {
+      digits[n++] = static_cast<char>('0' + v % 10);
+      v /= 10;
+    } while (v != 0);
+    if (value < 0) digits[n++] = '-';
+    while (n > 0 && size_ < sizeof(buffer_) - 1) buffer_[size_++] = digits[--n];
+  }
+  void AddHex(uint64_t value) {
+    Add("0x");
+    char digits[16];
+    int n = 0;
+    do {
+      digits[n++] = "0123456789abcdef"[value & 0xf];
+      value >>= 4;
+    } while (value != 0);
+    while (n > 0 && size_ < sizeof(buffer_) - 1) buffer_[size_++] = digits[--n];
+  }
+  void Write() {
+    buffer_[size_++] = '\n';
+    size_t done = 0;
+    while (done < size_) {
+      ssize_t n = write(STDERR_FILENO, buffer_ + done, size_ - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;
+      done += static_cast<size_t>(n);
+    }
+  }
+
+ private:
+  char buffer_[512];
+  size_t size_ = 0;
+};
+
+void WriteHeader(const CrashSignal& s, const char* what) {
+  SafeLine line;
+  line.Add("caught ");
+  line.Add(CrashSignalName(s.signal));
+  const char* code = CrashCodeName(s.signal, s.code);
+  line.Add(" (");
+  line.Add(*code != '\0' ? code : "code ");
+  if (*code == '\0') line.AddDecimal(s.code);
+  line.Add(")");
+  if (s.has_fault_address) {
+    line.Add(" at address ");
+    line.AddHex(s.fault_address);
+  }
+  line.Add(" in thread ");
+  line.AddDecimal(s.thread);
+  line.Add("; ");
+  line.Add(what);
+  line.Write();
+}
+
+bool IsOurs(int sig);
+
+// ---- Chaining ---------------------------------------------------------------
+// Gives the signal to the disposition it had before the tool (see the header).
+void Chain(int sig, siginfo_t* info, void* context) {
+  const struct sigaction& previous = g_installed[sig].previous;
+  if (IsOurs(sig)) sigaction(sig, &previous, nullptr);
+  if ((previous.sa_flags & SA_SIGINFO) != 0) {
+    if (previous.sa_sigaction != nullptr &&
+        reinterpret_cast<void*>(previous.sa_sigaction) !=
+            reinterpret_cast<void*>(SIG_DFL) &&
+        reinterpret_cast<void*>(previous.sa_sigaction) !=
+            reinterpret_cast<void*>(SIG_IGN)) {
+      previous.sa_sigaction(sig, info, context);
+      return;
+    }
+  }
+  void (*handler)(int) = previous.sa_handler;
+  if ((previous.sa_flags & SA_SIGINFO) != 0 &&
+      previous.sa_sigaction == nullptr) {
+    handler = SIG_DFL;
+  }
+  if (handler == SIG_IGN) return;
+  if (handler == SIG_DFL) {
+    // Whoever called us (the kernel, or a program handler that chains to the
+    // tool) expects the default action.
+    struct sigaction dfl;
+    std::memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, nullptr);
+    // A fault raised by the kernel comes again when the instruction is
+    // re-executed on return, now with the default action (and the original
+    // fault address in the core). A sent signal (abort(), kill) is sent again:
+    // it stays pending, blocked in this handler, until we return.
+    const bool hardware_fault =
+        info != nullptr && info->si_code > 0 && sig != SIGABRT;
+    if (!hardware_fault) raise(sig);
+    return;
+  }
+  handler(sig);
+}
+
+// The crash report took longer than crash_timeout_s: let the process die by
+// the signal being reported, with the default action.
+void OnReportTimeout(int) {
+  const int sig = g_reported_signal.load(std::memory_order_acquire);
+  SafeLine line;
+  line.Add("the crash report did not finish within ");
+  line.AddDecimal(g_timeout_s);
+  line.Add(" s (crash_timeout_s); letting the process die");
+  line.Write();
+  if (sig <= 0) _exit(128 + SIGALRM);
+  struct sigaction dfl;
+  std::memset(&dfl, 0, sizeof(dfl));
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, nullptr);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+  raise(sig);
+  _exit(128 + sig);  // not reached: the default action of `sig` kills
+}
+
+// Step 2 of the header's strategy, bounded by the alarm.
+void RunReport(const CrashSignal& s) {
+  Engine* engine = Engine::IfCreated();
+  if (engine == nullptr) {
+    SafeLine line;
+    line.Add("no CUDA call was traced: no crash report");
+    line.Write();
+    return;
+  }
+  struct sigaction previous_alarm;
+  unsigned int previous_alarm_s = 0;
+  if (g_timeout_s > 0) {
+    g_reported_signal.store(s.signal, std::memory_order_release);
+    struct sigaction on_alarm;
+    std::memset(&on_alarm, 0, sizeof(on_alarm));
+    on_alarm.sa_handler = OnReportTimeout;
+    on_alarm.sa_flags = SA_ONSTACK;
+    sigemptyset(&on_alarm.sa_mask);
+    sigaction(SIGALRM, &on_alarm, &previous_alarm);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGALRM);
+    pthread_sigmask(SIG_UNBLOCK, &set, nullptr);  // restored on return
+    previous_alarm_s = alarm(static_cast<unsigned int>(g_timeout_s));
+  }
+  engine->WriteCrashReport(s);
+  if (g_timeout_s > 0) {
+    alarm(0);
+    sigaction(SIGALRM, &previous_alarm, nullptr);
+    if (previous_alarm_s > 0) alarm(previous_alarm_s);
+  }
+}
+
+void OnCrashSignal(int sig, siginfo_t* info, void* context) {
+  const int saved_errno = errno;
+  CrashSignal s;
+  s.signal = sig;
+  s.thread = static_cast<int>(syscall(SYS_gettid));
+  if (info != nullptr) {
+    s.code = info->si_code;
+    if (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL) {
+      s.fault_address = reinterpret_cast<uint64_t>(info->si_addr);
+      s.has_fault_address = info->si_code > 0;  // set by the kernel
+    }
+  }
+  int writer = 0;
+  if (g_writer_tid.compare_exchange_strong(writer, s.thread)) {
+    WriteHeader(s, "writing the crash report");
+    RunReport(s);
+    g_report_done.store(true, std::memory_order_release);
+  } else if (writer == s.thread) {
+    WriteHeader(s, "while writing the crash report: left unfinished");
+  } else {
+    WriteHeader(s, "another thread writes the crash report");
+    // Wait for it (bounded), so the process does not die under its writer.
+    const int64_t max_waits = (g_timeout_s > 0 ? g_timeout_s : 60) * 100 + 100;
+    struct timespec ten_ms = {0, 10 * 1000 * 1000};
+    for (int64_t i = 0;
+         i < max_waits && !g_report_done.load(std::memory_order_acquire); ++i) {
+      nanosleep(&ten_ms, nullptr);
+    }
+  }
+  Chain(sig, info, context);
+  errno = saved_errno;
+}
+
+bool IsOurs(int sig) {
+  struct sigaction current;
+  if (sigaction(sig, nullptr, &current) != 0) return false;
+  return (current.sa_flags & SA_SIGINFO) != 0 &&
+         current.sa_sigaction == OnCrashSignal;
+}
+
+// An alternate signal stack for the calling thread, unless it has one (the
+// program's, or another tool's): a stack overflow is then reported too.
+// Deliberately never freed (the thread may crash at any time).
+void SetUpAltStack() {
+  // An alternate stack someone else set up is kept only when it is large
+  // enough for the report: the sanitizers' runtimes, for one, install 53 KiB
+  // stacks, which the report written from our handler overflowed. A smaller
+  // one is replaced (its memory stays its owner's); its owner's handler, if
+  // ours chains to it, then runs on ours.
+  stack_t current;
+  if (sigaltstack(nullptr, &current) == 0 &&
+      (current.ss_flags & SS_DISABLE) == 0 &&
+      current.ss_size >= kAltStackBytes) {
+    return;
+  }
+  void* memory = mmap(nullptr, kAltStackBytes, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (memory == MAP_FAILED) return;
+  stack_t stack;
+  std::memset(&stack, 0, sizeof(stack));
+  stack.ss_sp = memory;
+  stack.ss_size = kAltStackBytes;
+  if (sigaltstack(&stack, nullptr) != 0) munmap(memory, kAltStackBytes);
+}
+
+int SignalByName(absl::string_view name) {
+  if (name == "SEGV") return SIGSEGV;
+  if (name == "BUS") return SIGBUS;
+  if (name == "ABRT") return SIGABRT;
+  if (name == "FPE") return SIGFPE;
+  if (name == "ILL") return SIGILL;
+  return 0;
+}
+
+}  // namespace
+
+const char* CrashSignalName(int signal) {
+  switch (signal) {
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGILL:
+      return "SIGILL";
+    default:
+      return "signal";
+  }
+}
+
+const char* CrashCodeName(int signal, int code) {
+  switch (code) {
+    case SI_USER:
+      return "SI_USER";
+    case SI_TKILL:
+      return "SI_TKILL";
+    case SI_QUEUE:
+      return "SI_QUEUE";
+    case SI_KERNEL:
+      return "SI_KERNEL";
+    default:
+      break;
+  }
+  switch (signal) {
+    case SIGSEGV:
+      if (code == SEGV_MAPERR) return "SEGV_MAPERR";
+      if (code == SEGV_ACCERR) return "SEGV_ACCERR";
+      break;
+    case SIGBUS:
+      if (code == BUS_ADRALN) return "BUS_ADRALN";
+      if (code == BUS_ADRERR) return "BUS_ADRERR";
+      if (code == BUS_OBJERR) return "BUS_OBJERR";
+      break;
+    case SIGFPE:
+      if (code == FPE_INTDIV) return "FPE_INTDIV";
+      if (code == FPE_INTOVF) return "FPE_INTOVF";
+      if (code == FPE_FLTDIV) return "FPE_FLTDIV";
+      if (code == FPE_FLTOVF) return "FPE_FLTOVF";
+      if (code == FPE_FLTUND) return "FPE_FLTUND";
+      if (code == FPE_FLTRES) return "FPE_FLTRES";
+      if (code == FPE_FLTINV) return "FPE_FLTINV";
+      break;
+    case SIGILL:
+      if (code == ILL_ILLOPC) return "ILL_ILLOPC";
+      if (code == ILL_ILLOPN) return "ILL_ILLOPN";
+      if (code == ILL_PRVOPC) return "ILL_PRVOPC";
+      break;
+    default:
+      break;
+  }
+  return "";
+}
+
+void InstallCrashHandlers(const Options& options) {
+  static std::atomic<bool> installed{false};
+  if (installed.exchange(true)) return;
+  if (!options.crash_report) return;
+  g_timeout_s = options.crash_timeout_s;
+  bool any = false;
+  for (absl::string_view name :
+       absl::StrSplit(options.crash_signals, ',', absl::SkipEmpty())) {
+    const int sig = SignalByName(name);
+    if (sig <= 0 || sig >= kMaxSignal || g_installed[sig].active) continue;
+    if (!any) SetUpAltStack();
+    any = true;
+    // The previous disposition is stored before ours can run.
+    if (sigaction(sig, nullptr, &g_installed[sig].previous) != 0) continue;
+    g_installed[sig].active = true;
+    struct sigaction ours;
+    std::memset(&ours, 0, sizeof(ours));
+    ours.sa_sigaction = OnCrashSignal;
+    ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&ours.sa_mask);
+    sigaction(sig, &ours, nullptr);
+  }
+}
+
+}  // namespace gmt

@@ -1,0 +1,44 @@
+#include "lib/engine/cupti_plan.h"
+
+namespace gmt {
+
+CuptiPlan PlanCupti(const Options& options, bool injected,
+                    bool shims_interposed) {
+  CuptiPlan plan;
+  if (!options.enabled) {
+    plan.reason = "tracking is off (enabled=0)";
+    return plan;
+  }
+  if (options.cupti == "off") {
+    plan.reason = "cupti=off";
+    return plan;
+  }
+  if (options.cupti == "auto") {
+    if (shims_interposed) {
+      plan.reason =
+          "the LD_PRELOAD shims see every call (cupti=auto); CUPTI is left "
+          "free for profilers";
+      return plan;
+    }
+    if (!injected) {
+      plan.reason = "not loaded through CUDA_INJECTION64_PATH (cupti=auto)";
+      return plan;
+    }
+  }
+  plan.subscribe = true;
+  plan.memory = true;
+  plan.contexts = true;
+  plan.redirect = !shims_interposed;
+  plan.graphs = true;
+  plan.activity = options.cupti_activity == "on" ||
+                  (options.cupti_activity == "auto" && !shims_interposed);
+  // Kernel names matter for guard-zone reports only.
+  plan.launches = options.cupti_kernels == "on" ||
+                  (options.cupti_kernels == "auto" && options.guard &&
+                   options.check != "none");
+  plan.reason = shims_interposed ? "cupti=on beside the LD_PRELOAD shims"
+                                 : "injection without LD_PRELOAD";
+  return plan;
+}
+
+}  // namespace gmt

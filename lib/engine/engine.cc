@@ -1,0 +1,710 @@
+#include "lib/engine/engine.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <tuple>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "lib/core/clock.h"
+#include "lib/core/driver_callback.h"
+#include "lib/engine/error_reports.h"
+#include "lib/core/log.h"
+#include "lib/registry/nvtx_ranges.h"
+#include "lib/report/nvtx_report.h"
+#include "lib/report/report_output.h"
+#include "lib/stacks/stack_capture.h"
+#include "lib/core/sticky_errors.h"
+
+namespace gmt {
+namespace {
+
+std::atomic<Engine*> g_engine{nullptr};
+
+std::vector<std::string> ReadArgv() {
+  std::vector<std::string> argv;
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string arg;
+  while (std::getline(in, arg, '\0')) argv.push_back(arg);
+  return argv;
+}
+
+}  // namespace
+
+Engine& Engine::Get() {
+  static Engine* const engine = [] {
+    NowNs();
+    SinceStartNs(0);  // pins the start time
+    // Debian's Abseil is built with its mutex deadlock detector on: a global
+    // lock and a graph walk on every lock/unlock, a third of a tracked call.
+    // Our lock order is documented and simple (no nesting but fifo -> none).
+    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+    WarmUpStackCapture();
+    auto* e = new Engine(GlobalOptions());
+    g_engine.store(e, std::memory_order_release);
+    InstallCrashHandlers(e->options());
+
+    LogNote(1, "tracking CUDA allocations (stack_depth=%lld)",
+            static_cast<long long>(e->options().stack_depth));
+    return e;
+  }();
+  return *engine;
+}
+
+Engine* Engine::IfCreated() { return g_engine.load(std::memory_order_acquire); }
+
+Engine::Engine(const Options& options, DeviceOps* ops)
+    : options_(options),
+      owner_pid_(getpid()),
+      pointers_(static_cast<size_t>(options.freed_history)),
+      vmm_handles_(
+          static_cast<size_t>(std::min<int64_t>(options.freed_history, 4096))),
+      guard_(options, options.enabled ? ops : nullptr),
+      timeline_(TimelineCapacity(options)),
+      growth_(GrowthTracker::Config{
+          static_cast<uint32_t>(options.growth_samples),
+          static_cast<uint64_t>(options.growth_min_bytes)}) {
+  // Suppressions: a bad file is said once, and then no rule applies.
+  if (!options_.suppressions.empty() &&
+      !Suppressions::Load(options_.suppressions, &suppressions_,
+                          &suppressions_error_)) {
+    LogError("%s; no suppressions apply", suppressions_error_.c_str());
+  }
+}
+
+void Engine::ReportFindings(const std::vector<GuardFinding>& findings) {
+  for (const GuardFinding& f : findings) ReportGuardFinding(*this, f);
+}
+
+StackId Engine::CaptureCallStack() {
+  if (options_.stack_depth <= 0) return kNoStack;
+  uintptr_t frames[kMaxStackFrames];
+  int n = CaptureStack(frames, static_cast<int>(options_.stack_depth));
+  return depot_.Put(frames, n);
+}
+
+void Engine::HideToolModule(const void* address) {
+  uintptr_t begin = 0, end = 0;
+  if (ModuleTextRange(address, &begin, &end)) SetToolTextRange(begin, end);
+}
+
+void Engine::HideCallbackModule(const void* address) {
+  HideModuleFrames(address);
+}
+
+int Engine::NvtxRangePush(absl::string_view name) { return NvtxPush(name); }
+
+int Engine::NvtxRangePop() { return NvtxPop(); }
+
+Registry& Engine::RegistryFor(MemoryKind kind) {
+  return kind == MemoryKind::kVmmPhysical ? vmm_handles_ : pointers_;
+}
+
+void Engine::AccountFree(const AllocationRecord& record) {
+  if (CountsTowardsUsage(record.kind)) usage_.Sub(record.device, record.bytes);
+  RecordTimeline(TimelineKind::kFree, record);
+  EndNvtxMemIn(record);  // A pool's heaps and regions in it
+}
+
+void Engine::OnAlloc(const AllocEvent& event) {
+  // cudaMalloc(&p, 0) succeeds with p == nullptr: no block.
+  if (event.address == 0) return;
+  // Made on a stream being captured, it is a graph memory
+  // node; its block appears when the graph is launched (engine_graph.cc).
+  if (DivertCapturedAlloc(event)) return;
+  // The first allocation has returned, so the CUDA runtime has initialized and
+  // registered its exit handler: ours, registered now, runs before it.
+  static const bool exit_hook_registered = [] {
+    std::atexit([] {
+      if (Engine* engine = IfCreated()) {
+        engine->MarkExiting();
+        // Allocations only CUPTI's activity records saw,
+        // while CUPTI still answers (its own exit handlers run after this).
+        engine->ReconcileActivity(/*flush=*/true);
+        // The last check while the runtime still answers: its own exit
+        // handler, registered before ours, runs after this one.
+        engine->CheckAllZones("exit");
+        // Before the static destructors of libraries loaded before
+        // CUDA was first used (PyTorch's caching allocator) run.
+        engine->ScanReachability();
+      }
+    });
+    return true;
+  }();
+  (void)exit_hook_registered;
+  AllocationRecord record;
+  record.address = event.address;
+  record.bytes = event.bytes;
+  record.raw_address = event.raw_address;
+  record.raw_bytes = event.raw_bytes;
+  record.stream = event.stream;
+  record.context = event.context;
+  record.time_ns = NowNs();
+  record.stack = event.stack;
+  record.thread = CurrentThreadIndex();
+  record.device = event.device;
+  record.api = event.api;
+  record.kind = ApiMemoryKind(event.api);
+  record.nvtx_range = options_.nvtx ? NvtxCurrentRange() : kNoNvtxRange;
+  if (record.nvtx_range != kNoNvtxRange) {
+    NvtxCountAlloc(record.nvtx_range, record.bytes);
+  }
+  if (CountsTowardsUsage(record.kind)) usage_.Add(record.device, record.bytes);
+  RecordTimeline(TimelineKind::kAlloc, record);
+  std::optional<AllocationRecord> replaced =
+      RegistryFor(record.kind).Insert(record);
+  if (replaced) {
+    // CUDA handed out an address we still thought live: its free went unseen
+    // (a path we do not intercept). Count it freed rather than leak it.
+    AccountFree(*replaced);
+    untracked_frees_.fetch_add(1, std::memory_order_relaxed);
+    LogNote(1, "0x%llx reused before a free was seen",
+            static_cast<unsigned long long>(record.address));
+  }
+  if (record.guarded()) guard_.Arm(record);
+}
+
+FreeTicket Engine::BeginFree(Api api, uint64_t address, StackId stack,
+                             uint64_t stream) {
+  FreeTicket ticket;
+  ticket.api = api;
+  ticket.address = address;
+  ticket.real_address = address;
+  ticket.stack = stack;
+  if (address == 0) return ticket;  // freeing null is a no-op in CUDA
+  // A stream-ordered free captured into a graph is a free
+  // node; the graph's launch applies it (engine_graph.cc).
+  if (IsCapturedGraphFree(api, address, stream)) return ticket;
+  const uint32_t releasable = ApiReleasableKinds(api);
+  Registry& registry = releasable == KindBit(MemoryKind::kVmmPhysical)
+                           ? vmm_handles_
+                           : pointers_;
+  // Removed and remembered as freed in one step, before the real free, so the
+  // address cannot be handed out and inserted again in between. If CUDA then
+  // refuses, EndFree puts the block back (the stale history entry is harmless:
+  // history is only consulted for blocks that are not live).
+  FreedRecord freed;
+  freed.free_stack = stack;
+  freed.free_thread = CurrentThreadIndex();
+  freed.free_time_ns = NowNs();
+  freed.free_api = api;
+  Registry::TakeResult taken = registry.Take(address, releasable, freed);
+  // Nothing live there, but CUPTI's activity records may know
+  // an allocation no hook saw; it is added, and this free is an ordinary one.
+  if (taken.outcome == Registry::TakeResult::Outcome::kAbsent &&
+      &registry == &pointers_ &&
+      ExplainUnknownFree(address, /*flush=*/!InDriverCallback())) {
+    taken = registry.Take(address, releasable, freed);
+  }
+  switch (taken.outcome) {
+    case Registry::TakeResult::Outcome::kTaken:
+      ticket.state = FreeTicket::State::kRemoved;
+      break;
+    case Registry::TakeResult::Outcome::kWrongKind:
+      ticket.state = FreeTicket::State::kMismatch;
+      break;
+    case Registry::TakeResult::Outcome::kAbsent:
+      ticket.state = FreeTicket::State::kUnknown;
+      break;
+  }
+  ticket.record = taken.record;
+  if (ticket.state == FreeTicket::State::kUnknown && guard_.ops() != nullptr) {
+    // See FreeTicket::rejected.
+    std::optional<AllocationRecord> live = pointers_.FindContaining(address);
+    if ((live && live->guarded() && live->raw_address == address) ||
+        guard_.HoldsRaw(address)) {
+      ticket.rejected = true;
+    }
+  }
+  if (ticket.state == FreeTicket::State::kRemoved && ticket.record.guarded()) {
+    ticket.real_address = ticket.record.raw_address;
+    std::vector<GuardFinding> findings;
+    const bool synchronous_free =
+        api == Api::kCudaFree || api == Api::kCuMemFree;
+    if (synchronous_free && guard_.TryHold(ticket.record, freed, &findings)) {
+      ticket.held = true;
+    } else {
+      guard_.BeforeRealFree(ticket.record, stream, &findings);
+    }
+    ReportFindings(findings);
+  }
+  return ticket;
+}
+
+void Engine::EndFree(const FreeTicket& ticket, bool succeeded, int cuda_result,
+                     const char* cuda_result_name) {
+  // A free is a common place for a sticky error to surface.
+  if (IsStickyCudaError(cuda_result)) {
+    const bool runtime = absl::StartsWith(ApiName(ticket.api), "cuda");
+    OnStickyError(ApiName(ticket.api), cuda_result,
+                  runtime ? StickyRuntimeErrorName(cuda_result)
+                          : StickyDriverErrorName(cuda_result));
+  }
+  switch (ticket.state) {
+    case FreeTicket::State::kIgnored:
+      return;
+    case FreeTicket::State::kRemoved: {
+      Registry& registry = RegistryFor(ticket.record.kind);
+      if (ticket.held) {
+        // In quarantine: freed for the program; CUDA gets it back later.
+        AccountFree(ticket.record);
+        std::vector<GuardFinding> findings;
+        guard_.EvictOverBudget(&findings);
+        ReportFindings(findings);
+        return;
+      }
+      if (ticket.record.guarded()) {
+        guard_.AfterRealFree(ticket.record, succeeded);
+      }
+      if (!succeeded) {
+        // CUDA kept the block (e.g. an error from an earlier async launch
+        // surfaced here): so do we.
+        registry.Insert(ticket.record);
+        return;
+      }
+      if (ticket.record.kind == MemoryKind::kVmmPhysical) {
+        absl::MutexLock lock(&vmm_mu_);
+        if (vmm_map_count_[ticket.address] > 0) {
+          // Released while still mapped: the memory lives until the last
+          // unmap. Keep counting it (and listing it as held) until then; the
+          // handle itself is dead, so a second release is a double free.
+          vmm_released_[ticket.address] = ticket.record;
+          return;
+        }
+        vmm_map_count_.erase(ticket.address);
+      }
+      AccountFree(ticket.record);
+      return;
+    }
+    case FreeTicket::State::kMismatch: {
+      ReportApiMismatch(*this, ticket.api, ticket.stack, ticket.record,
+                        cuda_result, cuda_result_name);
+      if (succeeded) {
+        // CUDA accepted it anyway: the block is gone, and a later free of it
+        // is a double free.
+        FreedRecord freed;
+        freed.free_stack = ticket.stack;
+        freed.free_thread = CurrentThreadIndex();
+        freed.free_time_ns = NowNs();
+        freed.free_api = ticket.api;
+        Registry::TakeResult taken =
+            RegistryFor(ticket.record.kind)
+                .Take(ticket.address, KindBit(ticket.record.kind), freed);
+        if (taken.outcome == Registry::TakeResult::Outcome::kTaken) {
+          AccountFree(taken.record);
+        }
+      }
+      return;
+    }
+    case FreeTicket::State::kUnknown: {
+      Registry& registry =
+          ApiReleasableKinds(ticket.api) == KindBit(MemoryKind::kVmmPhysical)
+              ? vmm_handles_
+              : pointers_;
+      // CUDA accepting a synchronous free means it knew a live block there:
+      // the address came back through a path we do not see (graph memory
+      // nodes, a call made before the tool loaded). Not the program's error.
+      // Stream-ordered frees are checked later by CUDA, so their success
+      // proves nothing.
+      const bool async_free = ticket.api == Api::kCudaFreeAsync ||
+                              ticket.api == Api::kCuMemFreeAsync;
+      // Graph memory whose launch the tool did not see (or
+      // saw freed by an earlier launch's free node). CUDA's verdict stands
+      // for a synchronous free; a stream-ordered one is not an error of the
+      // program's that the tool can prove.
+      if (graph_memory_.IsGraphAddress(ticket.address) &&
+          (succeeded || async_free)) {
+        untracked_frees_.fetch_add(1, std::memory_order_relaxed);
+        LogNote(1, "%s of graph memory 0x%llx the tool did not see allocated",
+                std::string(ApiName(ticket.api)).c_str(),
+                static_cast<unsigned long long>(ticket.address));
+        return;
+      }
+      // Inside a CUPTI callback, CUPTI's record of an
+      // allocation no hook saw may not be handed over yet; the verdict waits
+      // for the next reconciliation, which flushes (engine_activity.cc).
+      if (!(succeeded && !async_free) &&
+          DeferUnknownFree(ticket, succeeded, cuda_result, cuda_result_name)) {
+        return;
+      }
+      if (succeeded && !async_free) {
+        untracked_frees_.fetch_add(1, std::memory_order_relaxed);
+        LogNote(1, "%s of untracked 0x%llx",
+                std::string(ApiName(ticket.api)).c_str(),
+                static_cast<unsigned long long>(ticket.address));
+        return;
+      }
+      if (std::optional<FreedRecord> previous =
+              registry.FindFreed(ticket.address)) {
+        ReportDoubleFree(*this, ticket.api, ticket.address, ticket.stack,
+                         *previous, cuda_result, cuda_result_name);
+        return;
+      }
+      std::optional<AllocationRecord> containing =
+          registry.FindContaining(ticket.address);
+      if (containing) {
+        ReportInvalidFree(*this, ticket.api, ticket.address, ticket.stack,
+                          &*containing, cuda_result, cuda_result_name);
+        return;
+      }
+      if (succeeded) {
+        untracked_frees_.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+      ReportInvalidFree(*this, ticket.api, ticket.address, ticket.stack,
+                        nullptr, cuda_result, cuda_result_name);
+      return;
+    }
+  }
+}
+
+void Engine::OnVmmMap(uint64_t va, uint64_t bytes, uint64_t handle) {
+  absl::MutexLock lock(&vmm_mu_);
+  vmm_mappings_[va] = VmmMapping{bytes, handle};
+  ++vmm_map_count_[handle];
+}
+
+void Engine::FreeVmmHandleIfDone(uint64_t handle) {
+  auto count = vmm_map_count_.find(handle);
+  if (count != vmm_map_count_.end() && count->second > 0) return;
+  auto released = vmm_released_.find(handle);
+  if (released == vmm_released_.end()) return;
+  AccountFree(released->second);
+  vmm_released_.erase(released);
+  vmm_map_count_.erase(handle);
+}
+
+void Engine::OnVmmUnmap(uint64_t va, uint64_t bytes) {
+  absl::MutexLock lock(&vmm_mu_);
+  std::vector<uint64_t> touched;
+  for (auto it = vmm_mappings_.begin(); it != vmm_mappings_.end();) {
+    if (it->first >= va && it->first < va + bytes) {
+      uint64_t handle = it->second.handle;
+      if (--vmm_map_count_[handle] <= 0) touched.push_back(handle);
+      vmm_mappings_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+  for (uint64_t handle : touched) FreeVmmHandleIfDone(handle);
+}
+
+void Engine::OnContextTeardown(int device, uint64_t context,
+                               absl::string_view reason) {
+  // During exit the runtime may drop its contexts itself: that is not the
+  // program resetting a device, and what is live then is plainly leaked.
+  if (exiting_.load(std::memory_order_acquire)) return;
+  // Contexts to drop: the one named, or every context seen on the device (so
+  // that its pinned host blocks, which carry device -1, go too).
+  absl::flat_hash_map<uint64_t, bool> contexts;
+  if (context != 0) {
+    contexts[context] = true;
+  } else {
+    for (const AllocationRecord& r : pointers_.Live()) {
+      if (r.device == device && r.context != 0) contexts[r.context] = true;
+    }
+  }
+  std::vector<AllocationRecord> dropped =
+      pointers_.EraseIf([&](const AllocationRecord& r) {
+        if (r.kind == MemoryKind::kRegisteredHost) {
+          // The user's own memory: only its registration ends.
+          return r.context != 0 && contexts.contains(r.context);
+        }
+        if (r.context != 0) return contexts.contains(r.context);
+        return context == 0 && r.device == device;
+      });
+  if (dropped.empty()) return;
+  absl::MutexLock lock(&released_mu_);
+  for (const AllocationRecord& r : dropped) {
+    // Not a free by the program: usage drops, the free count does not.
+    if (CountsTowardsUsage(r.kind)) usage_.Release(r.device, r.bytes);
+    RecordTimeline(TimelineKind::kFree, r);
+    EndNvtxMemIn(r);  // a pool's NVTX heaps and regions in it
+    released_.push_back(ReleasedBlock{r, std::string(reason)});
+  }
+  LogNote(1, "%s released %zu blocks", std::string(reason).c_str(),
+          dropped.size());
+}
+
+bool Engine::DeviceKnown(int device) const {
+  absl::MutexLock lock(&devices_mu_);
+  return devices_.contains(device);
+}
+
+void Engine::NoteDevice(int device, absl::string_view name,
+                        uint64_t total_bytes) {
+  absl::MutexLock lock(&devices_mu_);
+  devices_.try_emplace(device, DeviceInfo{std::string(name), total_bytes});
+}
+
+void Engine::RecordError(ErrorRecord error) {
+  constexpr size_t kMaxStoredErrors = 10000;
+  std::string text;
+  bool suppressed = false;
+  {
+    absl::MutexLock lock(&errors_mu_);
+    // A suppressed error is stored (the report counts it as suppressed) but
+    // neither printed nor halting.
+    const bool check_rules = !suppressions_.empty();
+    if (options_.print_errors || check_rules) {
+      std::vector<StackId> ids = {error.stack};
+      if (error.allocation) ids.push_back(error.allocation->stack);
+      if (error.previous_free) ids.push_back(error.previous_free->free_stack);
+      if (error.oom) {  // The holders' call sites
+        for (const auto& h : error.oom->holders) ids.push_back(h.stack);
+      }
+      SymbolizeInto(ids, &printed_stacks_);
+      suppressed =
+          check_rules && suppressions_.MatchError(error, printed_stacks_) >= 0;
+    }
+    if (options_.print_errors && !suppressed) {
+      error.suppression = SuggestSuppression(error, printed_stacks_);
+      text = RenderErrorText(error, printed_stacks_, getpid());
+    }
+    if (errors_.size() < kMaxStoredErrors) {
+      errors_.push_back(std::move(error));
+    } else {
+      ++errors_dropped_;
+    }
+  }
+  if (!text.empty()) WriteStderr(text.data(), text.size());
+  if (options_.halt_on_error && !suppressed) {
+    LogError("halt_on_error=1: writing the report and aborting");
+    FinalReport();
+    std::abort();
+  }
+}
+
+uint64_t Engine::ErrorCount() const {
+  absl::MutexLock lock(&errors_mu_);
+  return errors_.size() + errors_dropped_;
+}
+
+std::vector<AllocationRecord> Engine::LiveAllocations() const {
+  std::vector<AllocationRecord> live = pointers_.Live();
+  std::vector<AllocationRecord> handles = vmm_handles_.Live();
+  live.insert(live.end(), handles.begin(), handles.end());
+  absl::MutexLock lock(&vmm_mu_);
+  for (const auto& [handle, record] : vmm_released_) live.push_back(record);
+  return live;
+}
+
+void Engine::SymbolizeInto(const std::vector<StackId>& ids, StackTable* table) {
+  for (StackId id : ids) {
+    if (id == kNoStack || table->contains(id)) continue;
+    if (options_.symbolize) {
+      (*table)[id] = symbolizer_.SymbolizeStack(depot_.Get(id));
+    } else {
+      std::vector<SymbolizedFrame> frames;
+      for (uintptr_t pc : depot_.Get(id)) frames.push_back({pc, "", "", 0, ""});
+      (*table)[id] = std::move(frames);
+    }
+  }
+}
+
+ReportData Engine::BuildReport(absl::string_view reason) {
+  ReportData data;
+  data.version = GMT_VERSION;
+  data.pid = getpid();
+  data.argv = ReadArgv();
+  data.reason = std::string(reason);
+  data.leak_check = options_.leak_check;
+
+  {
+    absl::MutexLock lock(&devices_mu_);
+    std::map<int, DeviceInfo> ordered(devices_.begin(), devices_.end());
+    for (int d = 0; d < Usage::kMaxDevices; ++d) {
+      if (usage_.Used(d) && !ordered.contains(d)) ordered[d] = DeviceInfo{};
+    }
+    for (const auto& [index, info] : ordered) {
+      if (index < 0) continue;
+      UsageFigures u = usage_.Get(index);
+      data.devices.push_back(
+          ReportData::Device{index, info.name, info.total_bytes, u.peak_bytes,
+                             u.live_bytes, u.allocations, u.frees});
+    }
+  }
+  UsageFigures host = usage_.Get(kHostDevice);
+  data.host = ReportData::Device{
+      kHostDevice,     "pinned host memory", 0,         host.peak_bytes,
+      host.live_bytes, host.allocations,     host.frees};
+  for (const ReportData::Device& d : data.devices) {
+    data.summary.allocations += d.allocations;
+    data.summary.frees += d.frees;
+    data.summary.live_bytes_at_exit += d.live_bytes;
+  }
+  data.summary.allocations += data.host.allocations;
+  data.summary.frees += data.host.frees;
+  data.summary.live_bytes_at_exit += data.host.live_bytes;
+  data.summary.untracked_frees =
+      untracked_frees_.load(std::memory_order_relaxed);
+
+  std::vector<StackId> ids;
+  if (options_.leak_check) {
+    // Group by call site: (stack, api, device, released_by, reachability
+    // state: a site with lost and reachable blocks has two entries).
+    // And the NVTX range path (one entry per range a site ran in).
+    using Key =
+        std::tuple<StackId, Api, int, std::string, std::string, uint32_t>;
+    std::map<Key, ReportData::Leak> groups;
+    // How much of each block a pool's live NVTX regions hold.
+    const NvtxMemRegions::CoverageMap coverage = NvtxRegionCoverage();
+    auto add = [&](const AllocationRecord& r, const std::string& released_by) {
+      std::string state = released_by.empty() ? ReachStateOf(r) : "";
+      ReportData::Leak& leak =
+          groups[Key{r.stack, r.api, r.device, released_by, state,
+                     r.nvtx_range}];
+      if (leak.count == 0) {
+        leak.state = state;
+        leak.api = r.api;
+        leak.kind = r.kind;
+        leak.device = r.device;
+        leak.stack = r.stack;
+        leak.address = r.address;
+        leak.released_by = released_by;
+        leak.nvtx_range = NvtxRangeName(r.nvtx_range);
+        if (state == "reachable") leak.reachable_via = ReachViaOf(r);
+      }
+      leak.bytes += r.bytes;
+      ++leak.count;
+      if (auto it = coverage.find(r.address);
+          it != coverage.end() && released_by.empty()) {
+        leak.nvtx_regions += it->second.regions;
+        leak.nvtx_region_bytes += it->second.bytes;
+      }
+    };
+    for (const AllocationRecord& r : LiveAllocations()) add(r, "");
+    {
+      absl::MutexLock lock(&released_mu_);
+      for (const ReleasedBlock& b : released_) add(b.record, b.reason);
+    }
+    for (auto& [key, leak] : groups) {
+      data.summary.leaks += leak.count;
+      // Reservations and registrations take no memory of their own: listed,
+      // not added to the bytes lost.
+      if (CountsTowardsUsage(leak.kind))
+        data.summary.leaked_bytes += leak.bytes;
+      ids.push_back(leak.stack);
+      data.leaks.push_back(std::move(leak));
+    }
+    std::stable_sort(data.leaks.begin(), data.leaks.end(),
+                     [](const ReportData::Leak& a, const ReportData::Leak& b) {
+                       return a.bytes > b.bytes;
+                     });
+  }
+  FillLeakAnalysis(&data, &ids);  // Reachability, growth
+  // Pool allocators' NVTX regions, their leaks.
+  FillNvtxMem(&data, &ids);
+  if (NvtxSeen()) {  // Allocations by NVTX range
+    data.nvtx_ranges = BuildNvtxSection(NvtxTotals(), LiveAllocations());
+  }
+  {
+    absl::MutexLock lock(&errors_mu_);
+    data.errors = errors_;
+    data.errors_dropped = errors_dropped_;
+  }
+  data.summary.errors = data.errors.size() + data.errors_dropped;
+  {
+    GuardStats g = guard_.Stats();
+    data.guard.enabled = guard_.ops() != nullptr;
+    data.guard.check = options_.check;
+    data.guard.guarded = g.guarded;
+    data.guard.unguarded_oom = g.unguarded_oom;
+    data.guard.unguarded_capture = g.unguarded_capture;
+    data.guard.checks = g.checks;
+    data.guard.check_failures = g.check_failures;
+    data.guard.fill_failures = g.fill_failures;
+    data.guard.bytes_checked = g.bytes_checked;
+    data.guard.quarantine_bytes = g.held_bytes;
+    data.guard.evicted = g.evicted;
+    if (g.unguarded_oom > 0) {
+      data.notes.push_back(absl::StrCat(
+          g.unguarded_oom,
+          " allocations got no redzones (no memory for them) and were not "
+          "guarded"));
+    }
+    if (g.unguarded_capture > 0) {
+      data.notes.push_back(absl::StrCat(
+          g.unguarded_capture,
+          " stream-ordered allocations made during graph capture were not "
+          "guarded"));
+    }
+    if (g.check_failures > 0) {
+      data.notes.push_back(absl::StrCat(
+          g.check_failures,
+          " guard-zone checks could not run on the GPU: redzones were not "
+          "verified then"));
+    }
+    if (g.fill_failures > 0) {
+      data.notes.push_back(absl::StrCat(
+          g.fill_failures,
+          " guard-zone fills could not run on the GPU: those redzones were "
+          "never armed, so they were not verified"));
+    }
+  }
+  for (const ErrorRecord& e : data.errors) {
+    ids.push_back(e.stack);
+    if (e.allocation) ids.push_back(e.allocation->stack);
+    if (e.previous_free) ids.push_back(e.previous_free->free_stack);
+    if (e.oom) {  // The holders' call sites
+      for (const auto& h : e.oom->holders) ids.push_back(h.stack);
+    }
+  }
+  FillCrash(&data, &ids);  // (lib/engine/engine_crash.cc)
+  SymbolizeInto(ids, &data.stacks);
+  FillHealth(&data, reason);  // NVML health (lib/engine/engine_oom.cc)
+  FillTimeline(&data);  // memory over time (viz)
+  // Suppressions (lib/report/suppressions.h): filtered on the symbolized picture.
+  ApplySuppressions(suppressions_, &data);
+  if (!suppressions_error_.empty()) {
+    data.notes.push_back(
+        absl::StrCat("suppressions not applied: ", suppressions_error_));
+  }
+  if (options_.stack_depth > 0 && !FastUnwinderLoaded()) {
+    data.notes.push_back(
+        "libunwind.so.8 could not be loaded: stacks were captured with glibc's "
+        "backtrace(), about 10x slower per frame");
+  }
+  if (options_.stack_depth > 0 && options_.symbolize &&
+      !symbolizer_.HasLineInfo()) {
+    data.notes.push_back(
+        "libdw.so.1 could not be loaded: stacks show functions and modules "
+        "without file:line");
+  }
+  return data;
+}
+
+ReportData::Summary Engine::WriteReport(absl::string_view reason) {
+  absl::MutexLock lock(&report_mu_);
+  ReportData data = BuildReport(reason);
+  WriteReportOutputs(data, options_);
+  return data.summary;
+}
+
+void Engine::FinalReport() {
+  if (final_done_.exchange(true)) return;
+  // A fork()ed child inherits the parent's picture; CUDA does not work in it,
+  // so an exit report there would repeat the parent's leaks as its own.
+  if (getpid() != owner_pid_) {
+    LogNote(1, "forked child %d: no exit report (the parent writes it)",
+            getpid());
+    return;
+  }
+  ScanReachability();  // No-op when the atexit hook ran it
+  ReportData::Summary summary = WriteReport("exit");
+  if (options_.exitcode != 0 && (summary.errors > 0 || summary.leaks > 0)) {
+    // _exit skips stdio's flush at the end of exit(): flush the program's
+    // buffered output first (seen on the H200: oob_slack's one line, piped,
+    // was lost under exitcode=9).
+    std::fflush(nullptr);
+    _exit(static_cast<int>(options_.exitcode));
+  }
+}
+
+}  // namespace gmt

@@ -1,0 +1,183 @@
+// Engine members for guard zones: thin glue between the front ends and the
+// GuardManager, plus the reports of what it finds.
+#include "lib/core/clock.h"
+#include "lib/engine/engine.h"
+#include "lib/engine/error_reports.h"
+
+namespace gmt {
+
+std::optional<GuardLayout> Engine::PlanGuard(Api api, uint64_t bytes,
+                                             uint64_t stream) {
+  // Size 0 gives a null pointer in CUDA; absurd sizes fail there unchanged.
+  if (!guard_.Guards(api) || bytes == 0 || bytes > (uint64_t{1} << 52)) {
+    return std::nullopt;
+  }
+  if (FamilyOf(api) == GuardFamily::kAsync &&
+      guard_.ops()->StreamCapturing(stream == 0 ? 1 : stream)) {
+    // Canaries cannot be written into a graph being captured.
+    guard_.NoteUnguardedCapture();
+    return std::nullopt;
+  }
+  return PlanLinear(guard_.policy(), bytes);
+}
+
+bool Engine::ReleaseQuarantine() {
+  std::vector<GuardFinding> findings;
+  uint64_t released = guard_.ReleaseQuarantine(&findings);
+  ReportFindings(findings);
+  return released > 0;
+}
+
+std::optional<BlockView> Engine::FindBlock(uint64_t address) const {
+  std::optional<AllocationRecord> r = pointers_.FindContaining(address);
+  if (!r) return std::nullopt;
+  BlockView v;
+  v.user_address = r->address;
+  v.user_bytes = r->bytes;
+  v.guarded = r->guarded();
+  v.raw_address = v.guarded ? r->raw_address : r->address;
+  v.raw_bytes = v.guarded ? r->raw_bytes : r->bytes;
+  v.api = r->api;
+  v.kind = r->kind;
+  v.device = r->device;
+  v.context = r->context;
+  return v;
+}
+
+AccessVerdict Engine::CheckAccess(absl::string_view call, uint64_t address,
+                                  uint64_t bytes) {
+  if (bytes == 0 || !tracking()) return AccessVerdict::kForward;
+  std::optional<AllocationRecord> r = pointers_.FindContaining(address);
+  // Host memory and untracked pointers: CUDA decides.
+  if (!r ||
+      (r->kind != MemoryKind::kDevice && r->kind != MemoryKind::kManaged)) {
+    // A pool's NVTX region there still has its bounds. One
+    // relaxed load when no region is registered.
+    if (nvtx_mem_.HasRegions()) {
+      CheckNvtxRegionAccess(call, address, bytes, false, false);
+    }
+    return AccessVerdict::kForward;
+  }
+  const uint64_t end = address + bytes;
+  if (end >= address && address >= r->address && end <= r->address + r->bytes) {
+    if (nvtx_mem_.HasRegions()) {  // Inside the pool's block
+      CheckNvtxRegionAccess(call, address, bytes, false, false);
+    }
+    return AccessVerdict::kForward;
+  }
+  // Without redzones CUDA rejects any range that leaves the allocation
+  // (measured: invalid-value for a single byte past the end). With them the
+  // range may fit the raw block, so the tool answers for CUDA.
+  const bool rejected = r->guarded();
+  // Starting in a pool's NVTX region, the report names the
+  // region (the code that asked the pool), not the pool's block.
+  if (!nvtx_mem_.HasRegions() ||
+      !CheckNvtxRegionAccess(call, address, bytes, true, rejected)) {
+    ReportApiBounds(*this, call, address, bytes, *r, rejected,
+                    CaptureCallStack());
+  }
+  return rejected ? AccessVerdict::kReject : AccessVerdict::kForward;
+}
+
+uint32_t Engine::InternKernel(absl::string_view name) {
+  return kernel_names_.Intern(name);
+}
+
+std::string Engine::KernelName(uint32_t id) const {
+  return kernel_names_.Name(id);
+}
+
+void Engine::BeforeLaunch(uint64_t context, uint64_t stream) {
+  // The previous kernel's check goes in before this kernel, so a
+  // zone it finds changed is still this one's predecessor's doing.
+  SettleOwedChecks();
+  guard_.BeforeLaunch(context, stream);
+}
+
+void Engine::AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel) {
+  SettleOwedChecks();
+  recent_launches_.Record(kernel, stream, context, NowNs());  // for the crash report
+  std::vector<GuardFinding> findings;
+  guard_.AfterLaunch(context, stream, kernel, &findings);
+  ReportFindings(findings);
+}
+
+// Inside a CUPTI exit callback the program's launch call is still
+// in progress in the driver, and the tool makes no CUDA call there (check=
+// kernel under injection alone hung on the H200 when it did): bookkeeping
+// only. The owed check is enqueued by SettleOwedChecks.
+void Engine::AfterLaunchDeferred(uint64_t context, uint64_t stream,
+                                 uint32_t kernel) {
+  recent_launches_.Record(kernel, stream, context, NowNs());
+  guard_.NoteLaunch(context, kernel);
+  if (!guard_.ChecksEachKernel()) return;
+  absl::MutexLock lock(&owed_mu_);
+  owed_.push_back(OwedCheck{context, stream, kernel});
+  owed_count_.fetch_add(1, std::memory_order_release);
+}
+
+void Engine::SettleOwedChecks() {
+  if (owed_count_.load(std::memory_order_acquire) == 0) return;
+  std::vector<OwedCheck> owed;
+  {
+    absl::MutexLock lock(&owed_mu_);
+    owed.swap(owed_);
+    owed_count_.store(0, std::memory_order_release);
+  }
+  std::vector<GuardFinding> findings;
+  for (const OwedCheck& o : owed) {
+    guard_.CheckAfterLaunch(o.context, o.stream, o.kernel, &findings);
+  }
+  ReportFindings(findings);
+}
+
+void Engine::OnSynchronized(uint64_t context) {
+  SettleOwedChecks();
+  // Frees seen inside CUPTI callbacks wait for a flush of
+  // the activity records; a synchronization outside them is a safe place.
+  if (suspect_count_.load(std::memory_order_acquire) != 0) {
+    ReconcileActivity(/*flush=*/true);
+  }
+  std::vector<GuardFinding> findings;
+  guard_.OnSynchronized(context, 0, /*device_wide=*/true, &findings);
+  ReportFindings(findings);
+  MaybeSampleGrowth();
+}
+
+void Engine::OnStreamSynchronized(uint64_t context, uint64_t stream) {
+  SettleOwedChecks();
+  std::vector<GuardFinding> findings;
+  guard_.OnSynchronized(context, stream, /*device_wide=*/false, &findings);
+  ReportFindings(findings);
+  MaybeSampleGrowth();
+}
+
+void Engine::CheckAllZones(absl::string_view reason) {
+  // After a sticky CUDA error the context is lost; the crash
+  // report says the zones went unchecked.
+  if (ContextLost()) return;
+  SettleOwedChecks();
+  std::vector<GuardFinding> findings;
+  guard_.CheckAll(reason, &findings);
+  ReportFindings(findings);
+}
+
+uint64_t Engine::PrepareIpcExport(uint64_t user_address) {
+  std::optional<AllocationRecord> r = pointers_.Find(user_address);
+  if (!r || !r->guarded()) return user_address;
+  return guard_.PrepareIpcExport(*r);
+}
+
+uint64_t Engine::IpcUserAddress(uint64_t context, uint64_t raw_base) {
+  return guard_.IpcUserAddress(context, raw_base);
+}
+
+void Engine::BeforeContextTeardown(int device, uint64_t context) {
+  if (exiting_.load(std::memory_order_acquire)) return;
+  SettleOwedChecks();
+  std::vector<GuardFinding> findings;
+  guard_.BeforeTeardown(device, context, &findings);
+  ReportFindings(findings);
+}
+
+}  // namespace gmt

@@ -1,0 +1,261 @@
+// on the engine: reachability of the live blocks at exit
+// (lib/leaks/reachability_linux.h) and growth of call sites while the program runs
+// (lib/leaks/growth.h).
+#include <dlfcn.h>
+#include <link.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "lib/core/clock.h"
+#include "lib/engine/engine.h"
+#include "lib/engine/growth_callback.h"
+#include "lib/core/log.h"
+#include "lib/leaks/reachability_linux.h"
+
+namespace gmt {
+namespace {
+
+// Blocks with an address the program can hold a pointer to. Arrays and VMM
+// handles are handles, not pointers: not analysed.
+bool HasPointer(MemoryKind kind) {
+  return kind == MemoryKind::kDevice || kind == MemoryKind::kManaged ||
+         kind == MemoryKind::kPinnedHost;
+}
+
+// Where an address lies, for the reachability chain: "module+0xoff", with
+// the symbol whose extent holds it when the dynamic symbol table has one
+// (statics of an executable are not there: `nm` on the module tells them from
+// the offset).
+std::string PlaceOf(uint64_t address) {
+  Dl_info info;
+  void* entry = nullptr;  // the ElfW(Sym) of the symbol, if any
+  if (dladdr1(reinterpret_cast<void*>(address), &info, &entry,
+              RTLD_DL_SYMENT) == 0 ||
+      info.dli_fname == nullptr) {
+    return absl::StrFormat("0x%x", address);
+  }
+  const char* slash = std::strrchr(info.dli_fname, '/');
+  std::string text =
+      absl::StrFormat("%s+0x%x", slash != nullptr ? slash + 1 : info.dli_fname,
+                      address - reinterpret_cast<uint64_t>(info.dli_fbase));
+  const auto* sym = static_cast<const ElfW(Sym)*>(entry);
+  const uint64_t sym_begin = reinterpret_cast<uint64_t>(info.dli_saddr);
+  if (sym != nullptr && info.dli_sname != nullptr && address >= sym_begin &&
+      address < sym_begin + sym->st_size) {
+    absl::StrAppendFormat(&text, " (%s+0x%x)", info.dli_sname,
+                          address - sym_begin);
+  }
+  return text;
+}
+
+// "root: word at <place> -> heap object 0x.. (N bytes) at +0x.. -> ...":
+// the path the scan took to a reachable block. An object whose first word
+// lies in a module (a vtable, a callback) says whose object it is.
+std::string ChainText(const std::string& root_label, uint64_t via_word,
+                      const std::vector<ReachHop>& hops, uint32_t elided) {
+  std::string text =
+      absl::StrFormat("%s (word at %s", root_label,
+                      PlaceOf(hops.empty() ? via_word : hops.front().word));
+  for (size_t i = 0; i < hops.size(); ++i) {
+    if (elided != 0 && i == kMaxReachHops / 2) {
+      absl::StrAppendFormat(&text, " -> ... %u more heap objects ...", elided);
+    }
+    const uint64_t word = i + 1 < hops.size() ? hops[i + 1].word : via_word;
+    absl::StrAppendFormat(&text, " -> heap object 0x%x of %u bytes",
+                          hops[i].object, hops[i].object_size);
+    const std::string first = PlaceOf(hops[i].object_first_word);
+    if (hops[i].object_first_word != 0 && first[0] != '0') {
+      absl::StrAppendFormat(&text, " [first word: %s]", first);
+    }
+    absl::StrAppendFormat(&text, ", word +0x%x", word - hops[i].object);
+  }
+  text += ")";
+  return text;
+}
+
+// "function file:line" of a stack's innermost frame, for one-line messages.
+std::string SiteText(const std::vector<SymbolizedFrame>& frames) {
+  if (frames.empty()) return "(no stack)";
+  const SymbolizedFrame& f = frames.front();
+  std::string text =
+      f.function.empty() ? absl::StrFormat("0x%x", f.address) : f.function;
+  if (!f.file.empty()) absl::StrAppend(&text, " ", f.file, ":", f.line);
+  if (!f.module.empty()) absl::StrAppend(&text, " (", f.module, ")");
+  return text;
+}
+
+}  // namespace
+
+// noinline: the scan starts at this frame; everything the tool holds lies in
+// this frame and the ones it calls (below it), never in a root.
+__attribute__((noinline)) void Engine::ScanReachability() {
+  const uint64_t stack_from =
+      reinterpret_cast<uint64_t>(__builtin_frame_address(0));
+  {
+    absl::MutexLock lock(&leaks_mu_);
+    if (reach_done_) return;
+    reach_done_ = true;
+  }
+  if (!options_.enabled || !options_.leak_check || !options_.reachability ||
+      getpid() != owner_pid_) {
+    return;
+  }
+  std::vector<AllocationRecord> live;
+  for (const AllocationRecord& r : pointers_.Live()) {
+    if (HasPointer(r.kind)) live.push_back(r);
+  }
+  if (live.empty()) return;  // no leaks: nothing to tell apart
+  std::vector<AddressRange> blocks;
+  blocks.reserve(live.size());
+  for (const AllocationRecord& r : live) {
+    blocks.push_back(AddressRange{r.extent_begin(), r.extent_end()});
+  }
+  ReachLimits limits;
+  limits.max_bytes = static_cast<uint64_t>(options_.reachability_max_bytes);
+  limits.deadline_ns =
+      PreciseNowNs() + options_.reachability_max_ms * int64_t{1000000};
+  // The engine object holds the registry (every block's address), and
+  // `live` copies of it: never heap objects of the program's.
+  ProcessReach scan = ScanProcess(
+      blocks, stack_from,
+      {reinterpret_cast<uint64_t>(this),
+       reinterpret_cast<uint64_t>(live.data())},
+      limits, {AddressRange{timeline_.mapped_begin(), timeline_.mapped_end()}});
+
+  absl::MutexLock lock(&leaks_mu_);
+  ReportData::Reachability& s = reach_summary_;
+  s.ran = true;
+  s.ms = static_cast<double>(scan.ns) * 1e-6;
+  s.bytes_scanned = scan.result.bytes_scanned;
+  s.roots = scan.result.roots;
+  s.heap_chunks = scan.result.heap_objects;
+  s.modules = scan.modules;
+  s.modules_excluded = scan.modules_excluded;
+  s.threads = scan.threads;
+  s.threads_excluded = scan.threads_excluded;
+  s.threads_unknown = scan.threads_unknown;
+  s.truncated = scan.result.truncated;
+  for (size_t i = 0; i < live.size(); ++i) {
+    const char* state = scan.result.reachable[i] ? "reachable"
+                        : s.truncated            ? "unknown"
+                                                 : "lost";
+    std::string via;
+    const int32_t root = scan.result.via_root[i];
+    if (scan.result.reachable[i] && root >= 0 &&
+        static_cast<size_t>(root) < scan.root_labels.size()) {
+      via =
+          ChainText(scan.root_labels[root], scan.result.via_word[i],
+                    scan.result.via_chain[i], scan.result.via_chain_elided[i]);
+      LogNote(1, "reachability: 0x%llx (%llu bytes) reachable via %s",
+              static_cast<unsigned long long>(live[i].address),
+              static_cast<unsigned long long>(live[i].bytes), via.c_str());
+    }
+    reach_verdicts_[live[i].address] =
+        ReachVerdict{live[i].time_ns, state, std::move(via)};
+  }
+  LogNote(1, "reachability: %zu blocks, %.1f ms, %llu bytes scanned%s",
+          live.size(), s.ms, static_cast<unsigned long long>(s.bytes_scanned),
+          s.truncated ? " (truncated)" : "");
+}
+
+std::string Engine::ReachStateOf(const AllocationRecord& record) const {
+  absl::MutexLock lock(&leaks_mu_);
+  auto it = reach_verdicts_.find(record.address);
+  if (it == reach_verdicts_.end() || it->second.time_ns != record.time_ns) {
+    return "";
+  }
+  return it->second.state;
+}
+
+std::string Engine::ReachViaOf(const AllocationRecord& record) const {
+  absl::MutexLock lock(&leaks_mu_);
+  auto it = reach_verdicts_.find(record.address);
+  if (it == reach_verdicts_.end() || it->second.time_ns != record.time_ns) {
+    return "";
+  }
+  return it->second.via;
+}
+
+void Engine::FillLeakAnalysis(ReportData* data, std::vector<StackId>* ids) {
+  {
+    absl::MutexLock lock(&leaks_mu_);
+    data->reachability = reach_summary_;
+  }
+  ReportData::Reachability& s = data->reachability;
+  for (const ReportData::Leak& leak : data->leaks) {
+    if (leak.state == "lost") {
+      s.lost_bytes += leak.bytes;
+      s.lost_blocks += leak.count;
+    } else if (leak.state == "reachable") {
+      s.reachable_bytes += leak.bytes;
+      s.reachable_blocks += leak.count;
+    } else if (leak.state == "unknown") {
+      s.unknown_bytes += leak.bytes;
+      s.unknown_blocks += leak.count;
+    }
+  }
+  if (s.ran && s.truncated) {
+    data->notes.push_back(absl::StrFormat(
+        "the reachability scan hit its bound (reachability_max_ms=%d, "
+        "reachability_max_bytes=%d): blocks not found reachable by then are "
+        "\"unknown\"",
+        options_.reachability_max_ms, options_.reachability_max_bytes));
+  }
+  absl::MutexLock lock(&growth_mu_);
+  data->growth_samples = growth_.samples();
+  for (const GrowthFlag& f : growth_.Flagged()) {
+    ReportData::Growth g;
+    g.stack = f.site;
+    g.rises = f.rises;
+    g.first_bytes = f.first_bytes;
+    g.last_bytes = f.last_bytes;
+    g.first_s = static_cast<double>(SinceStartNs(f.first_ns)) * 1e-9;
+    g.last_s = static_cast<double>(SinceStartNs(f.last_ns)) * 1e-9;
+    data->growth.push_back(g);
+    ids->push_back(f.site);
+  }
+}
+
+void Engine::MaybeSampleGrowth() {
+  if (!options_.growth || !options_.enabled) return;
+  // One relaxed load per synchronizing call when no sample is due.
+  const int64_t now = NowNs();
+  int64_t due = next_growth_ns_.load(std::memory_order_relaxed);
+  if (now < due) return;
+  if (!next_growth_ns_.compare_exchange_strong(
+          due, now + options_.growth_interval_ms * int64_t{1000000},
+          std::memory_order_relaxed)) {
+    return;  // another thread takes this sample
+  }
+  // Per call site live bytes, from the registry's live blocks: the cost is
+  // here, once per interval, not on every allocation.
+  absl::flat_hash_map<StackId, uint64_t> by_site;
+  for (const AllocationRecord& r : pointers_.Live()) {
+    if (CountsTowardsUsage(r.kind)) by_site[r.stack] += r.bytes;
+  }
+  std::vector<GrowthFlag> flagged;
+  {
+    absl::MutexLock lock(&growth_mu_);
+    flagged = growth_.AddSample(now, by_site);
+  }
+  for (const GrowthFlag& f : flagged) {
+    StackTable stacks;
+    SymbolizeInto({f.site}, &stacks);
+    std::string site = SiteText(stacks[f.site]);
+    const double seconds = static_cast<double>(f.last_ns - f.first_ns) * 1e-9;
+    std::string line = absl::StrFormat(
+        "==%d== gpumemtrace: suspected leak: %s grew %d times, +%s over "
+        "%.1fs (%s live)\n",
+        getpid(), site, f.rises, HumanBytes(f.last_bytes - f.first_bytes),
+        seconds, HumanBytes(f.last_bytes));
+    WriteStderr(line.data(), line.size());
+    NotifyGrowthCallback(site.c_str(), f.site, f.first_bytes, f.last_bytes,
+                         f.rises, seconds);
+  }
+}
+
+}  // namespace gmt

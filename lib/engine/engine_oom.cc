@@ -1,0 +1,95 @@
+// The engine's side of the OOM diagnosis and of GPU health. The
+// diagnosis itself is a pure function (lib/health/oom_diagnosis.h); here its inputs
+// are gathered (live blocks, NVML per-process usage, the device's name).
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "lib/core/clock.h"
+#include "lib/engine/engine.h"
+#include "lib/health/health.h"
+#include "lib/health/xid_watch.h"
+
+namespace gmt {
+
+void Engine::OnAllocFailed(const AllocFailure& failure) {
+  if (!options_.enabled || !options_.oom_report) return;
+  uint64_t earlier = 0;
+  if (!oom_limiter_.ShouldReport(failure.device, NowNs(), &earlier)) return;
+
+  OomInput in;
+  in.api = failure.api;
+  in.requested = failure.bytes;
+  in.device = failure.device;
+  {
+    absl::MutexLock lock(&devices_mu_);
+    auto it = devices_.find(failure.device);
+    if (it != devices_.end()) in.device_name = it->second.name;
+  }
+  in.device_free = failure.device_free;
+  in.device_total = failure.device_total;
+  in.meminfo_status = failure.meminfo_status;
+  in.live = LiveAllocations();
+  in.self_pid = static_cast<uint32_t>(getpid());
+  if (options_.health) {
+    // CUDA ordinals are taken as NVML indices (true unless
+    // CUDA_VISIBLE_DEVICES reorders the devices).
+    in.processes = ReadProcessUsage(failure.device, &in.processes_status);
+  } else {
+    in.processes_status = "not read (health=0)";
+  }
+  OomDiagnosis d = DiagnoseOom(in, [this](StackId id) -> std::string {
+    if (id == kNoStack) return "";
+    std::vector<SymbolizedFrame> frames = symbolizer_.SymbolizeStack(depot_.Get(id));
+    for (const SymbolizedFrame& f : frames) {
+      if (f.function.empty()) continue;
+      return f.file.empty() ? f.function
+                            : absl::StrCat(f.function, " (", f.file, ":",
+                                           f.line, ")");
+    }
+    return "";
+  });
+  d.earlier_in_burst = earlier;
+
+  ErrorRecord e;
+  e.kind = ErrorKind::kOom;
+  e.api = failure.api;
+  e.bytes = failure.bytes;
+  e.stack = failure.stack;
+  e.thread = CurrentThreadIndex();
+  e.time_ns = NowNs();
+  e.cuda_result = failure.cuda_result;
+  e.cuda_result_name =
+      failure.cuda_result_name != nullptr ? failure.cuda_result_name : "";
+  e.detail = d.reading;
+  e.oom = std::move(d);
+  RecordError(std::move(e));
+}
+
+void Engine::OnCudaVersions(int runtime_version, int driver_version) {
+  NoteCudaVersions(runtime_version, driver_version);
+  if (options_.enabled && options_.health && options_.xid_events) {
+    StartXidWatch();
+  }
+}
+
+void Engine::FillHealth(ReportData* data, absl::string_view reason) {
+  if (!options_.health) return;
+  // A crash report may run in a signal handler: no dlopen or NVML there.
+  if (reason == "crash") return;
+  if (reason == "exit") {
+    // The last report: let the Xid thread leave NVML before exit tears it
+    // down (bounded: never blocks exit for long).
+    StopXidWatch(/*wait_ms=*/300);
+  }
+  data->health_read = true;
+  data->health = ReadHealth();
+  const uint64_t suppressed = oom_limiter_.suppressed();
+  if (suppressed > 0) {
+    data->notes.push_back(absl::StrCat(
+        suppressed, " out-of-memory failure", suppressed == 1 ? " was" : "s were",
+        " not reported again (same burst: less than 1 s after the previous "
+        "one on that device)"));
+  }
+}
+
+}  // namespace gmt

@@ -1,0 +1,109 @@
+// DeviceOps: the GPU work the guard engine needs, behind one contract (the
+// habit of mimalloc's prim.h): the engine decides *what* to fill and check,
+// an implementation decides *how*.
+//
+//   lib/platform/driver_device_ops.cc  the real one: the traced process's own
+//                                   libcuda (never a shim), the kernels of
+//                                   kernels/ loaded with cuLibraryLoadData
+//   tests/unit/host_device_ops.h    host memory, for the engine's unit tests
+//
+// Contexts and streams are the CUDA handles as integers. Stream 0 passed to
+// Fill/Check means "the tool's own stream in that context" (created
+// non-blocking, so it never orders the program's legacy-stream work); any
+// other value is the program's stream, used as is (stream-ordered memory must
+// be filled and checked in its stream's order).
+//
+// Ordering guarantees an implementation must give:
+//   * work on the tool's stream runs in call order (a Check after a Fill sees
+//     the fill);
+//   * work enqueued on a program stream first waits for every Fill already
+//     enqueued on the tool's stream of that context;
+//   * a zone table passed in is copied before the call returns (the caller
+//     may reuse its memory at once).
+//
+// Thread safety: callers serialize all calls (GuardManager holds one mutex).
+// Implementations must never call back into the engine, and must make their
+// CUDA calls through the real functions (no shim, no recording).
+#ifndef GMT_LIB_GUARD_DEVICE_OPS_H_
+#define GMT_LIB_GUARD_DEVICE_OPS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "kernels/zone_abi.h"
+#include "lib/core/api.h"
+
+namespace gmt {
+
+class DeviceOps {
+ public:
+  virtual ~DeviceOps() = default;
+
+  // Enqueues writing every zone's pattern, on `stream` of `context`. Does not
+  // wait. False if the work could not be enqueued (the zones then hold
+  // whatever they held: the caller must not check them).
+  virtual bool Fill(uint64_t context, uint64_t stream,
+                    absl::Span<const GmtZone> zones) = 0;
+
+  // Makes the program's `stream` wait (cuStreamWaitEvent) for every Fill
+  // already enqueued on the tool's stream of `context`, so the program's next
+  // kernel runs after the canaries are in place. No-op when there is nothing
+  // to wait for. False if the wait could not be enqueued.
+  virtual bool OrderAfterFills(uint64_t context, uint64_t stream) = 0;
+
+  // Checks every zone against its pattern on `stream` of `context` and waits
+  // for the result. On success `results` has one entry per zone (all zero for
+  // a clean zone). False if the check could not run (results untouched).
+  virtual bool Check(uint64_t context, uint64_t stream,
+                     absl::Span<const GmtZone> zones,
+                     std::vector<GmtZoneResult>* results) = 0;
+
+  // The same check, enqueued without waiting (per-kernel checks, checks at
+  // stream-ordered frees). Returns a ticket > 0, or 0 if it could not be
+  // enqueued.
+  virtual uint64_t CheckAsync(uint64_t context, uint64_t stream,
+                              absl::Span<const GmtZone> zones) = 0;
+
+  // The state of an asynchronous check. kPending only when `wait` is false.
+  // kDone fills `results` (one per zone). A ticket is forgotten once it has
+  // answered kDone or kFailed.
+  enum class Poll : uint8_t { kPending, kDone, kFailed };
+  virtual Poll PollCheck(uint64_t ticket, bool wait,
+                         std::vector<GmtZoneResult>* results) = 0;
+
+  // Waits for all work in `context` (cuCtxSynchronize). Returns the CUresult.
+  virtual int SynchronizeContext(uint64_t context) = 0;
+
+  // Frees a raw block the tool held back (quarantine), with the real free
+  // function that matches `alloc_api` (cudaFree for runtime allocations,
+  // cuMemFree for driver ones). Returns the CUDA result code.
+  virtual int Release(Api alloc_api, uint64_t context,
+                      uint64_t raw_address) = 0;
+
+  // Copies `bytes` from device/managed memory at `address` to `out` and waits.
+  virtual bool Read(uint64_t context, uint64_t address, void* out,
+                    uint64_t bytes) = 0;
+
+  // Copies `bytes` from `data` to device/managed memory at `address` and
+  // waits (the IPC header in a front redzone).
+  virtual bool Write(uint64_t context, uint64_t address, const void* data,
+                     uint64_t bytes) = 0;
+
+  // Whether `stream` is being captured into a graph (work must not be added).
+  virtual bool StreamCapturing(uint64_t stream) = 0;
+
+  // The context is being destroyed: drop the tool's streams, tables and
+  // buffers in it without touching the GPU again.
+  virtual void ForgetContext(uint64_t context) = 0;
+};
+
+// The DeviceOps the engine uses; set once by the front end before the first
+// allocation (interpose/ installs the driver implementation). Null: guard
+// zones are off (allocations pass through unguarded).
+void SetDeviceOps(DeviceOps* ops);
+DeviceOps* GetDeviceOps();
+
+}  // namespace gmt
+
+#endif  // GMT_LIB_GUARD_DEVICE_OPS_H_

@@ -1,0 +1,95 @@
+#include "lib/guard/guard_layout.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_split.h"
+
+namespace gmt {
+namespace {
+
+uint64_t RoundUp(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
+uint64_t CeilDiv(uint64_t v, uint64_t d) { return (v + d - 1) / d; }
+constexpr uint64_t kAlign = 256;
+
+}  // namespace
+
+GuardFamily FamilyOf(Api api) {
+  switch (api) {
+    case Api::kCudaMalloc:
+    case Api::kCuMemAlloc:
+      return GuardFamily::kDevice;
+    case Api::kCudaMallocPitch:
+    case Api::kCudaMalloc3D:
+    case Api::kCuMemAllocPitch:
+      return GuardFamily::kPitched;
+    case Api::kCudaMallocManaged:
+    case Api::kCuMemAllocManaged:
+      return GuardFamily::kManaged;
+    case Api::kCudaMallocAsync:
+    case Api::kCudaMallocFromPoolAsync:
+    case Api::kCuMemAllocAsync:
+    case Api::kCuMemAllocFromPoolAsync:
+      return GuardFamily::kAsync;
+    default:
+      return GuardFamily::kNone;
+  }
+}
+
+GuardPolicy GuardPolicy::FromOptions(const Options& o) {
+  GuardPolicy p;
+  p.enabled = o.enabled && o.guard;
+  p.front = static_cast<uint64_t>(o.guard_front);
+  p.tail_min = static_cast<uint64_t>(o.guard_tail_min);
+  p.tail_max = std::max(p.tail_min, static_cast<uint64_t>(o.guard_tail_max));
+  p.tail_ratio =
+      static_cast<uint64_t>(std::max<int64_t>(1, o.guard_tail_ratio));
+  for (absl::string_view part :
+       absl::StrSplit(o.guard_skip, ',', absl::SkipEmpty())) {
+    GuardFamily f = part == "device"    ? GuardFamily::kDevice
+                    : part == "pitched" ? GuardFamily::kPitched
+                    : part == "managed" ? GuardFamily::kManaged
+                    : part == "async"   ? GuardFamily::kAsync
+                                        : GuardFamily::kNone;
+    if (f != GuardFamily::kNone) p.skip_mask |= 1u << static_cast<int>(f);
+  }
+  return p;
+}
+
+bool GuardPolicy::Guards(Api api) const {
+  if (!enabled) return false;
+  GuardFamily f = FamilyOf(api);
+  return f != GuardFamily::kNone &&
+         (skip_mask & (1u << static_cast<int>(f))) == 0;
+}
+
+uint64_t TailZoneBytes(const GuardPolicy& policy, uint64_t bytes) {
+  uint64_t zone = RoundUp(bytes / policy.tail_ratio, kAlign);
+  return std::clamp(zone, policy.tail_min, policy.tail_max);
+}
+
+GuardLayout PlanLinear(const GuardPolicy& policy, uint64_t bytes) {
+  GuardLayout layout;
+  layout.front = policy.front;
+  // Slack to the next 256 bytes, then the zone: the raw end stays aligned.
+  layout.raw_bytes = policy.front +
+                     RoundUp(std::max<uint64_t>(bytes, 1), kAlign) +
+                     RoundUp(TailZoneBytes(policy, bytes), kAlign);
+  return layout;
+}
+
+uint64_t PlanExtraRows(const GuardPolicy& policy, uint64_t row_bytes_estimate,
+                       uint64_t rows) {
+  const uint64_t row = std::max<uint64_t>(row_bytes_estimate, 1);
+  const uint64_t zone = TailZoneBytes(policy, row * rows);
+  return CeilDiv(policy.front, row) + std::max<uint64_t>(CeilDiv(zone, row), 1);
+}
+
+uint64_t FrontRows(const GuardPolicy& policy, uint64_t pitch,
+                   uint64_t extra_rows) {
+  if (pitch == 0 || extra_rows == 0) return 0;
+  // Keep at least one row of tail: an overrun past the last row is the
+  // common pitched bug.
+  return std::min(CeilDiv(policy.front, pitch), extra_rows - 1);
+}
+
+}  // namespace gmt

@@ -1,0 +1,72 @@
+// Guard-zone layout: how much to ask CUDA for, and where the user's bytes and
+// the redzones lie in what comes back. Pure functions of the options.
+//
+//   raw                      user = raw + front          user + bytes    raw +
+//   raw_bytes |                        |                           | | [  front
+//   redzone         |  user bytes               |  tail redzone ]
+//    <- front: k * 256 ----->                             <- slack + zone ->
+//
+// * front is a multiple of 256, so the user's pointer keeps cudaMalloc's
+//   256-byte alignment (DESIGN pitfall 6);
+// * the tail starts at the user's exact last byte + 1: the allocator's
+//   rounding slack (cudaMalloc hands out 512-byte granules) is redzone too, so
+//   an overrun that CUDA itself would never notice is caught;
+// * the zone after the slack adapts to the size, ASan style: size / ratio,
+//   clamped to [tail_min, tail_max] — a few KiB by default, enough to cover an
+//   overrun into what would have been the next allocation.
+//
+// Pitched (2-D) and 3-D allocations grow by whole rows or slices instead, so
+// the user's pointer stays a multiple of the pitch from the raw start.
+#ifndef GMT_LIB_GUARD_GUARD_LAYOUT_H_
+#define GMT_LIB_GUARD_GUARD_LAYOUT_H_
+
+#include <cstdint>
+
+#include "lib/core/api.h"
+#include "lib/core/options.h"
+
+namespace gmt {
+
+// Guarding families, for guard_skip.
+enum class GuardFamily : uint8_t { kDevice, kPitched, kManaged, kAsync, kNone };
+
+// The family an allocating API belongs to; kNone for memory that is never
+// guarded (host, arrays, VMM).
+GuardFamily FamilyOf(Api api);
+
+struct GuardPolicy {
+  bool enabled = false;
+  uint64_t front = 256;
+  uint64_t tail_min = 4096;
+  uint64_t tail_max = 1 << 20;
+  uint64_t tail_ratio = 16;
+  uint32_t skip_mask = 0;  // 1 << GuardFamily
+
+  static GuardPolicy FromOptions(const Options& options);
+  bool Guards(Api api) const;
+};
+
+struct GuardLayout {
+  uint64_t front = 0;      // user = raw + front
+  uint64_t raw_bytes = 0;  // what to ask CUDA for
+};
+
+// The tail zone after the slack for a block of `bytes`.
+uint64_t TailZoneBytes(const GuardPolicy& policy, uint64_t bytes);
+
+// A linear block of `bytes`.
+GuardLayout PlanLinear(const GuardPolicy& policy, uint64_t bytes);
+
+// Pitched: ask for `height + extra_rows` rows; `row_bytes_estimate` is the
+// least pitch CUDA may choose (the width rounded up to 512, CUDA's pitch
+// alignment on current GPUs). Also used for 3-D with "rows" being slices.
+uint64_t PlanExtraRows(const GuardPolicy& policy, uint64_t row_bytes_estimate,
+                       uint64_t rows);
+// With the pitch CUDA chose: rows to leave in front (so front >= policy.front
+// when there is room), given the extra rows obtained.
+uint64_t FrontRows(const GuardPolicy& policy, uint64_t pitch,
+                   uint64_t extra_rows);
+
+}  // namespace gmt
+
+#endif  // GMT_LIB_GUARD_GUARD_LAYOUT_H_

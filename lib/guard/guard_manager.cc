@@ -1,0 +1,645 @@
+#include "lib/guard/guard_manager.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "lib/core/clock.h"
+#include "lib/core/log.h"
+
+namespace gmt {
+namespace {
+
+constexpr uint64_t kIpcMagic = 0x4452415547544d47ull;  // "GMTGUARD"
+constexpr uint64_t kIpcHeaderBytes = 64;
+
+bool StreamOrdered(Api api) { return FamilyOf(api) == GuardFamily::kAsync; }
+
+uint64_t UserEnd(const AllocationRecord& r) { return r.address + r.bytes; }
+
+// A program stream as DeviceOps takes it: there 0 means the tool's own
+// stream, so the program's legacy default stream (0 in the engine) is passed
+// as its explicit handle, CU_STREAM_LEGACY.
+uint64_t ProgramStream(uint64_t stream) { return stream == 0 ? 1 : stream; }
+
+}  // namespace
+
+CheckLevel ParseCheckLevel(absl::string_view text) {
+  if (text == "none") return CheckLevel::kNone;
+  if (text == "exit") return CheckLevel::kExit;
+  if (text == "kernel") return CheckLevel::kKernel;
+  return CheckLevel::kSync;
+}
+
+GuardManager::GuardManager(const Options& options, DeviceOps* ops)
+    : policy_(GuardPolicy::FromOptions(options)),
+      level_(ParseCheckLevel(options.check)),
+      quarantine_budget_(static_cast<uint64_t>(options.quarantine_bytes)),
+      ops_(policy_.enabled ? ops : nullptr) {}
+
+GuardManager::Context& GuardManager::ContextFor(uint64_t context, int device) {
+  Context& c = contexts_[context];
+  if (device >= 0) c.device = device;
+  return c;
+}
+
+// ---- Allocation ------------------------------------------------------------
+
+void GuardManager::Arm(const AllocationRecord& record) {
+  if (ops_ == nullptr || !record.guarded()) return;
+  absl::MutexLock lock(&mu_);
+  Context& c = ContextFor(record.context, record.device);
+  Block b;
+  b.record = record;
+  b.front_begin = record.raw_address;
+  ++stats_.guarded;
+  if (StreamOrdered(record.api)) {
+    // Pool memory is this block's only in its stream's order: fill there, now.
+    Table t;
+    b.canaries_armed = true;
+    b.canaries_pending = false;
+    AppendArmedZones(b, &t);
+    if (ops_->Fill(record.context, ProgramStream(record.stream), t.zones)) {
+      b.confirmed = false;
+    } else {
+      b.canaries_armed = false;  // never check what was not written
+      ++stats_.fill_failures;    // ... and say so in the report
+    }
+  } else if (!c.fills_pending) {
+    c.fills_pending = true;
+    contexts_with_fills_.fetch_add(1, std::memory_order_release);
+  }
+  c.blocks[record.raw_address] = std::move(b);
+  c.table.reset();
+}
+
+// ---- Zones
+// -------------------------------------------------------------------
+
+void GuardManager::AppendArmedZones(const Block& b, Table* table) const {
+  const AllocationRecord& r = b.record;
+  auto add = [&](uint64_t begin, uint64_t end, uint8_t pattern, Role role) {
+    if (end <= begin) return;
+    table->zones.push_back(GmtZone{begin, end - begin, pattern, 0});
+    table->refs.push_back(ZoneRef{r.raw_address, role, b.generation});
+  };
+  if (b.canaries_armed) {
+    add(b.front_begin, r.address, kCanaryByte, Role::kFront);
+    add(UserEnd(r), r.raw_address + r.raw_bytes, kCanaryByte, Role::kTail);
+  }
+  if (b.held && b.freed_armed) {
+    add(r.address, UserEnd(r), kFreedByte, Role::kFreedUser);
+  }
+}
+
+std::shared_ptr<const GuardManager::Table> GuardManager::BuildTable(
+    const Context& c, uint64_t stream, bool device_wide) const {
+  auto table = std::make_shared<Table>();
+  for (const auto& [raw, b] : c.blocks) {
+    if (b.freeing) continue;  // its memory may be CUDA's again
+    if (!b.confirmed && !device_wide && b.record.stream != stream) continue;
+    AppendArmedZones(b, table.get());
+  }
+  uint64_t chunk = 0;
+  for (GmtZone& z : table->zones) {
+    z.chunk_begin = chunk;
+    chunk += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
+  }
+  return table;
+}
+
+void GuardManager::FlushFillsLocked(uint64_t context, Context& c) {
+  if (!c.fills_pending) return;
+  c.fills_pending = false;
+  contexts_with_fills_.fetch_sub(1, std::memory_order_release);
+  std::vector<GmtZone> zones;
+  std::vector<Block*> filled;
+  for (auto& [raw, b] : c.blocks) {
+    if (!b.canaries_pending && !b.freed_pending) continue;
+    if (b.freeing) continue;  // never write into memory CUDA may reuse
+    const AllocationRecord& r = b.record;
+    auto add = [&](uint64_t begin, uint64_t end, uint8_t pattern) {
+      if (end > begin) zones.push_back(GmtZone{begin, end - begin, pattern, 0});
+    };
+    if (b.canaries_pending) {
+      add(b.front_begin, r.address, kCanaryByte);
+      add(UserEnd(r), r.raw_address + r.raw_bytes, kCanaryByte);
+    }
+    if (b.freed_pending) add(r.address, UserEnd(r), kFreedByte);
+    filled.push_back(&b);
+  }
+  if (zones.empty()) return;
+  uint64_t chunk = 0;
+  for (GmtZone& z : zones) {
+    z.chunk_begin = chunk;
+    chunk += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
+  }
+  const bool ok = ops_->Fill(context, 0, zones);
+  if (!ok) ++stats_.fill_failures;  // these zones stay unchecked: reported
+  for (Block* b : filled) {
+    ++b->generation;
+    if (b->canaries_pending) {
+      b->canaries_pending = false;
+      b->canaries_armed = ok;
+    }
+    if (b->freed_pending) {
+      b->freed_pending = false;
+      b->freed_armed = ok;
+    }
+  }
+  c.table.reset();
+}
+
+// ---- Checks
+// ------------------------------------------------------------------
+
+std::vector<uint32_t> GuardManager::KernelsSince(uint64_t context,
+                                                 uint64_t since,
+                                                 uint64_t* omitted) const {
+  const uint64_t now = LaunchSequence();
+  uint64_t first = since + 1;
+  *omitted = 0;
+  if (now >= kLaunchLog && first <= now - kLaunchLog) {
+    *omitted = now - kLaunchLog + 1 - first;  // overwritten in the ring
+    first = now - kLaunchLog + 1;
+  }
+  // Distinct names, in order of their last launch (newest last).
+  std::vector<uint32_t> out;
+  for (uint64_t s = first; s <= now && s != 0; ++s) {
+    const LaunchEntry& e = launches_[s % kLaunchLog];
+    if (e.sequence.load(std::memory_order_acquire) != s) continue;
+    if (e.context.load(std::memory_order_relaxed) != context) continue;
+    uint32_t k = e.kernel.load(std::memory_order_relaxed);
+    out.erase(std::remove(out.begin(), out.end(), k), out.end());
+    out.push_back(k);
+  }
+  if (out.size() > kMaxListedKernels) {
+    *omitted += out.size() - kMaxListedKernels;
+    out.erase(out.begin(), out.end() - kMaxListedKernels);
+  }
+  return out;
+}
+
+void GuardManager::CollectResults(uint64_t context, Context& c,
+                                  const Table& table,
+                                  const std::vector<GmtZoneResult>& results,
+                                  absl::string_view check, uint32_t kernel,
+                                  const Block* owned,
+                                  std::vector<GuardFinding>* findings) {
+  std::vector<uint32_t> kernels;
+  uint64_t omitted = 0;
+  bool kernels_known = false;
+  for (size_t i = 0; i < table.zones.size() && i < results.size(); ++i) {
+    const GmtZoneResult& res = results[i];
+    if (res.changed_bytes == 0) continue;
+    const ZoneRef& ref = table.refs[i];
+    Block* live = nullptr;
+    if (auto it = c.blocks.find(ref.raw); it != c.blocks.end()) {
+      live = &it->second;
+    }
+    const Block* b = live;
+    if (owned != nullptr && owned->record.raw_address == ref.raw) b = owned;
+    if (b == nullptr) continue;
+    // A zone refilled since this table was made was already reported.
+    if (b != owned && b->generation != ref.generation) continue;
+    const GmtZone& z = table.zones[i];
+    GuardFinding f;
+    f.block = b->record;
+    f.freed = b->freed;
+    f.kind = ref.role == Role::kFront  ? ErrorKind::kOobUnderflow
+             : ref.role == Role::kTail ? ErrorKind::kOobWrite
+                                       : ErrorKind::kUafWrite;
+    const uint64_t first = z.address + ~res.first_inverted;
+    const uint64_t last = z.address + res.last_plus1 - 1;
+    f.first_offset = static_cast<int64_t>(first - b->record.address);
+    f.last_offset = static_cast<int64_t>(last - b->record.address);
+    f.changed_bytes = res.changed_bytes;
+    f.check = std::string(check);
+    if (kernel != 0) {
+      f.kernels = {kernel};
+    } else {
+      if (!kernels_known) {
+        kernels = KernelsSince(context, c.clean_sequence, &omitted);
+        kernels_known = true;
+      }
+      f.kernels = kernels;
+      f.kernels_omitted = omitted;
+    }
+    findings->push_back(std::move(f));
+    // Re-arm: the next check starts from clean canaries, so one overrun is
+    // reported once.
+    if (live != nullptr) {
+      if (ref.role == Role::kFreedUser) {
+        live->freed_pending = true;
+      } else {
+        live->canaries_pending = true;
+      }
+      if (!c.fills_pending) {
+        c.fills_pending = true;
+        contexts_with_fills_.fetch_add(1, std::memory_order_release);
+      }
+      ++live->generation;
+      c.table.reset();
+    }
+  }
+}
+
+void GuardManager::CheckTableLocked(uint64_t context, Context& c,
+                                    const Table& table, absl::string_view check,
+                                    uint32_t kernel, const Block* owned,
+                                    std::vector<GuardFinding>* findings) {
+  if (table.zones.empty()) return;
+  std::vector<GmtZoneResult> results;
+  if (!ops_->Check(context, 0, table.zones, &results)) {
+    ++stats_.check_failures;
+    if (!check_failure_said_) {
+      check_failure_said_ = true;
+      LogError(
+          "a guard-zone check could not run on the GPU; redzones are "
+          "not being verified (see earlier messages)");
+    }
+    return;
+  }
+  ++stats_.checks;
+  for (const GmtZone& z : table.zones) stats_.bytes_checked += z.bytes;
+  CollectResults(context, c, table, results, check, kernel, owned, findings);
+}
+
+void GuardManager::PollPendingLocked(bool wait,
+                                     std::vector<GuardFinding>* findings) {
+  while (!pending_.empty()) {
+    PendingCheck& p = pending_.front();
+    std::vector<GmtZoneResult> results;
+    DeviceOps::Poll state = ops_->PollCheck(p.ticket, wait, &results);
+    if (state == DeviceOps::Poll::kPending) return;
+    if (state == DeviceOps::Poll::kDone) {
+      ++stats_.checks;
+      auto it = contexts_.find(p.context);
+      if (it != contexts_.end()) {
+        CollectResults(p.context, it->second, *p.table, results, p.check,
+                       p.kernel, p.owned ? &*p.owned : nullptr, findings);
+      }
+    } else {
+      ++stats_.check_failures;
+    }
+    pending_.pop_front();
+  }
+}
+
+void GuardManager::CheckContextLocked(uint64_t context, Context& c,
+                                      uint64_t stream, bool device_wide,
+                                      absl::string_view check,
+                                      std::vector<GuardFinding>* findings) {
+  FlushFillsLocked(context, c);
+  if (device_wide) {
+    for (auto& [raw, b] : c.blocks) b.confirmed = true;
+  } else {
+    for (auto& [raw, b] : c.blocks) {
+      if (b.record.stream == stream) b.confirmed = true;
+    }
+  }
+  const uint64_t sequence = LaunchSequence();
+  std::shared_ptr<const Table> table = BuildTable(c, stream, device_wide);
+  CheckTableLocked(context, c, *table, check, 0, nullptr, findings);
+  c.clean_sequence = sequence;
+}
+
+void GuardManager::BeforeLaunch(uint64_t context, uint64_t stream) {
+  if (ops_ == nullptr ||
+      contexts_with_fills_.load(std::memory_order_acquire) == 0) {
+    return;
+  }
+  absl::MutexLock lock(&mu_);
+  auto it = contexts_.find(context);
+  if (it == contexts_.end() || !it->second.fills_pending) return;
+  FlushFillsLocked(context, it->second);
+  // The program's kernel must see the canaries in place, or its overrun could
+  // land before the fill and be painted over.
+  if (!ops_->StreamCapturing(ProgramStream(stream))) {
+    ops_->OrderAfterFills(context, ProgramStream(stream));
+  }
+}
+
+void GuardManager::AfterLaunch(uint64_t context, uint64_t stream,
+                               uint32_t kernel,
+                               std::vector<GuardFinding>* findings) {
+  NoteLaunch(context, kernel);
+  CheckAfterLaunch(context, stream, kernel, findings);
+}
+
+void GuardManager::NoteLaunch(uint64_t context, uint32_t kernel) {
+  const uint64_t s =
+      launch_sequence_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  LaunchEntry& e = launches_[s % kLaunchLog];
+  e.context.store(context, std::memory_order_relaxed);
+  e.kernel.store(kernel, std::memory_order_relaxed);
+  e.sequence.store(s, std::memory_order_release);
+}
+
+void GuardManager::CheckAfterLaunch(uint64_t context, uint64_t stream,
+                                    uint32_t kernel,
+                                    std::vector<GuardFinding>* findings) {
+  if (ops_ == nullptr || level_ != CheckLevel::kKernel) return;
+  absl::MutexLock lock(&mu_);
+  auto it = contexts_.find(context);
+  if (it == contexts_.end() || ops_->StreamCapturing(ProgramStream(stream))) {
+    return;
+  }
+  Context& c = it->second;
+  // Answers first: a zone they report is re-armed by the flush below, before
+  // this kernel's check runs.
+  PollPendingLocked(/*wait=*/false, findings);
+  if (pending_.size() >= kMaxPendingChecks) {
+    // Bound the work in flight: wait for the oldest.
+    PollPendingLocked(/*wait=*/true, findings);
+  }
+  FlushFillsLocked(context, c);
+  if (!c.table) c.table = BuildTable(c, stream, /*device_wide=*/false);
+  std::shared_ptr<const Table> table = c.table;
+  // Unconfirmed stream-ordered blocks of other streams are left out of the
+  // cached table; blocks of this stream are in order here.
+  bool has_local_unconfirmed = false;
+  for (const auto& [raw, b] : c.blocks) {
+    if (!b.confirmed && b.record.stream == stream) has_local_unconfirmed = true;
+  }
+  if (has_local_unconfirmed) table = BuildTable(c, stream, false);
+  if (table->zones.empty()) return;
+  uint64_t ticket =
+      ops_->CheckAsync(context, ProgramStream(stream), table->zones);
+  if (ticket == 0) {
+    ++stats_.check_failures;
+    return;
+  }
+  for (const GmtZone& z : table->zones) stats_.bytes_checked += z.bytes;
+  pending_.push_back(
+      PendingCheck{ticket, context, table, kernel, "kernel", std::nullopt});
+}
+
+void GuardManager::OnSynchronized(uint64_t context, uint64_t stream,
+                                  bool device_wide,
+                                  std::vector<GuardFinding>* findings) {
+  if (ops_ == nullptr) return;
+  absl::MutexLock lock(&mu_);
+  PollPendingLocked(/*wait=*/device_wide, findings);
+  if (level_ < CheckLevel::kSync) return;
+  auto it = contexts_.find(context);
+  if (it == contexts_.end()) return;
+  CheckContextLocked(context, it->second, stream, device_wide, "sync",
+                     findings);
+}
+
+void GuardManager::CheckAll(absl::string_view reason,
+                            std::vector<GuardFinding>* findings) {
+  if (ops_ == nullptr || level_ == CheckLevel::kNone) return;
+  absl::MutexLock lock(&mu_);
+  PollPendingLocked(/*wait=*/true, findings);
+  for (auto& [context, c] : contexts_) {
+    if (ops_->SynchronizeContext(context) != 0) continue;
+    CheckContextLocked(context, c, 0, /*device_wide=*/true, reason, findings);
+  }
+}
+
+void GuardManager::BeforeTeardown(int device, uint64_t context,
+                                  std::vector<GuardFinding>* findings) {
+  if (ops_ == nullptr) return;
+  absl::MutexLock lock(&mu_);
+  PollPendingLocked(/*wait=*/true, findings);
+  std::vector<uint64_t> doomed;
+  for (auto& [ctx, c] : contexts_) {
+    if (context != 0 ? ctx == context : c.device == device) {
+      doomed.push_back(ctx);
+    }
+  }
+  for (uint64_t ctx : doomed) {
+    Context& c = contexts_[ctx];
+    if (level_ != CheckLevel::kNone && ops_->SynchronizeContext(ctx) == 0) {
+      CheckContextLocked(ctx, c, 0, /*device_wide=*/true, "teardown", findings);
+    }
+    if (c.fills_pending) contexts_with_fills_.fetch_sub(1);
+    ops_->ForgetContext(ctx);
+    contexts_.erase(ctx);
+  }
+}
+
+// ---- Free and quarantine
+// -------------------------------------------------------
+
+bool GuardManager::TryHold(const AllocationRecord& block,
+                           const FreedRecord& freed,
+                           std::vector<GuardFinding>* findings) {
+  if (ops_ == nullptr || quarantine_budget_ == 0 || StreamOrdered(block.api)) {
+    return false;
+  }
+  absl::MutexLock lock(&mu_);
+  auto cit = contexts_.find(block.context);
+  if (cit == contexts_.end()) return false;
+  Context& c = cit->second;
+  auto it = c.blocks.find(block.raw_address);
+  if (it == c.blocks.end()) return false;
+  // cudaFree waits for the device; so must a free the tool keeps, both for
+  // the program's sake and so no kernel still writes the block when it is
+  // filled. An error from earlier work: let CUDA's own free report it.
+  if (ops_->SynchronizeContext(block.context) != 0) return false;
+  (void)findings;
+  Block& b = it->second;
+  b.held = true;
+  b.freed = freed;
+  b.freed_pending = true;
+  if (!c.fills_pending) {
+    c.fills_pending = true;
+    contexts_with_fills_.fetch_add(1, std::memory_order_release);
+  }
+  c.quarantine.push_back(block.raw_address);
+  c.held_bytes += block.raw_bytes;
+  c.table.reset();
+  return true;
+}
+
+uint64_t GuardManager::EvictLocked(uint64_t context, Context& c, size_t count,
+                                   std::vector<GuardFinding>* findings) {
+  // In-flight per-kernel checks may read these blocks: let them finish.
+  PollPendingLocked(/*wait=*/true, findings);
+  Table batch;
+  std::vector<uint64_t> raws;
+  for (size_t i = 0; i < count && !c.quarantine.empty(); ++i) {
+    uint64_t raw = c.quarantine.front();
+    c.quarantine.pop_front();
+    auto it = c.blocks.find(raw);
+    if (it == c.blocks.end()) continue;
+    // Only what was written can be checked: a block freed before any launch
+    // was never filled, and costs no GPU work at all.
+    AppendArmedZones(it->second, &batch);
+    raws.push_back(raw);
+  }
+  uint64_t chunk = 0;
+  for (GmtZone& z : batch.zones) {
+    z.chunk_begin = chunk;
+    chunk += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
+  }
+  CheckTableLocked(context, c, batch, "quarantine", 0, nullptr, findings);
+  uint64_t released = 0;
+  for (uint64_t raw : raws) {
+    auto it = c.blocks.find(raw);
+    if (it == c.blocks.end()) continue;
+    const AllocationRecord& r = it->second.record;
+    int rc = ops_->Release(r.api, context, raw);
+    if (rc != 0) {
+      LogNote(1, "releasing quarantined 0x%llx failed (%d)",
+              static_cast<unsigned long long>(raw), rc);
+    }
+    c.held_bytes -= std::min(c.held_bytes, r.raw_bytes);
+    released += r.raw_bytes;
+    ++stats_.evicted;
+    c.blocks.erase(it);
+  }
+  c.table.reset();
+  return released;
+}
+
+void GuardManager::EvictOverBudget(std::vector<GuardFinding>* findings) {
+  if (ops_ == nullptr) return;
+  absl::MutexLock lock(&mu_);
+  for (auto& [context, c] : contexts_) {
+    if (c.held_bytes <= quarantine_budget_) continue;
+    // Evict in batches down to 3/4 of the budget: one check launch for many
+    // blocks instead of one per free.
+    const uint64_t target = quarantine_budget_ / 4 * 3;
+    size_t count = 0;
+    uint64_t bytes = c.held_bytes;
+    for (uint64_t raw : c.quarantine) {
+      if (bytes <= target) break;
+      auto it = c.blocks.find(raw);
+      if (it != c.blocks.end()) bytes -= it->second.record.raw_bytes;
+      ++count;
+    }
+    EvictLocked(context, c, count, findings);
+  }
+}
+
+bool GuardManager::HoldsRaw(uint64_t raw_address) const {
+  if (ops_ == nullptr) return false;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [context, c] : contexts_) {
+    auto it = c.blocks.find(raw_address);
+    if (it != c.blocks.end() && it->second.held) return true;
+  }
+  return false;
+}
+
+uint64_t GuardManager::ReleaseQuarantine(std::vector<GuardFinding>* findings) {
+  if (ops_ == nullptr) return 0;
+  absl::MutexLock lock(&mu_);
+  uint64_t released = 0;
+  for (auto& [context, c] : contexts_) {
+    if (c.quarantine.empty()) continue;
+    released += EvictLocked(context, c, c.quarantine.size(), findings);
+  }
+  return released;
+}
+
+void GuardManager::BeforeRealFree(const AllocationRecord& block,
+                                  uint64_t stream,
+                                  std::vector<GuardFinding>* findings) {
+  if (ops_ == nullptr) return;
+  absl::MutexLock lock(&mu_);
+  auto cit = contexts_.find(block.context);
+  if (cit == contexts_.end()) return;
+  Context& c = cit->second;
+  auto it = c.blocks.find(block.raw_address);
+  if (it == c.blocks.end()) return;
+  // The caller frees the block with CUDA as soon as this returns, and only
+  // then calls AfterRealFree: out of other threads' tables and fills from now
+  // on (see Block::freeing). This free's own check below still covers it.
+  it->second.freeing = true;
+  c.table.reset();
+  if (level_ == CheckLevel::kNone) return;
+  // Checks in flight may read this block; CUDA is about to free it.
+  PollPendingLocked(/*wait=*/true, findings);
+  auto table = std::make_shared<Table>();
+  AppendArmedZones(it->second, table.get());
+  uint64_t chunk = 0;
+  for (GmtZone& z : table->zones) {
+    z.chunk_begin = chunk;
+    chunk += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
+  }
+  if (table->zones.empty()) return;
+  if (StreamOrdered(block.api) || stream != 0) {
+    // In the free's stream order, no host sync; answered at the next poll.
+    uint64_t ticket =
+        ops_->CheckAsync(block.context, ProgramStream(stream), table->zones);
+    if (ticket == 0) {
+      ++stats_.check_failures;
+      return;
+    }
+    pending_.push_back(
+        PendingCheck{ticket, block.context, table, 0, "free", it->second});
+    return;
+  }
+  if (ops_->SynchronizeContext(block.context) != 0) return;
+  Block owned = it->second;
+  CheckTableLocked(block.context, c, *table, "free", 0, &owned, findings);
+}
+
+void GuardManager::AfterRealFree(const AllocationRecord& block, bool freed) {
+  if (ops_ == nullptr) return;
+  absl::MutexLock lock(&mu_);
+  auto cit = contexts_.find(block.context);
+  if (cit == contexts_.end()) return;
+  Context& c = cit->second;
+  if (freed) {
+    c.blocks.erase(block.raw_address);
+  } else if (auto it = c.blocks.find(block.raw_address); it != c.blocks.end()) {
+    // CUDA kept the block: guarded again, with any fill it missed.
+    Block& b = it->second;
+    b.freeing = false;
+    if ((b.canaries_pending || b.freed_pending) && !c.fills_pending) {
+      c.fills_pending = true;
+      contexts_with_fills_.fetch_add(1, std::memory_order_release);
+    }
+  }
+  c.table.reset();
+}
+
+// ---- IPC -------------------------------------------------------------------
+
+uint64_t GuardManager::PrepareIpcExport(const AllocationRecord& block) {
+  if (ops_ == nullptr || !block.guarded()) return block.address;
+  absl::MutexLock lock(&mu_);
+  auto cit = contexts_.find(block.context);
+  if (cit == contexts_.end()) return block.raw_address;
+  auto it = cit->second.blocks.find(block.raw_address);
+  const uint64_t front = block.address - block.raw_address;
+  if (it == cit->second.blocks.end() || front < kIpcHeaderBytes) {
+    return block.raw_address;
+  }
+  uint64_t header[kIpcHeaderBytes / 8] = {kIpcMagic, front, block.bytes};
+  if (ops_->Write(block.context, block.raw_address, header, sizeof(header))) {
+    // The header is not canary: keep it out of the front zone's checks.
+    it->second.front_begin = block.raw_address + kIpcHeaderBytes;
+    cit->second.table.reset();
+  }
+  return block.raw_address;
+}
+
+uint64_t GuardManager::IpcUserAddress(uint64_t context, uint64_t raw_base) {
+  if (ops_ == nullptr) return raw_base;
+  absl::MutexLock lock(&mu_);
+  uint64_t header[3] = {};
+  if (!ops_->Read(context, raw_base, header, sizeof(header))) return raw_base;
+  if (header[0] != kIpcMagic || header[1] % 256 != 0 ||
+      header[1] > (uint64_t{1} << 20)) {
+    return raw_base;
+  }
+  return raw_base + header[1];
+}
+
+GuardStats GuardManager::Stats() const {
+  absl::MutexLock lock(&mu_);
+  GuardStats s = stats_;
+  s.unguarded_oom = unguarded_oom_.load();
+  s.unguarded_capture = unguarded_capture_.load();
+  s.held_bytes = 0;
+  for (const auto& [context, c] : contexts_) s.held_bytes += c.held_bytes;
+  return s;
+}
+
+}  // namespace gmt

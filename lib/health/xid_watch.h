@@ -1,0 +1,30 @@
+// Xid events during the run: an NVML event set on every
+// device, waited on by one background thread with a short timeout. Started by
+// the engine only when NVML is present and xid_events=1; the thread never
+// blocks exit (it is detached and polls a stop flag between short waits).
+#ifndef GMT_LIB_HEALTH_XID_WATCH_H_
+#define GMT_LIB_HEALTH_XID_WATCH_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/health/health.h"
+
+namespace gmt {
+
+// Starts the watcher once per process (later calls do nothing). Returns
+// whether it runs; the reason otherwise goes to XidSnapshot's status.
+bool StartXidWatch();
+
+// Asks the watcher to stop and waits at most `wait_ms` for it to leave NVML
+// (it checks between waits of 200 ms). Returns whether it stopped.
+bool StopXidWatch(int wait_ms);
+
+// What was recorded so far.
+void XidSnapshot(bool* watched, std::string* status,
+                 std::vector<XidEvent>* events);
+
+}  // namespace gmt
+
+#endif  // GMT_LIB_HEALTH_XID_WATCH_H_

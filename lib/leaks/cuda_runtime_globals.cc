@@ -1,0 +1,159 @@
+#include "lib/leaks/cuda_runtime_globals.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace gmt {
+namespace {
+
+// The libelf entry points used, resolved from libelf.so.1 at run time (as
+// the symbolizer does for libdw): the library must load where it is absent.
+struct ElfApi {
+  decltype(&elf_version) version;
+  decltype(&elf_begin) begin;
+  decltype(&elf_end) end;
+  decltype(&elf_nextscn) nextscn;
+  decltype(&gelf_getshdr) getshdr;
+  decltype(&elf_getdata) getdata;
+  decltype(&gelf_getsym) getsym;
+  decltype(&elf_strptr) strptr;
+};
+
+template <typename F>
+bool Load(void* handle, const char* name, F* out) {
+  *out = reinterpret_cast<F>(dlsym(handle, name));
+  return *out != nullptr;
+}
+
+// Loaded once; nullptr when libelf is missing. Never unloaded: the scan may
+// run again after a fork.
+const ElfApi* Api() {
+  static const ElfApi* api = []() -> const ElfApi* {
+    void* handle = dlopen("libelf.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) return nullptr;
+    auto* a = new ElfApi;
+    if (!(Load(handle, "elf_version", &a->version) &&
+          Load(handle, "elf_begin", &a->begin) &&
+          Load(handle, "elf_end", &a->end) &&
+          Load(handle, "elf_nextscn", &a->nextscn) &&
+          Load(handle, "gelf_getshdr", &a->getshdr) &&
+          Load(handle, "elf_getdata", &a->getdata) &&
+          Load(handle, "gelf_getsym", &a->getsym) &&
+          Load(handle, "elf_strptr", &a->strptr)) ||
+        a->version(EV_CURRENT) == EV_NONE) {
+      delete a;
+      return nullptr;
+    }
+    return a;
+  }();
+  return api;
+}
+
+std::vector<AddressRange> Merge(std::vector<AddressRange> ranges) {
+  std::sort(ranges.begin(), ranges.end(),
+            [](const AddressRange& a, const AddressRange& b) {
+              return a.begin < b.begin;
+            });
+  std::vector<AddressRange> merged;
+  for (const AddressRange& r : ranges) {
+    if (!merged.empty() && r.begin <= merged.back().end) {
+      merged.back().end = std::max(merged.back().end, r.end);
+    } else {
+      merged.push_back(r);
+    }
+  }
+  return merged;
+}
+
+}  // namespace
+
+bool IsCudaRuntimeGlobalName(absl::string_view name) {
+  if (absl::StartsWith(name, "libcudart_static_")) return true;
+  if (absl::StrContains(name, "__cudaFatCubinHandle") ||
+      absl::StrContains(name, "__nv_fatbinhandle_for_managed_rt") ||
+      absl::StrContains(name, "__cudaPrelinkedFatbins")) {
+    return true;
+  }
+  // A kernel stub's handle: `static cudaKernel_t __handle` inside
+  // __device_stub__<kernel>, mangled _ZZ<n>__device_stub__...E8__handle.
+  return absl::StartsWith(name, "_ZZ") &&
+         absl::StrContains(name, "__device_stub__") &&
+         absl::StrContains(name, "E8__handle");
+}
+
+RuntimeGlobals FindCudaRuntimeGlobals(const std::string& path,
+                                      uint64_t load_bias) {
+  RuntimeGlobals out;
+  const ElfApi* api = Api();
+  if (api == nullptr) {
+    out.note = "libelf.so.1 not found";
+    return out;
+  }
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    out.note = absl::StrCat("cannot open ", path);
+    return out;
+  }
+  Elf* elf = api->begin(fd, ELF_C_READ_MMAP, nullptr);
+  std::vector<AddressRange> found;
+  if (elf == nullptr) {
+    out.note = absl::StrCat(path, " is no ELF file libelf reads");
+  } else {
+    Elf_Scn* scn = nullptr;
+    while ((scn = api->nextscn(elf, scn)) != nullptr) {
+      GElf_Shdr shdr;
+      if (api->getshdr(scn, &shdr) == nullptr || shdr.sh_type != SHT_SYMTAB ||
+          shdr.sh_entsize == 0) {
+        continue;
+      }
+      out.symbols_read = true;
+      Elf_Data* data = api->getdata(scn, nullptr);
+      if (data == nullptr) continue;
+      const size_t count = shdr.sh_size / shdr.sh_entsize;
+      for (size_t i = 0; i < count; ++i) {
+        GElf_Sym sym;
+        if (api->getsym(data, static_cast<int>(i), &sym) == nullptr) break;
+        // Objects with an extent only: TLS symbols' values are offsets in
+        // the TLS block, not addresses.
+        if (GELF_ST_TYPE(sym.st_info) != STT_OBJECT || sym.st_size == 0 ||
+            sym.st_shndx == SHN_UNDEF) {
+          continue;
+        }
+        const char* name = api->strptr(elf, shdr.sh_link, sym.st_name);
+        if (name == nullptr || !IsCudaRuntimeGlobalName(name)) continue;
+        found.push_back(AddressRange{load_bias + sym.st_value,
+                                     load_bias + sym.st_value + sym.st_size});
+      }
+    }
+    if (!out.symbols_read) out.note = absl::StrCat(path, " has no .symtab");
+    api->end(elf);
+  }
+  close(fd);
+  out.ranges = Merge(std::move(found));
+  return out;
+}
+
+std::vector<AddressRange> SubtractRanges(
+    const AddressRange& range, const std::vector<AddressRange>& holes) {
+  std::vector<AddressRange> pieces;
+  uint64_t at = range.begin;
+  for (const AddressRange& hole : holes) {
+    if (hole.end <= at) continue;
+    if (hole.begin >= range.end) break;
+    if (hole.begin > at) pieces.push_back(AddressRange{at, hole.begin});
+    at = std::max(at, hole.end);
+    if (at >= range.end) break;
+  }
+  if (at < range.end) pieces.push_back(AddressRange{at, range.end});
+  return pieces;
+}
+
+}  // namespace gmt

@@ -1,0 +1,544 @@
+#include "lib/leaks/reachability_linux.h"
+
+#include <dirent.h>
+#include <link.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "lib/core/clock.h"
+#include "lib/leaks/cuda_runtime_globals.h"
+
+namespace gmt {
+namespace {
+
+struct Mapping {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  bool readable = false;
+  bool writable = false;
+  bool executable = false;
+  std::string path;  // "" for anonymous, "[heap]", "[stack]", a file
+  bool Contains(uint64_t a) const { return a >= begin && a < end; }
+};
+
+// /proc/self/maps, sorted by address (the kernel lists it so).
+std::vector<Mapping> ReadMaps() {
+  std::vector<Mapping> maps;
+  FILE* f = std::fopen("/proc/self/maps", "re");
+  if (f == nullptr) return maps;
+  char* line = nullptr;
+  size_t cap = 0;
+  while (getline(&line, &cap, f) > 0) {
+    // begin-end perms offset dev inode [path]
+    std::vector<absl::string_view> parts =
+        absl::StrSplit(absl::StripTrailingAsciiWhitespace(line),
+                       absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    if (parts.size() < 5) continue;
+    std::pair<absl::string_view, absl::string_view> range =
+        absl::StrSplit(parts[0], '-');
+    Mapping m;
+    if (!absl::SimpleHexAtoi(range.first, &m.begin) ||
+        !absl::SimpleHexAtoi(range.second, &m.end) || parts[1].size() < 3) {
+      continue;
+    }
+    m.readable = parts[1][0] == 'r';
+    m.writable = parts[1][1] == 'w';
+    m.executable = parts[1][2] == 'x';
+    if (parts.size() >= 6) m.path = std::string(parts[5]);
+    maps.push_back(std::move(m));
+  }
+  std::free(line);
+  std::fclose(f);
+  return maps;
+}
+
+const Mapping* FindMapping(const std::vector<Mapping>& maps, uint64_t address) {
+  auto it = std::upper_bound(
+      maps.begin(), maps.end(), address,
+      [](uint64_t a, const Mapping& m) { return a < m.begin; });
+  if (it == maps.begin()) return nullptr;
+  --it;
+  return address < it->end ? &*it : nullptr;
+}
+
+// Reads this process's memory through process_vm_readv (a bad address is a
+// short read). Where the kernel or a seccomp filter refuses the call, falls
+// back to memcpy of ranges that the mapping list says are readable.
+class SelfReader : public MemoryReader {
+ public:
+  explicit SelfReader(const std::vector<Mapping>& maps) : maps_(maps) {}
+
+  size_t Read(uint64_t address, void* out, size_t bytes) override {
+    if (bytes == 0) return 0;
+    if (use_syscall_) {
+      iovec local{out, bytes};
+      iovec remote{reinterpret_cast<void*>(address), bytes};
+      ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+      if (n >= 0) return static_cast<size_t>(n);
+      if (errno == EFAULT || errno == EIO) return 0;
+      use_syscall_ = false;  // ENOSYS, EPERM: use the mapping list
+    }
+    size_t done = 0;
+    while (done < bytes) {
+      const Mapping* m = FindMapping(maps_, address + done);
+      if (m == nullptr || !m->readable) break;
+      size_t n = static_cast<size_t>(
+          std::min<uint64_t>(bytes - done, m->end - (address + done)));
+      std::memcpy(static_cast<char*>(out) + done,
+                  reinterpret_cast<const void*>(address + done), n);
+      done += n;
+    }
+    return done;
+  }
+
+  std::optional<uint64_t> Word(uint64_t address) {
+    uint64_t value = 0;
+    if (Read(address, &value, sizeof(value)) != sizeof(value)) {
+      return std::nullopt;
+    }
+    return value;
+  }
+
+ private:
+  const std::vector<Mapping>& maps_;
+  bool use_syscall_ = true;
+};
+
+// glibc chunk header bits (malloc/malloc.c).
+constexpr uint64_t kPrevInUse = 1;
+constexpr uint64_t kIsMmapped = 2;
+constexpr uint64_t kNonMainArena = 4;
+constexpr uint64_t kSizeMask = ~uint64_t{7};
+constexpr uint64_t kMinChunk = 32;
+
+// glibc (>= 2.34) stamps a per-process random key into the second word of a
+// chunk freed into the tcache; older versions the tcache's address. Learned
+// by freeing two chunks: a chunk carrying the key is free, not an object.
+std::optional<uint64_t> LearnTcacheKey(SelfReader& reader) {
+  uint64_t keys[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    void* volatile p = std::malloc(i == 0 ? 40 : 72);
+    if (p == nullptr) return std::nullopt;
+    uint64_t address = reinterpret_cast<uint64_t>(p);
+    std::free(p);
+    std::optional<uint64_t> key = reader.Word(address + 8);
+    if (!key) return std::nullopt;
+    keys[i] = *key;
+  }
+  if (keys[0] != keys[1] || keys[0] < 4096) return std::nullopt;
+  return keys[0];
+}
+
+class GlibcHeap : public HeapOracle {
+ public:
+  GlibcHeap(const std::vector<Mapping>& maps, SelfReader& reader,
+            const std::vector<uint64_t>& ignored)
+      : maps_(maps), reader_(reader), ignored_(ignored) {
+    for (const Mapping& m : maps_) {
+      if (m.path == "[heap]") heap_ = AddressRange{m.begin, m.end};
+    }
+    tcache_key_ = LearnTcacheKey(reader_);
+  }
+
+  std::optional<AddressRange> ObjectAt(uint64_t address) override {
+    std::optional<AddressRange> object;
+    if (heap_.Contains(address)) {
+      object = MainArenaChunk(address);
+    } else {
+      object = ChunkStartingAt(address);
+    }
+    if (!object) return std::nullopt;
+    for (uint64_t ignored : ignored_) {
+      if (object->Contains(ignored)) return std::nullopt;
+    }
+    // The walk's window holds copies of heap words: not the program's.
+    if (!window_.empty() &&
+        object->Contains(reinterpret_cast<uint64_t>(window_.data()))) {
+      return std::nullopt;
+    }
+    if (tcache_key_ && object->size() >= 16 &&
+        reader_.Word(object->begin + 8) == tcache_key_) {
+      return std::nullopt;  // freed into the tcache
+    }
+    return object;
+  }
+
+ private:
+  // The in-use main-arena chunk holding `address` (interior too).
+  std::optional<AddressRange> MainArenaChunk(uint64_t address) {
+    if (!walked_) Walk();
+    auto it = std::upper_bound(
+        chunks_.begin(), chunks_.end(), address,
+        [](uint64_t a, const AddressRange& r) { return a < r.begin; });
+    if (it == chunks_.begin()) return std::nullopt;
+    --it;
+    if (!it->Contains(address)) return std::nullopt;
+    return *it;
+  }
+
+  // A word of [heap], read through a 64 KiB window: the walk reads two
+  // words per chunk, and a system call each would cost seconds on a big heap.
+  std::optional<uint64_t> HeapWord(uint64_t address) {
+    if (address < window_begin_ || address + 8 > window_end_) {
+      window_.resize(8192);
+      uint64_t begin = address & ~uint64_t{7};
+      size_t want = static_cast<size_t>(
+          std::min<uint64_t>(window_.size() * 8, heap_.end - begin));
+      size_t got = reader_.Read(begin, window_.data(), want) & ~size_t{7};
+      window_begin_ = begin;
+      window_end_ = begin + got;
+      if (address + 8 > window_end_) return std::nullopt;
+    }
+    return window_[(address - window_begin_) / 8];
+  }
+
+  // Every in-use chunk of [heap], in address order. Stops at the top chunk
+  // or at the first header that does not make sense.
+  void Walk() {
+    walked_ = true;
+    uint64_t p = heap_.begin;
+    while (p + 16 <= heap_.end) {
+      std::optional<uint64_t> size_field = HeapWord(p + 8);
+      if (!size_field) break;
+      uint64_t size = *size_field & kSizeMask;
+      if (size < kMinChunk || (size & 15) != 0 || p + size > heap_.end) break;
+      uint64_t next = p + size;
+      if (next + 16 > heap_.end) break;  // p is the top chunk
+      std::optional<uint64_t> next_size = HeapWord(next + 8);
+      if (!next_size) break;
+      if ((*next_size & kPrevInUse) != 0) {
+        // User data runs into the next chunk's prev_size field.
+        chunks_.push_back(AddressRange{p + 16, next + 8});
+      }
+      p = next;
+    }
+  }
+
+  // The chunk whose user data starts at `address` in an anonymous mapping
+  // (mmapped chunks, thread arenas), if its header is consistent.
+  std::optional<AddressRange> ChunkStartingAt(uint64_t address) {
+    if ((address & 15) != 0) return std::nullopt;
+    const Mapping* m = FindMapping(maps_, address);
+    if (m == nullptr || !m->readable || !m->writable || !m->path.empty()) {
+      return std::nullopt;
+    }
+    uint64_t chunk = address - 16;
+    if (chunk < m->begin) return std::nullopt;
+    uint64_t header[2];
+    if (reader_.Read(chunk, header, sizeof(header)) != sizeof(header)) {
+      return std::nullopt;
+    }
+    uint64_t size = header[1] & kSizeMask;
+    if (size < kMinChunk || (size & 15) != 0 || size > m->end - chunk) {
+      return std::nullopt;
+    }
+    if ((header[1] & kIsMmapped) != 0) {
+      uint64_t base = chunk - header[0];  // prev_size: alignment padding
+      if (header[0] > chunk - m->begin || (base & 4095) != 0) {
+        return std::nullopt;
+      }
+      return AddressRange{address, chunk + size};
+    }
+    if ((header[1] & kNonMainArena) == 0) return std::nullopt;
+    uint64_t next = chunk + size;
+    if (next + 16 > m->end) return std::nullopt;  // the top chunk
+    std::optional<uint64_t> next_size = reader_.Word(next + 8);
+    if (!next_size || (*next_size & kPrevInUse) == 0) return std::nullopt;
+    return AddressRange{address, next + 8};
+  }
+
+  const std::vector<Mapping>& maps_;
+  SelfReader& reader_;
+  const std::vector<uint64_t>& ignored_;
+  AddressRange heap_;
+  bool walked_ = false;
+  std::vector<AddressRange> chunks_;
+  std::vector<uint64_t> window_;
+  uint64_t window_begin_ = 0;
+  uint64_t window_end_ = 0;
+  std::optional<uint64_t> tcache_key_;
+};
+
+absl::string_view BaseName(absl::string_view path) {
+  size_t slash = path.rfind('/');
+  return slash == absl::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// Executable segments of the loaded modules, sorted, for telling whose code
+// a value points into.
+struct CodeRange {
+  AddressRange range;
+  bool excluded;  // a CUDA library's or the tool's
+};
+
+struct ModuleScan {
+  std::vector<AddressRange> writable;  // roots
+  std::vector<AddressRange> runtime;   // libcudart / libcuda images
+  std::vector<std::string> labels;     // one per writable range
+  // Per writable range: the module's file and load bias, for finding the
+  // runtime's globals in it afterwards (not inside dl_iterate_phdr, which
+  // holds the loader's lock: libelf is loaded by dlopen).
+  std::vector<std::pair<std::string, uint64_t>> files;
+  std::vector<CodeRange> code;  // libc and the loader left out
+  uint64_t modules = 0;
+  uint64_t excluded = 0;
+};
+
+// libc and the loader: their code pointers (start_thread, clone) sit at the
+// top of every thread's stack, whoever started it; libc's data is no root.
+bool IsLibcModule(absl::string_view path) {
+  absl::string_view base = BaseName(path);
+  return absl::StartsWith(base, "libc.so") || absl::StartsWith(base, "ld-") ||
+         absl::StartsWith(base, "libpthread") ||
+         absl::StartsWith(base, "libc-");
+}
+
+// The runtime and the driver: their tables hold every device pointer.
+bool IsRuntimeOrDriverModule(absl::string_view path) {
+  absl::string_view base = BaseName(path);
+  return absl::StartsWith(base, "libcudart") ||
+         absl::StartsWith(base, "libcuda.so");
+}
+
+int CollectModule(dl_phdr_info* info, size_t, void* data) {
+  auto* scan = static_cast<ModuleScan*>(data);
+  const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+  const bool excluded = *name != '\0' && IsCudaOrToolModule(name);
+  const bool libc = *name != '\0' && IsLibcModule(name);
+  if (excluded) {
+    ++scan->excluded;
+  } else {
+    ++scan->modules;
+  }
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    AddressRange range{info->dlpi_addr + ph.p_vaddr,
+                       info->dlpi_addr + ph.p_vaddr + ph.p_memsz};
+    if (IsRuntimeOrDriverModule(name)) scan->runtime.push_back(range);
+    if ((ph.p_flags & PF_X) != 0) {
+      if (!libc) scan->code.push_back(CodeRange{range, excluded});
+    } else if (!excluded && !libc && (ph.p_flags & PF_W) != 0) {
+      // libc's own data is no root either: it points at its stdio buffers
+      // and malloc bookkeeping, whose unused bytes are stale heap contents
+      // (seen: an 8 KiB stdout buffer holding an old copy of the tool's
+      // table of blocks), never at a program's device pointer.
+      scan->writable.push_back(range);
+      scan->files.emplace_back(*name != '\0' ? name : "/proc/self/exe",
+                               info->dlpi_addr);
+      scan->labels.push_back(absl::StrFormat("globals of %s [0x%x, 0x%x)",
+                                             *name != '\0'
+                                                 ? std::string(BaseName(name))
+                                                 : std::string("the program"),
+                                             range.begin, range.end));
+    }
+  }
+  return 0;
+}
+
+// The stack pointer of a blocked thread, from /proc/self/task/<tid>/syscall
+// ("nr arg1..arg6 sp pc", or "-1 sp pc"; "running" when it runs, and on
+// kernels that do not fill it in).
+std::optional<uint64_t> BlockedThreadSp(long tid) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/self/task/%ld/syscall", tid);
+  FILE* f = std::fopen(path, "re");
+  if (f == nullptr) return std::nullopt;
+  char text[512] = {0};
+  size_t n = std::fread(text, 1, sizeof(text) - 1, f);
+  std::fclose(f);
+  std::vector<absl::string_view> parts = absl::StrSplit(
+      absl::string_view(text, n), absl::ByAnyChar(" \n"), absl::SkipEmpty());
+  if (parts.size() < 3 || parts[0] == "running") return std::nullopt;
+  absl::string_view sp = parts[parts.size() - 2];
+  if (absl::ConsumePrefix(&sp, "0x")) {
+    uint64_t value = 0;
+    if (absl::SimpleHexAtoi(sp, &value)) return value;
+  }
+  return std::nullopt;
+}
+
+// Whether the thread whose stack mapping is `stack` was started by a CUDA
+// library or the tool. glibc puts the thread descriptor (with its start
+// routine) and static TLS at the top of the mapping, and the outermost frames
+// (start_thread -> start routine) right below: the first pointer into code,
+// reading down from the top and skipping libc's, is the start routine's
+// module. Stale frames deeper down cannot mislead this.
+bool StartedByExcludedModule(SelfReader& reader, const Mapping& stack,
+                             const std::vector<CodeRange>& code) {
+  constexpr uint64_t kTop = 64 * 1024;
+  uint64_t begin =
+      stack.end - std::min<uint64_t>(kTop, stack.end - stack.begin);
+  std::vector<uint64_t> words((stack.end - begin) / 8);
+  size_t got = reader.Read(begin, words.data(), words.size() * 8) / 8;
+  for (size_t i = got; i-- > 0;) {
+    uint64_t value = words[i];
+    auto it = std::upper_bound(
+        code.begin(), code.end(), value,
+        [](uint64_t v, const CodeRange& c) { return v < c.range.begin; });
+    if (it == code.begin()) continue;
+    --it;
+    if (it->range.Contains(value)) return it->excluded;
+  }
+  return false;
+}
+
+// Stacks of threads other than the caller: anonymous read-write mappings
+// right above a PROT_NONE guard page (how glibc lays out pthread stacks).
+// A guard page is a page or a few (glibc: one page, or the guard size the
+// program asked for); the CUDA driver reserves gigabytes of PROT_NONE address
+// space, and anonymous memory next to such a reservation is no stack. (Seen on
+// the H200: the tool's timeline ring sat right above one, was scanned as a
+// "thread stack", and every block looked reachable.)
+constexpr uint64_t kMaxGuardBytes = uint64_t{1} << 20;
+
+std::vector<const Mapping*> ThreadStackMappings(
+    const std::vector<Mapping>& maps, uint64_t own_stack,
+    const std::vector<AddressRange>& tool_ranges) {
+  std::vector<const Mapping*> out;
+  for (size_t i = 1; i < maps.size(); ++i) {
+    const Mapping& m = maps[i];
+    const Mapping& below = maps[i - 1];
+    if (!m.readable || !m.writable || !m.path.empty()) continue;
+    if (m.Contains(own_stack)) continue;
+    if (below.end != m.begin || below.readable || below.writable ||
+        below.executable || !below.path.empty() ||
+        below.end - below.begin > kMaxGuardBytes) {
+      continue;
+    }
+    bool tool = false;
+    for (const AddressRange& r : tool_ranges) {
+      if (r.begin < m.end && m.begin < r.end) tool = true;
+    }
+    if (tool) continue;
+    out.push_back(&m);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool IsCudaOrToolModule(absl::string_view path) {
+  static constexpr absl::string_view kPrefixes[] = {
+      "libcuda.so",   "libcudart",     "libcupti",    "libnvidia-",
+      "libnvrtc",     "libcublas",     "libcudnn",    "libnccl",
+      "libcufft",     "libcurand",     "libcusparse", "libcusolver",
+      "libnvJitLink", "libgpumemtrace"};
+  absl::string_view base = BaseName(path);
+  for (absl::string_view prefix : kPrefixes) {
+    if (absl::StartsWith(base, prefix)) return true;
+  }
+  return false;
+}
+
+ProcessReach ScanProcess(const std::vector<AddressRange>& blocks,
+                         uint64_t stack_from,
+                         const std::vector<uint64_t>& ignored_objects,
+                         const ReachLimits& limits,
+                         const std::vector<AddressRange>& tool_ranges) {
+  const int64_t start = PreciseNowNs();
+  ProcessReach out;
+  std::vector<Mapping> maps = ReadMaps();
+  SelfReader reader(maps);
+
+  ModuleScan modules;
+  dl_iterate_phdr(&CollectModule, &modules);
+  out.modules = modules.modules;
+  out.modules_excluded = modules.excluded;
+  // The program's modules' globals, less the CUDA runtime's own state kept
+  // among them (lib/leaks/cuda_runtime_globals.h).
+  std::vector<AddressRange> roots;
+  absl::flat_hash_map<std::string, RuntimeGlobals> runtime_globals;
+  for (size_t i = 0; i < modules.writable.size(); ++i) {
+    const auto& [file, bias] = modules.files[i];
+    auto it = runtime_globals.find(file);
+    if (it == runtime_globals.end()) {
+      it = runtime_globals.emplace(file, FindCudaRuntimeGlobals(file, bias))
+               .first;
+      if (it->second.symbols_read) ++out.modules_with_symbols;
+    }
+    const AddressRange& range = modules.writable[i];
+    uint64_t kept = 0;
+    for (const AddressRange& piece : SubtractRanges(range, it->second.ranges)) {
+      roots.push_back(piece);
+      out.root_labels.push_back(modules.labels[i]);
+      kept += piece.size();
+    }
+    out.runtime_globals_bytes += range.size() - kept;
+  }
+
+  std::sort(modules.code.begin(), modules.code.end(),
+            [](const CodeRange& a, const CodeRange& b) {
+              return a.range.begin < b.range.begin;
+            });
+
+  // This thread: from the caller's frame to the end of its stack mapping.
+  if (const Mapping* m = FindMapping(maps, stack_from)) {
+    roots.push_back(AddressRange{stack_from, m->end});
+    out.root_labels.push_back("stack of the reporting thread");
+    ++out.threads;
+  }
+  // Every other thread. Where the kernel tells a blocked thread's stack
+  // pointer, from there up (below it lie stale frames of calls that
+  // returned); else the whole mapping, which may hold stale pointers (blocks
+  // may look reachable, never lost wrongly).
+  absl::flat_hash_map<const Mapping*, uint64_t> scan_from;
+  for (const Mapping* m : ThreadStackMappings(maps, stack_from, tool_ranges)) {
+    scan_from[m] = m->begin;
+  }
+  const long self = syscall(SYS_gettid);
+  if (DIR* dir = opendir("/proc/self/task")) {
+    while (dirent* entry = readdir(dir)) {
+      long tid = std::strtol(entry->d_name, nullptr, 10);
+      if (tid <= 0 || tid == self) continue;
+      std::optional<uint64_t> sp = BlockedThreadSp(tid);
+      const Mapping* m = sp ? FindMapping(maps, *sp) : nullptr;
+      if (m == nullptr || !m->writable) {
+        if (!sp) ++out.threads_unknown;
+        continue;
+      }
+      if (m->Contains(stack_from)) continue;
+      bool tool = false;
+      for (const AddressRange& r : tool_ranges) {
+        if (r.begin < m->end && m->begin < r.end) tool = true;
+      }
+      if (tool) continue;
+      scan_from[m] = *sp;
+    }
+    closedir(dir);
+  }
+  for (const auto& [m, from] : scan_from) {
+    if (StartedByExcludedModule(reader, *m, modules.code)) {
+      ++out.threads_excluded;
+      continue;
+    }
+    roots.push_back(AddressRange{from, m->end});
+    out.root_labels.push_back(absl::StrFormat(
+        "stack of another thread [0x%x, 0x%x)", m->begin, m->end));
+    ++out.threads;
+  }
+
+  GlibcHeap heap(maps, reader, ignored_objects);
+  out.result = FloodFill(roots, blocks, reader, heap, limits, modules.runtime);
+  out.ns = PreciseNowNs() - start;
+  return out;
+}
+
+}  // namespace gmt

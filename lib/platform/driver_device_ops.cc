@@ -1,0 +1,622 @@
+#include "lib/platform/driver_device_ops.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "kernels/zone_abi.h"
+#include "kernels/zone_kernels_image.h"
+#include "lib/core/api.h"
+#include "lib/core/log.h"
+
+namespace gmt {
+namespace {
+
+// zone_kernels.cu is built with __launch_bounds__(256).
+constexpr unsigned kBlockThreads = 256;
+// Resident blocks per SM the grid asks for: with 4 loads in flight per
+// thread, enough to saturate memory; more would only add scheduling.
+constexpr unsigned kBlocksPerSm = 4;
+// Used when the SM count cannot be asked.
+constexpr unsigned kFallbackGrid = 4 * 132;
+
+// Slot layout, device and host alike:
+//   [GmtCheckSummary, padded to 64 | results: capacity x 32 | table: capacity
+//   x 32]
+constexpr uint64_t kHeaderBytes = 64;
+static_assert(sizeof(GmtCheckSummary) <= kHeaderBytes);
+static_assert(sizeof(GmtZone) == 32 && sizeof(GmtZoneResult) == 32,
+              "zone_abi.h: every field is 8 bytes");
+constexpr uint64_t kMinSlotZones = 256;
+// Slots a context may have in flight before a new use waits for the oldest
+// (slots held by async-check tickets do not count).
+constexpr size_t kMaxInFlightSlots = 8;
+
+// Copies `zones` into the staging `table` with chunk_begin recomputed (the
+// prefix sum of zone_abi.h), so a caller's stale value cannot send the kernel
+// out of bounds. Returns the total number of chunks.
+uint64_t StageTable(absl::Span<const GmtZone> zones, GmtZone* table) {
+  uint64_t chunks = 0;
+  for (size_t i = 0; i < zones.size(); ++i) {
+    table[i] = zones[i];
+    table[i].chunk_begin = chunks;
+    chunks +=
+        (zones[i].bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
+  }
+  return chunks;
+}
+
+// Results the driver gives for an image it cannot run on this GPU or parse.
+bool IsImageError(CUresult r) {
+  return r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_INVALID_IMAGE ||
+         r == CUDA_ERROR_INVALID_PTX ||
+         r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION ||
+         r == CUDA_ERROR_JIT_COMPILER_NOT_FOUND;
+}
+
+}  // namespace
+
+struct DriverDeviceOps::Slot {
+  CUdeviceptr device = 0;
+  unsigned char* host = nullptr;  // pinned
+  uint64_t capacity = 0;          // zones
+  CUevent done = nullptr;         // recorded after the slot's last use
+  bool held = false;              // by an async-check ticket
+  uint64_t last_use = 0;
+
+  uint64_t table_offset() const {
+    return kHeaderBytes + capacity * sizeof(GmtZoneResult);
+  }
+  GmtZone* host_table() {
+    return reinterpret_cast<GmtZone*>(host + table_offset());
+  }
+};
+
+struct DriverDeviceOps::ContextState {
+  CUstream stream = nullptr;    // the tool's, non-blocking
+  CUevent fill_done = nullptr;  // recorded after each Fill on `stream`
+  bool fill_recorded = false;
+  unsigned max_grid = kFallbackGrid;
+  uint64_t use_clock = 0;
+  std::vector<std::unique_ptr<Slot>> slots;
+};
+
+DriverDeviceOps::DriverDeviceOps() = default;
+DriverDeviceOps::~DriverDeviceOps() = default;
+
+bool DriverDeviceOps::Fill(uint64_t context, uint64_t stream,
+                           absl::Span<const GmtZone> zones) {
+  absl::MutexLock lock(&mu_);
+  if (zones.empty()) return true;
+  const ToolDriver* d = Driver();
+  if (d == nullptr || !EnsureKernels(*d)) return false;
+  ToolContextScope scope(*d, context);
+  if (scope.result() != CUDA_SUCCESS) {
+    return Failed(d, "making the context current", scope.result());
+  }
+  ContextState* state = State(*d, scope.context());
+  if (state == nullptr) return false;
+  CUstream s = nullptr;
+  if (!WorkStream(*d, state, stream, &s)) return false;
+  Slot* slot = AcquireSlot(*d, state, zones.size());
+  if (slot == nullptr) return false;
+  const uint64_t total_chunks = StageTable(zones, slot->host_table());
+  if (total_chunks == 0) return true;  // only empty zones
+
+  const uint64_t n = zones.size();
+  const uint64_t table = slot->table_offset();
+  CUresult r = d->memcpy_htod_async(slot->device + table, slot->host + table,
+                                    n * sizeof(GmtZone), s);
+  if (r == CUDA_SUCCESS) {
+    CUdeviceptr zones_arg = slot->device + table;
+    uint64_t count_arg = n;
+    uint64_t chunks_arg = total_chunks;
+    void* params[] = {&zones_arg, &count_arg, &chunks_arg};
+    r = Launch(*d, state, fill_kernel_, total_chunks, s, params);
+  }
+  if (!FinishSlot(*d, state, slot, s)) return false;
+  if (r != CUDA_SUCCESS) return Failed(d, "guard-zone fill", r);
+  if (s == state->stream) {
+    r = d->event_record(state->fill_done, s);
+    if (r != CUDA_SUCCESS) return Failed(d, "cuEventRecord", r);
+    state->fill_recorded = true;
+  }
+  return true;
+}
+
+bool DriverDeviceOps::OrderAfterFills(uint64_t context, uint64_t stream) {
+  absl::MutexLock lock(&mu_);
+  if (stream == 0) return true;  // the tool's stream is in order already
+  const ToolDriver* d = Driver();
+  if (d == nullptr) return false;
+  CUcontext key = reinterpret_cast<CUcontext>(context);
+  if (key == nullptr && d->ctx_get_current(&key) != CUDA_SUCCESS) return false;
+  auto it = contexts_.find(key);
+  if (it == contexts_.end() || !it->second->fill_recorded) return true;
+  ToolContextScope scope(*d, reinterpret_cast<uint64_t>(key));
+  if (scope.result() != CUDA_SUCCESS) {
+    return Failed(d, "making the context current", scope.result());
+  }
+  CUstream s = nullptr;
+  return WorkStream(*d, it->second.get(), stream, &s);
+}
+
+bool DriverDeviceOps::Check(uint64_t context, uint64_t stream,
+                            absl::Span<const GmtZone> zones,
+                            std::vector<GmtZoneResult>* results) {
+  absl::MutexLock lock(&mu_);
+  if (zones.empty()) {
+    results->clear();
+    return true;
+  }
+  const ToolDriver* d = Driver();
+  if (d == nullptr || !EnsureKernels(*d)) return false;
+  ToolContextScope scope(*d, context);
+  if (scope.result() != CUDA_SUCCESS) {
+    return Failed(d, "making the context current", scope.result());
+  }
+  ContextState* state = State(*d, scope.context());
+  if (state == nullptr) return false;
+  CUstream s = nullptr;
+  if (!WorkStream(*d, state, stream, &s)) return false;
+  Slot* slot = AcquireSlot(*d, state, zones.size());
+  if (slot == nullptr) return false;
+  const uint64_t total_chunks = StageTable(zones, slot->host_table());
+  if (total_chunks == 0) {
+    results->assign(zones.size(), GmtZoneResult{});
+    return true;
+  }
+  if (!EnqueueCheck(*d, state, s, slot, zones.size(), total_chunks)) {
+    return false;
+  }
+  const CUresult r = d->event_synchronize(slot->done);
+  if (r != CUDA_SUCCESS) {
+    DropSlot(state, slot);
+    return Failed(d, "waiting for a guard-zone check", r);
+  }
+  return ReadResults(*d, state, slot, zones.size(), results);
+}
+
+uint64_t DriverDeviceOps::CheckAsync(uint64_t context, uint64_t stream,
+                                     absl::Span<const GmtZone> zones) {
+  absl::MutexLock lock(&mu_);
+  const ToolDriver* d = Driver();
+  if (d == nullptr || !EnsureKernels(*d)) return 0;
+  ToolContextScope scope(*d, context);
+  if (scope.result() != CUDA_SUCCESS) {
+    Failed(d, "making the context current", scope.result());
+    return 0;
+  }
+  Ticket ticket{scope.context(), nullptr, zones.size()};
+  if (!zones.empty()) {
+    ContextState* state = State(*d, scope.context());
+    if (state == nullptr) return 0;
+    CUstream s = nullptr;
+    if (!WorkStream(*d, state, stream, &s)) return 0;
+    Slot* slot = AcquireSlot(*d, state, zones.size());
+    if (slot == nullptr) return 0;
+    const uint64_t total_chunks = StageTable(zones, slot->host_table());
+    if (total_chunks > 0) {
+      if (!EnqueueCheck(*d, state, s, slot, zones.size(), total_chunks)) {
+        return 0;
+      }
+      slot->held = true;
+      ticket.slot = slot;
+    }
+  }
+  // A ticket without a slot had only empty zones: it is clean at once.
+  const uint64_t id = next_ticket_++;
+  tickets_[id] = ticket;
+  return id;
+}
+
+DeviceOps::Poll DriverDeviceOps::PollCheck(
+    uint64_t ticket, bool wait, std::vector<GmtZoneResult>* results) {
+  absl::MutexLock lock(&mu_);
+  auto it = tickets_.find(ticket);
+  if (it == tickets_.end()) return Poll::kFailed;
+  const Ticket t = it->second;
+  if (t.slot == nullptr) {
+    tickets_.erase(it);
+    results->assign(t.zone_count, GmtZoneResult{});
+    return Poll::kDone;
+  }
+  const ToolDriver* d = Driver();
+  auto state_it = contexts_.find(t.context);
+  if (d == nullptr || state_it == contexts_.end()) {
+    tickets_.erase(it);
+    return Poll::kFailed;
+  }
+  ContextState* state = state_it->second.get();
+  // Events belong to their context: no need to make it current to wait.
+  const CUresult r =
+      wait ? d->event_synchronize(t.slot->done) : d->event_query(t.slot->done);
+  if (!wait && r == CUDA_ERROR_NOT_READY) return Poll::kPending;
+  tickets_.erase(it);
+  if (r != CUDA_SUCCESS) {
+    DropSlot(state, t.slot);
+    Failed(d, "waiting for a guard-zone check", r);
+    return Poll::kFailed;
+  }
+  t.slot->held = false;
+  ToolContextScope scope(*d, reinterpret_cast<uint64_t>(t.context));
+  if (scope.result() != CUDA_SUCCESS) {
+    Failed(d, "making the context current", scope.result());
+    return Poll::kFailed;
+  }
+  return ReadResults(*d, state, t.slot, t.zone_count, results) ? Poll::kDone
+                                                               : Poll::kFailed;
+}
+
+int DriverDeviceOps::SynchronizeContext(uint64_t context) {
+  absl::MutexLock lock(&mu_);
+  const ToolDriver* d = Driver();
+  if (d == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  ToolContextScope scope(*d, context);
+  if (scope.result() != CUDA_SUCCESS) return scope.result();
+  return d->ctx_synchronize();
+}
+
+int DriverDeviceOps::Release(Api alloc_api, uint64_t context,
+                             uint64_t raw_address) {
+  absl::MutexLock lock(&mu_);
+  const ToolDriver* d = Driver();
+  if (d == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  ToolContextScope scope(*d, context);
+  if (scope.result() != CUDA_SUCCESS) return scope.result();
+  void* p = reinterpret_cast<void*>(raw_address);
+  const bool pinned = ApiMemoryKind(alloc_api) == MemoryKind::kPinnedHost;
+  // The runtime's own free where it can be had, so the runtime's view of its
+  // blocks stays right; its driver call underneath is the same release.
+  if (absl::StartsWith(ApiName(alloc_api), "cuda")) {
+    if (auto free_fn = pinned ? d->cuda_free_host : d->cuda_free) {
+      return free_fn(p);
+    }
+  }
+  return pinned ? d->mem_free_host(p) : d->mem_free(raw_address);
+}
+
+bool DriverDeviceOps::Read(uint64_t context, uint64_t address, void* out,
+                           uint64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  if (bytes == 0) return true;
+  const ToolDriver* d = Driver();
+  if (d == nullptr) return false;
+  ToolContextScope scope(*d, context);
+  if (scope.result() != CUDA_SUCCESS) {
+    return Failed(d, "making the context current", scope.result());
+  }
+  ContextState* state = State(*d, scope.context());
+  if (state == nullptr) return false;
+  // On the tool's stream, so the copy sees every Fill before it (the legacy
+  // stream does not wait for a non-blocking stream) and does not wait for the
+  // program's own work.
+  CUresult r = d->memcpy_dtoh_async(out, address, bytes, state->stream);
+  if (r == CUDA_SUCCESS) r = d->stream_synchronize(state->stream);
+  return r == CUDA_SUCCESS || Failed(d, "reading device memory", r);
+}
+
+bool DriverDeviceOps::Write(uint64_t context, uint64_t address,
+                            const void* data, uint64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  if (bytes == 0) return true;
+  const ToolDriver* d = Driver();
+  if (d == nullptr) return false;
+  ToolContextScope scope(*d, context);
+  if (scope.result() != CUDA_SUCCESS) {
+    return Failed(d, "making the context current", scope.result());
+  }
+  ContextState* state = State(*d, scope.context());
+  if (state == nullptr) return false;
+  // The tool's stream: ordered after the Fills (a fill enqueued earlier must
+  // not overwrite what is written now).
+  CUresult r = d->memcpy_htod_async(address, data, bytes, state->stream);
+  if (r == CUDA_SUCCESS) r = d->stream_synchronize(state->stream);
+  return r == CUDA_SUCCESS || Failed(d, "writing device memory", r);
+}
+
+bool DriverDeviceOps::StreamCapturing(uint64_t stream) {
+  if (stream == 0) return false;  // the tool's stream is never captured
+  absl::MutexLock lock(&mu_);
+  const ToolDriver* d = Driver();
+  if (d == nullptr) return false;
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  const CUresult r =
+      d->stream_is_capturing(reinterpret_cast<CUstream>(stream), &status);
+  // An error answers "capturing": the legacy stream, for one, answers
+  // CUDA_ERROR_STREAM_CAPTURE_IMPLICIT while another stream captures in
+  // global mode, and adding work to it then is exactly what must not happen.
+  if (r != CUDA_SUCCESS) return true;
+  return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+void DriverDeviceOps::ForgetContext(uint64_t context) {
+  absl::MutexLock lock(&mu_);
+  CUcontext key = reinterpret_cast<CUcontext>(context);
+  // Its streams, events and buffers die with the context: dropped unfreed.
+  contexts_.erase(key);
+  absl::erase_if(tickets_, [key](const auto& entry) {
+    return entry.second.context == key;
+  });
+}
+
+// ---- Private
+// ------------------------------------------------------------------
+
+const ToolDriver* DriverDeviceOps::Driver() {
+  const char* missing = nullptr;
+  const ToolDriver* d = GetToolDriver(&missing);
+  if (d == nullptr && !driver_missing_logged_) {
+    driver_missing_logged_ = true;
+    LogNote(1, "guard zones: no usable CUDA driver yet (%s not found)",
+            missing != nullptr ? missing : "libcuda");
+  }
+  return d;
+}
+
+bool DriverDeviceOps::EnsureKernels(const ToolDriver& d) {
+  if (image_state_ != ImageState::kNotLoaded) {
+    return image_state_ == ImageState::kLoaded;
+  }
+  if (d.library_load_data == nullptr || d.library_get_kernel == nullptr) {
+    image_state_ = ImageState::kFailed;
+    LogError(
+        "guard zones are off: the CUDA driver is older than 12.0 "
+        "(no cuLibraryLoadData)");
+    return false;
+  }
+  CUlibrary library = nullptr;
+  CUresult r = d.library_load_data(&library, gmt_zone_kernels_fatbin, nullptr,
+                                   nullptr, 0, nullptr, nullptr, 0);
+  if (r != CUDA_SUCCESS && !IsImageError(r)) {
+    // Not the image's fault (no memory, driver not initialized): try again
+    // at the next call.
+    return Failed(&d, "loading the guard kernels", r);
+  }
+  if (r == CUDA_SUCCESS) {
+    r = d.library_get_kernel(&fill_kernel_, library, GMT_FILL_KERNEL_NAME);
+  }
+  if (r == CUDA_SUCCESS) {
+    r = d.library_get_kernel(&check_kernel_, library, GMT_CHECK_KERNEL_NAME);
+  }
+  if (r != CUDA_SUCCESS) {
+    image_state_ = ImageState::kFailed;
+    LogError(
+        "guard zones are off: the guard kernels could not be loaded (%s); "
+        "the driver or the GPU does not support the embedded image",
+        ToolResultName(d, r));
+    return false;
+  }
+  library_ = library;
+  image_state_ = ImageState::kLoaded;
+  LogNote(1, "guard kernels loaded (%zu-byte image)",
+          static_cast<size_t>(gmt_zone_kernels_fatbin_size));
+  return true;
+}
+
+DriverDeviceOps::ContextState* DriverDeviceOps::State(const ToolDriver& d,
+                                                      CUcontext context) {
+  auto it = contexts_.find(context);
+  if (it != contexts_.end()) return it->second.get();
+  auto state = std::make_unique<ContextState>();
+  CUresult r = d.stream_create(&state->stream, CU_STREAM_NON_BLOCKING);
+  if (r != CUDA_SUCCESS) {
+    Failed(&d, "cuStreamCreate", r);
+    return nullptr;
+  }
+  r = d.event_create(&state->fill_done, CU_EVENT_DISABLE_TIMING);
+  if (r != CUDA_SUCCESS) {
+    Failed(&d, "cuEventCreate", r);  // the stream stays with the context
+    return nullptr;
+  }
+  CUdevice device = 0;
+  int sms = 0;
+  if (d.ctx_get_device(&device) == CUDA_SUCCESS &&
+      d.device_get_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                             device) == CUDA_SUCCESS &&
+      sms > 0) {
+    state->max_grid = static_cast<unsigned>(sms) * kBlocksPerSm;
+  }
+  ContextState* raw = state.get();
+  contexts_[context] = std::move(state);
+  return raw;
+}
+
+DriverDeviceOps::Slot* DriverDeviceOps::AcquireSlot(const ToolDriver& d,
+                                                    ContextState* state,
+                                                    uint64_t zones) {
+  Slot* idle = nullptr;     // finished, any size
+  Slot* fitting = nullptr;  // finished and large enough
+  Slot* oldest = nullptr;   // not held, least recently used
+  size_t in_flight = 0;
+  for (const auto& owned : state->slots) {
+    Slot* slot = owned.get();
+    if (slot->held) continue;
+    if (oldest == nullptr || slot->last_use < oldest->last_use) oldest = slot;
+    const CUresult r = d.event_query(slot->done);
+    if (r == CUDA_ERROR_NOT_READY) {
+      ++in_flight;
+      continue;
+    }
+    if (r != CUDA_SUCCESS) {
+      Failed(&d, "cuEventQuery", r);
+      return nullptr;
+    }
+    if (idle == nullptr) idle = slot;
+    if (fitting == nullptr && slot->capacity >= zones) fitting = slot;
+  }
+  Slot* slot = fitting != nullptr ? fitting : idle;
+  if (slot == nullptr && in_flight >= kMaxInFlightSlots) {
+    // Enough buffers in flight: wait for the oldest rather than add more.
+    const CUresult r = d.event_synchronize(oldest->done);
+    if (r != CUDA_SUCCESS) {
+      Failed(&d, "cuEventSynchronize", r);
+      return nullptr;
+    }
+    slot = oldest;
+  }
+  if (slot == nullptr) {
+    auto fresh = std::make_unique<Slot>();
+    const CUresult r = d.event_create(&fresh->done, CU_EVENT_DISABLE_TIMING);
+    if (r != CUDA_SUCCESS) {
+      Failed(&d, "cuEventCreate", r);
+      return nullptr;
+    }
+    slot = fresh.get();
+    state->slots.push_back(std::move(fresh));
+  }
+  if (slot->capacity < zones && !GrowSlot(d, slot, zones)) return nullptr;
+  slot->last_use = ++state->use_clock;
+  return slot;
+}
+
+bool DriverDeviceOps::GrowSlot(const ToolDriver& d, Slot* slot,
+                               uint64_t zones) {
+  uint64_t capacity = std::max(kMinSlotZones, slot->capacity * 2);
+  while (capacity < zones) capacity *= 2;
+  // The slot's last use has completed (AcquireSlot): its buffers are free.
+  if (slot->device != 0) d.mem_free(slot->device);
+  if (slot->host != nullptr) d.mem_free_host(slot->host);
+  slot->device = 0;
+  slot->host = nullptr;
+  slot->capacity = 0;
+  const size_t bytes =
+      kHeaderBytes + capacity * (sizeof(GmtZoneResult) + sizeof(GmtZone));
+  CUdeviceptr device = 0;
+  CUresult r = d.mem_alloc(&device, bytes);
+  if (r != CUDA_SUCCESS) return Failed(&d, "cuMemAlloc (zone table)", r);
+  void* host = nullptr;
+  r = d.mem_host_alloc(&host, bytes, 0);
+  if (r != CUDA_SUCCESS) {
+    d.mem_free(device);
+    return Failed(&d, "cuMemHostAlloc (zone table)", r);
+  }
+  slot->device = device;
+  slot->host = static_cast<unsigned char*>(host);
+  slot->capacity = capacity;
+  return true;
+}
+
+bool DriverDeviceOps::WorkStream(const ToolDriver& d, ContextState* state,
+                                 uint64_t stream, CUstream* out) {
+  if (stream == 0) {
+    *out = state->stream;
+    return true;
+  }
+  *out = reinterpret_cast<CUstream>(stream);
+  if (!state->fill_recorded) return true;
+  const CUresult r = d.stream_wait_event(*out, state->fill_done, 0);
+  return r == CUDA_SUCCESS || Failed(&d, "cuStreamWaitEvent", r);
+}
+
+bool DriverDeviceOps::EnqueueCheck(const ToolDriver& d, ContextState* state,
+                                   CUstream stream, Slot* slot,
+                                   uint64_t zone_count, uint64_t total_chunks) {
+  const uint64_t table = slot->table_offset();
+  CUresult r = d.memset_d8_async(
+      slot->device, 0, kHeaderBytes + zone_count * sizeof(GmtZoneResult),
+      stream);
+  if (r == CUDA_SUCCESS) {
+    r = d.memcpy_htod_async(slot->device + table, slot->host + table,
+                            zone_count * sizeof(GmtZone), stream);
+  }
+  if (r == CUDA_SUCCESS) {
+    CUdeviceptr zones_arg = slot->device + table;
+    uint64_t count_arg = zone_count;
+    uint64_t chunks_arg = total_chunks;
+    CUdeviceptr results_arg = slot->device + kHeaderBytes;
+    CUdeviceptr summary_arg = slot->device;
+    void* params[] = {&zones_arg, &count_arg, &chunks_arg, &results_arg,
+                      &summary_arg};
+    r = Launch(d, state, check_kernel_, total_chunks, stream, params);
+  }
+  if (r == CUDA_SUCCESS) {
+    r = d.memcpy_dtoh_async(slot->host, slot->device, sizeof(GmtCheckSummary),
+                            stream);
+  }
+  if (!FinishSlot(d, state, slot, stream)) return false;
+  return r == CUDA_SUCCESS || Failed(&d, "guard-zone check", r);
+}
+
+bool DriverDeviceOps::ReadResults(const ToolDriver& d, ContextState* state,
+                                  Slot* slot, uint64_t zone_count,
+                                  std::vector<GmtZoneResult>* results) {
+  GmtCheckSummary summary;
+  std::memcpy(&summary, slot->host, sizeof(summary));
+  if (summary.zones_changed == 0) {
+    results->assign(zone_count, GmtZoneResult{});
+    return true;
+  }
+  // Rare: something was overwritten. The per-zone results come back through
+  // the tool's stream (the program's may be gone by now).
+  CUresult r = d.memcpy_dtoh_async(
+      slot->host + kHeaderBytes, slot->device + kHeaderBytes,
+      zone_count * sizeof(GmtZoneResult), state->stream);
+  if (!FinishSlot(d, state, slot, state->stream)) return false;
+  if (r == CUDA_SUCCESS) r = d.event_synchronize(slot->done);
+  if (r != CUDA_SUCCESS) {
+    DropSlot(state, slot);
+    return Failed(&d, "reading guard-zone results", r);
+  }
+  const auto* first =
+      reinterpret_cast<const GmtZoneResult*>(slot->host + kHeaderBytes);
+  results->assign(first, first + zone_count);
+  return true;
+}
+
+bool DriverDeviceOps::FinishSlot(const ToolDriver& d, ContextState* state,
+                                 Slot* slot, CUstream stream) {
+  const CUresult r = d.event_record(slot->done, stream);
+  if (r == CUDA_SUCCESS) return true;
+  // Work that uses the slot may still be queued, and nothing tells when it
+  // ends: the slot must never be reused.
+  DropSlot(state, slot);
+  return Failed(&d, "cuEventRecord", r);
+}
+
+void DriverDeviceOps::DropSlot(ContextState* state, Slot* slot) {
+  // Leaks the slot's buffers and event on purpose: they may still be in use.
+  auto it =
+      std::find_if(state->slots.begin(), state->slots.end(),
+                   [slot](const auto& owned) { return owned.get() == slot; });
+  if (it != state->slots.end()) state->slots.erase(it);
+}
+
+CUresult DriverDeviceOps::Launch(const ToolDriver& d, ContextState* state,
+                                 CUkernel kernel, uint64_t total_chunks,
+                                 CUstream stream, void** params) {
+  const unsigned grid = static_cast<unsigned>(
+      std::clamp<uint64_t>(total_chunks, 1, state->max_grid));
+  // A CUkernel is a valid CUfunction for cuLaunchKernel (CUDA >= 12.0): it
+  // runs in the current context, loading the kernel there on first use.
+  const CUresult r =
+      d.launch_kernel(reinterpret_cast<CUfunction>(kernel), grid, 1, 1,
+                      kBlockThreads, 1, 1, 0, stream, params, nullptr);
+  if (IsImageError(r) && image_state_ == ImageState::kLoaded) {
+    image_state_ = ImageState::kFailed;
+    LogError(
+        "guard zones are off: the guard kernels cannot run on this GPU (%s)",
+        ToolResultName(d, r));
+  }
+  return r;
+}
+
+bool DriverDeviceOps::Failed(const ToolDriver* d, const char* what,
+                             CUresult result) {
+  const char* name = d != nullptr ? ToolResultName(*d, result) : "?";
+  if (!failure_logged_) {
+    failure_logged_ = true;
+    LogError("guard zones: %s failed (%s); that guard-zone work was skipped",
+             what, name);
+  } else {
+    LogNote(2, "guard zones: %s failed (%s)", what, name);
+  }
+  return false;
+}
+
+void InstallDriverDeviceOps() {
+  static DriverDeviceOps* const ops = new DriverDeviceOps();
+  SetDeviceOps(ops);
+}
+
+}  // namespace gmt

@@ -1,0 +1,146 @@
+// DriverDeviceOps: the guard engine's GPU work (lib/guard/device_ops.h) on the
+// traced process's own CUDA driver.
+//
+// Fills and checks run the kernels of kernels/zone_kernels.cu, embedded in the
+// library as a fatbin and loaded once with cuLibraryLoadData (context
+// independent) on first use; nothing CUDA happens at load. Every CUDA call
+// goes to the real driver (lib/platform/tool_driver.h), never through a shim.
+//
+// Per context (keyed by its CUcontext value) it keeps, created on first use:
+//   * the tool's stream (non-blocking, so it never joins the program's
+//     legacy-stream work) and an event recorded after each Fill on it, which
+//     work on a program stream waits for first;
+//   * a small pool of "slots": a device buffer holding [summary | results |
+//     zone table] and a pinned host twin it is staged through, plus an event
+//     recorded after the slot's last use. A slot is reused only when that
+//     event has completed, so a staging buffer is never rewritten while an
+//     earlier copy from it may be in flight. Slots grow by doubling; an
+//     asynchronous check holds its slot until PollCheck answers.
+//
+// Failures never abort: a CUDA error makes the call return false / 0 /
+// kFailed and is reported once (later ones at verbosity 2). If the kernel
+// image cannot be loaded (driver older than CUDA 12.0, an unsupported GPU)
+// that is said once and Fill/Check/CheckAsync fail from then on; Release,
+// Read, Write and the rest keep working.
+//
+// Thread safety: all calls are serialized by an internal mutex (the engine
+// serializes them already; the mutex makes that a guarantee).
+#ifndef GMT_LIB_PLATFORM_DRIVER_DEVICE_OPS_H_
+#define GMT_LIB_PLATFORM_DRIVER_DEVICE_OPS_H_
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "lib/platform/tool_driver.h"
+#include "lib/guard/device_ops.h"
+
+namespace gmt {
+
+class DriverDeviceOps : public DeviceOps {
+ public:
+  DriverDeviceOps();
+  // Releases nothing: the object lives until exit, and its CUDA resources go
+  // with their contexts.
+  ~DriverDeviceOps() override;
+
+  bool Fill(uint64_t context, uint64_t stream,
+            absl::Span<const GmtZone> zones) override;
+  bool OrderAfterFills(uint64_t context, uint64_t stream) override;
+  bool Check(uint64_t context, uint64_t stream, absl::Span<const GmtZone> zones,
+             std::vector<GmtZoneResult>* results) override;
+  uint64_t CheckAsync(uint64_t context, uint64_t stream,
+                      absl::Span<const GmtZone> zones) override;
+  Poll PollCheck(uint64_t ticket, bool wait,
+                 std::vector<GmtZoneResult>* results) override;
+  int SynchronizeContext(uint64_t context) override;
+  int Release(Api alloc_api, uint64_t context, uint64_t raw_address) override;
+  bool Read(uint64_t context, uint64_t address, void* out,
+            uint64_t bytes) override;
+  bool Write(uint64_t context, uint64_t address, const void* data,
+             uint64_t bytes) override;
+  bool StreamCapturing(uint64_t stream) override;
+  void ForgetContext(uint64_t context) override;
+
+ private:
+  struct Slot;
+  struct ContextState;
+  struct Ticket {
+    CUcontext context;
+    Slot* slot;
+    uint64_t zone_count;
+  };
+  enum class ImageState : uint8_t { kNotLoaded, kLoaded, kFailed };
+
+  // The driver table, or null (logged once).
+  const ToolDriver* Driver() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Loads the kernels once; false if they cannot be (logged once).
+  bool EnsureKernels(const ToolDriver& d) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The state of the (current) `context`, created on first use; null on
+  // failure. `context` must be current.
+  ContextState* State(const ToolDriver& d, CUcontext context)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An idle slot of `state` with room for `zones` zones; null on failure.
+  Slot* AcquireSlot(const ToolDriver& d, ContextState* state, uint64_t zones)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool GrowSlot(const ToolDriver& d, Slot* slot, uint64_t zones)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The stream to work on: the tool's for 0, else the program's, made to
+  // wait for the tool's fills first.
+  bool WorkStream(const ToolDriver& d, ContextState* state, uint64_t stream,
+                  CUstream* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Enqueues clearing the results, uploading the staged table, the check
+  // kernel and the copy of the summary back, then records the slot's event.
+  bool EnqueueCheck(const ToolDriver& d, ContextState* state, CUstream stream,
+                    Slot* slot, uint64_t zone_count, uint64_t total_chunks)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After the slot's check completed: its results into `results`, copied
+  // back through the tool's stream only when a zone changed.
+  bool ReadResults(const ToolDriver& d, ContextState* state, Slot* slot,
+                   uint64_t zone_count, std::vector<GmtZoneResult>* results)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records the slot's event on `stream` after work that used it; a slot
+  // whose event cannot be recorded is dropped (leaked), never reused, and
+  // false is returned.
+  bool FinishSlot(const ToolDriver& d, ContextState* state, Slot* slot,
+                  CUstream stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes `slot` from the pool without freeing anything (work may still use
+  // its buffers); `slot` is invalid afterwards.
+  void DropSlot(ContextState* state, Slot* slot)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Launches a guard kernel with the block size the kernels are built for.
+  CUresult Launch(const ToolDriver& d, ContextState* state, CUkernel kernel,
+                  uint64_t total_chunks, CUstream stream, void** params)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reports a failed CUDA call: the first one as an error, later ones as
+  // notes. Returns false, for `return Failed(...)`.
+  bool Failed(const ToolDriver* d, const char* what, CUresult result)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  absl::Mutex mu_;
+  ImageState image_state_ ABSL_GUARDED_BY(mu_) = ImageState::kNotLoaded;
+  CUlibrary library_ ABSL_GUARDED_BY(mu_) = nullptr;
+  CUkernel fill_kernel_ ABSL_GUARDED_BY(mu_) = nullptr;
+  CUkernel check_kernel_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool driver_missing_logged_ ABSL_GUARDED_BY(mu_) = false;
+  bool failure_logged_ ABSL_GUARDED_BY(mu_) = false;
+  absl::flat_hash_map<CUcontext, std::unique_ptr<ContextState>> contexts_
+      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, Ticket> tickets_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 1;
+};
+
+// Creates the process's DriverDeviceOps (leaked on purpose: the engine may
+// use it from exit-time code) and installs it with SetDeviceOps. Makes no
+// CUDA call.
+void InstallDriverDeviceOps();
+
+}  // namespace gmt
+
+#endif  // GMT_LIB_PLATFORM_DRIVER_DEVICE_OPS_H_

@@ -1,0 +1,61 @@
+// RecentLaunches: the newest kernel launches the tool saw, in a fixed ring of
+// atomics, for the crash report's "recent kernels".
+//
+// Unlike the guard manager's launch log (per context, kernel ids only, for
+// attribution), this one keeps the stream and the time and is readable from a
+// crash without taking a lock: Record() is a few relaxed stores, Newest()
+// copies the ring and drops slots being overwritten meanwhile.
+//
+//   RecentLaunches log;
+//   log.Record(kernel_id, stream, context, NowNs());
+//   for (const RecentLaunches::Entry& e : log.Newest(16)) ...
+//
+// Thread safety: every member is thread-safe and lock-free.
+#ifndef GMT_LIB_REGISTRY_RECENT_LAUNCHES_H_
+#define GMT_LIB_REGISTRY_RECENT_LAUNCHES_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace gmt {
+
+class RecentLaunches {
+ public:
+  static constexpr size_t kCapacity = 64;
+
+  struct Entry {
+    uint32_t kernel = 0;  // Engine::InternKernel id
+    uint64_t stream = 0;
+    uint64_t context = 0;
+    int64_t time_ns = 0;
+  };
+
+  void Record(uint32_t kernel, uint64_t stream, uint64_t context,
+              int64_t time_ns);
+
+  // Up to `max` of the newest launches, oldest first.
+  std::vector<Entry> Newest(size_t max) const;
+
+  // Launches recorded since the start.
+  uint64_t Count() const { return next_.load(std::memory_order_acquire); }
+
+ private:
+  struct Slot {
+    // The launch number + 1 of what the slot holds; 0 while empty. Set last
+    // (release) by the writer, and cleared first, so a reader that sees the
+    // same value before and after copying the fields has a whole entry.
+    std::atomic<uint64_t> sequence{0};
+    std::atomic<uint32_t> kernel{0};
+    std::atomic<uint64_t> stream{0};
+    std::atomic<uint64_t> context{0};
+    std::atomic<int64_t> time_ns{0};
+  };
+  std::atomic<uint64_t> next_{0};
+  Slot slots_[kCapacity];
+};
+
+}  // namespace gmt
+
+#endif  // GMT_LIB_REGISTRY_RECENT_LAUNCHES_H_

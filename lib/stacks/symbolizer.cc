@@ -1,0 +1,225 @@
+#include "lib/stacks/symbolizer.h"
+
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <elfutils/libdwfl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/debugging/symbolize.h"
+#include "absl/strings/match.h"
+
+namespace gmt {
+
+// The libdwfl entry points we use, resolved from libdw.so.1 at run time.
+struct Symbolizer::DwflApi {
+  decltype(&dwfl_begin) begin;
+  decltype(&dwfl_linux_proc_report) linux_proc_report;
+  decltype(&dwfl_report_begin) report_begin;
+  decltype(&dwfl_report_end) report_end;
+  decltype(&dwfl_addrmodule) addrmodule;
+  decltype(&dwfl_module_getsrc) module_getsrc;
+  decltype(&dwfl_lineinfo) lineinfo;
+  decltype(&dwfl_module_addrname) module_addrname;
+  decltype(&dwfl_linux_proc_find_elf) linux_proc_find_elf;
+  decltype(&dwfl_standard_find_debuginfo) standard_find_debuginfo;
+  decltype(&dwfl_offline_section_address) offline_section_address;
+  decltype(&dwfl_end) end;
+  Dwfl_Callbacks callbacks;
+};
+
+namespace {
+
+std::string Demangle(const char* name) {
+  if (name == nullptr) return "";
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  if (status == 0 && demangled != nullptr) {
+    std::string out(demangled);
+    std::free(demangled);
+    return out;
+  }
+  return name;
+}
+
+std::string Basename(const char* path) {
+  if (path == nullptr) return "";
+  const char* slash = std::strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+std::string MainProgramName() {
+  char buffer[4096];
+  ssize_t n = readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
+  if (n <= 0) return "";
+  buffer[n] = '\0';
+  return Basename(buffer);
+}
+
+template <typename T>
+bool Load(void* handle, const char* name, T* out) {
+  *out = reinterpret_cast<T>(dlsym(handle, name));
+  return *out != nullptr;
+}
+
+}  // namespace
+
+bool Symbolizer::EnsureDwfl() {
+  if (dwfl_ != nullptr) return true;
+  if (dwfl_tried_) return false;
+  dwfl_tried_ = true;
+  void* handle = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) return false;
+  auto* api = new DwflApi();
+  bool ok =
+      Load(handle, "dwfl_begin", &api->begin) &&
+      Load(handle, "dwfl_linux_proc_report", &api->linux_proc_report) &&
+      Load(handle, "dwfl_report_begin", &api->report_begin) &&
+      Load(handle, "dwfl_report_end", &api->report_end) &&
+      Load(handle, "dwfl_addrmodule", &api->addrmodule) &&
+      Load(handle, "dwfl_module_getsrc", &api->module_getsrc) &&
+      Load(handle, "dwfl_lineinfo", &api->lineinfo) &&
+      Load(handle, "dwfl_module_addrname", &api->module_addrname) &&
+      Load(handle, "dwfl_linux_proc_find_elf", &api->linux_proc_find_elf) &&
+      Load(handle, "dwfl_standard_find_debuginfo",
+           &api->standard_find_debuginfo) &&
+      Load(handle, "dwfl_offline_section_address",
+           &api->offline_section_address) &&
+      Load(handle, "dwfl_end", &api->end);
+  if (!ok) {
+    delete api;
+    return false;
+  }
+  api->callbacks = Dwfl_Callbacks{};
+  api->callbacks.find_elf = api->linux_proc_find_elf;
+  api->callbacks.find_debuginfo = api->standard_find_debuginfo;
+  api->callbacks.section_address = api->offline_section_address;
+  Dwfl* dwfl = api->begin(&api->callbacks);
+  if (dwfl == nullptr) {
+    delete api;
+    return false;
+  }
+  api->report_begin(dwfl);
+  if (api->linux_proc_report(dwfl, getpid()) != 0) {
+    api->end(dwfl);
+    delete api;
+    return false;
+  }
+  api->report_end(dwfl, nullptr, nullptr);
+  dwfl_api_ = api;
+  dwfl_ = dwfl;
+  dwfl_reports_ = 1;
+  return true;
+}
+
+Symbolizer::~Symbolizer() {
+  absl::MutexLock lock(&mu_);
+  if (dwfl_ != nullptr) dwfl_api_->end(static_cast<Dwfl*>(dwfl_));
+  delete dwfl_api_;
+}
+
+bool Symbolizer::HasLineInfo() {
+  absl::MutexLock lock(&mu_);
+  return EnsureDwfl();
+}
+
+SymbolizedFrame Symbolizer::Resolve(uintptr_t return_address) {
+  SymbolizedFrame frame;
+  frame.address = return_address;
+  // The return address points after the call; the call itself is one byte back.
+  const uintptr_t pc = return_address > 0 ? return_address - 1 : 0;
+
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(pc), &info) != 0) {
+    frame.module = Basename(info.dli_fname);
+    if (frame.module.empty()) frame.module = MainProgramName();
+  }
+
+  if (EnsureDwfl()) {
+    auto* dwfl = static_cast<Dwfl*>(dwfl_);
+    Dwfl_Module* module = dwfl_api_->addrmodule(dwfl, pc);
+    if (module == nullptr && dwfl_reports_ < 8) {
+      // A module loaded after the last report (dlopen): report the maps again.
+      dwfl_api_->report_begin(dwfl);
+      dwfl_api_->linux_proc_report(dwfl, getpid());
+      dwfl_api_->report_end(dwfl, nullptr, nullptr);
+      ++dwfl_reports_;
+      module = dwfl_api_->addrmodule(dwfl, pc);
+    }
+    if (module != nullptr) {
+      if (const char* name = dwfl_api_->module_addrname(module, pc)) {
+        frame.function = Demangle(name);
+      }
+      if (Dwfl_Line* line = dwfl_api_->module_getsrc(module, pc)) {
+        int lineno = 0;
+        const char* file = dwfl_api_->lineinfo(line, nullptr, &lineno, nullptr,
+                                               nullptr, nullptr);
+        if (file != nullptr) {
+          frame.file = file;
+          frame.line = lineno;
+        }
+      }
+    }
+  }
+  if (frame.function.empty()) {
+    char buffer[1024];
+    if (absl::Symbolize(reinterpret_cast<void*>(pc), buffer, sizeof(buffer))) {
+      frame.function = buffer;
+    } else if (info.dli_sname != nullptr) {
+      frame.function = Demangle(info.dli_sname);
+    }
+  }
+  return frame;
+}
+
+SymbolizedFrame Symbolizer::Symbolize(uintptr_t return_address) {
+  absl::MutexLock lock(&mu_);
+  auto it = cache_.find(return_address);
+  if (it != cache_.end()) return it->second;
+  SymbolizedFrame frame = Resolve(return_address);
+  cache_.emplace(return_address, frame);
+  return frame;
+}
+
+std::vector<SymbolizedFrame> Symbolizer::SymbolizeStack(StackView stack) {
+  std::vector<SymbolizedFrame> frames;
+  frames.reserve(stack.size());
+  for (uintptr_t pc : stack) frames.push_back(Symbolize(pc));
+  size_t first = 0;
+  while (first + 1 < frames.size() && IsCudaInternalFrame(frames[first])) {
+    ++first;
+  }
+  frames.erase(frames.begin(), frames.begin() + static_cast<long>(first));
+  // Below main there is only the C library's start-up code: noise.
+  for (size_t i = 0; i < frames.size(); ++i) {
+    if (frames[i].function == "main") {
+      frames.resize(i + 1);
+      break;
+    }
+  }
+  return frames;
+}
+
+bool IsCudaInternalFrame(const SymbolizedFrame& frame) {
+  const std::string& m = frame.module;
+  if (absl::StartsWith(m, "libcudart.so") ||
+      absl::StartsWith(m, "libcuda.so")) {
+    return true;
+  }
+  // Statically linked cudart lives in the program's own module; its symbols say
+  // who they are.
+  const std::string& f = frame.function;
+  if (absl::StartsWith(f, "cudart::") || absl::StartsWith(f, "__cudart") ||
+      absl::StartsWith(f, "libcudart_static_")) {
+    return true;
+  }
+  // cudaMalloc & co themselves when cudart is linked in: plain C names (no
+  // parameter list, unlike the program's own C++ helpers such as
+  // cudaMalloc<float>(float**, unsigned long)).
+  return f.size() > 4 && absl::StartsWith(f, "cuda") && f[4] >= 'A' &&
+         f[4] <= 'Z' && f.find('(') == std::string::npos;
+}
+
+}  // namespace gmt

@@ -1,0 +1,70 @@
+// Symbolizer: return addresses -> function, file:line, module. Late and cached.
+//
+// Runs only when a report or snapshot needs names, never inside a wrapper. Uses
+// elfutils' libdwfl for file:line and function names when libdw.so.1 can be
+// loaded (dlopen: the library does not depend on it), and falls back to the ELF
+// symbol tables (absl::Symbolize) and dladdr otherwise, so a machine without
+// libdw still gets function and module names.
+#ifndef GMT_LIB_STACKS_SYMBOLIZER_H_
+#define GMT_LIB_STACKS_SYMBOLIZER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "lib/stacks/stack_depot.h"
+
+namespace gmt {
+
+struct SymbolizedFrame {
+  uintptr_t address = 0;
+  std::string function;  // demangled; empty when unknown
+  std::string file;      // source file; empty without debug info
+  int line = 0;          // 0 without debug info
+  std::string module;    // basename of the object, e.g. "libtorch_cuda.so"
+};
+
+class Symbolizer {
+ public:
+  Symbolizer() = default;
+  // Closes the libdw session (and the ELF files it holds open).
+  ~Symbolizer();
+  Symbolizer(const Symbolizer&) = delete;
+  Symbolizer& operator=(const Symbolizer&) = delete;
+
+  // Resolves one return address (looked up at address - 1, the call). Cached
+  // per address. Thread-safe.
+  SymbolizedFrame Symbolize(uintptr_t return_address);
+
+  // Resolves a whole stack, then drops leading frames that belong to the CUDA
+  // runtime or driver themselves (statically linked cudart's internals), so the
+  // first frame is the program's own call, and frames below main (libc's
+  // start-up code).
+  std::vector<SymbolizedFrame> SymbolizeStack(StackView stack);
+
+  // Whether file:line information is available (libdw loaded).
+  bool HasLineInfo();
+
+ private:
+  struct DwflApi;
+  SymbolizedFrame Resolve(uintptr_t pc) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool EnsureDwfl() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  absl::Mutex mu_;
+  absl::flat_hash_map<uintptr_t, SymbolizedFrame> cache_ ABSL_GUARDED_BY(mu_);
+  DwflApi* dwfl_api_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool dwfl_tried_ ABSL_GUARDED_BY(mu_) = false;
+  void* dwfl_ ABSL_GUARDED_BY(mu_) = nullptr;
+  int dwfl_reports_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Whether a frame is the CUDA runtime's or driver's own code (skipped at the
+// innermost end of reported stacks).
+bool IsCudaInternalFrame(const SymbolizedFrame& frame);
+
+}  // namespace gmt
+
+#endif  // GMT_LIB_STACKS_SYMBOLIZER_H_
