@@ -54,6 +54,11 @@ TEST_F(FakeDriverTest, DevicesAndContexts) {
   EXPECT_EQ(cuDeviceTotalMem(&total, 0), CUDA_SUCCESS);
   EXPECT_EQ(total, size_t{16} << 30);
   EXPECT_EQ(cuDeviceGetName(name, sizeof(name), 2), CUDA_ERROR_INVALID_DEVICE);
+  char bus[16];
+  EXPECT_EQ(cuDeviceGetPCIBusId(bus, sizeof(bus), 1), CUDA_SUCCESS);
+  EXPECT_STREQ(bus, "0000:42:00.0");
+  EXPECT_EQ(cuDeviceGetPCIBusId(bus, sizeof(bus), 2),
+            CUDA_ERROR_INVALID_DEVICE);
 
   CUcontext ctx1 = nullptr;
   EXPECT_EQ(cuDevicePrimaryCtxRetain(&ctx1, 1), CUDA_SUCCESS);

@@ -90,6 +90,16 @@ FAKE_CU_API(cuDeviceGetName, (char* name, int len, CUdevice dev)) {
   return CUDA_SUCCESS;
 }
 
+// "0000:41:00.0" for device 0, "0000:42:00.0" for device 1: the real
+// driver's "domain:bus:device.function" in hex, cut to `len` with its NUL.
+FAKE_CU_API(cuDeviceGetPCIBusId, (char* bus_id, int len, CUdevice dev)) {
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (bus_id == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!fake_cuda::ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  std::snprintf(bus_id, static_cast<size_t>(len), "0000:%02x:00.0", 0x41 + dev);
+  return CUDA_SUCCESS;
+}
+
 FAKE_CU_API(cuDeviceTotalMem_v2, (size_t * bytes, CUdevice dev)) {
   if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;

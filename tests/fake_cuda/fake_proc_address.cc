@@ -27,6 +27,7 @@
   X(cuDeviceGet, cuDeviceGet, 2000, false)                                 \
   X(cuDeviceGetCount, cuDeviceGetCount, 2000, false)                       \
   X(cuDeviceGetName, cuDeviceGetName, 2000, false)                         \
+  X(cuDeviceGetPCIBusId, cuDeviceGetPCIBusId, 4010, false)                 \
   X(cuDeviceTotalMem, cuDeviceTotalMem_v2, 3020, false)                    \
   X(cuCtxGetCurrent, cuCtxGetCurrent, 4000, false)                         \
   X(cuCtxSetCurrent, cuCtxSetCurrent, 4000, false)                         \
