@@ -1,161 +1,81 @@
 #include "lib/memtest/cuda_device.h"
 
 #include <cuda.h>
-#include <dlfcn.h>
 
-#include <cstring>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "kernels/memtest_kernels_image.h"
+#include "lib/platform/tool_driver.h"
 
 namespace gmt::memtest {
 namespace {
-
-// The driver entry points the memtest uses, by exact exported name.
-struct Driver {
-  CUresult (*get_error_name)(CUresult, const char**);
-  CUresult (*init)(unsigned);
-  CUresult (*device_get_count)(int*);
-  CUresult (*device_get)(CUdevice*, int);
-  CUresult (*device_get_name)(char*, int, CUdevice);
-  CUresult (*device_get_pci_bus_id)(char*, int, CUdevice);
-  CUresult (*device_get_attribute)(int*, CUdevice_attribute, CUdevice);
-  CUresult (*primary_ctx_retain)(CUcontext*, CUdevice);
-  CUresult (*primary_ctx_release)(CUdevice);
-  CUresult (*ctx_set_current)(CUcontext);
-  CUresult (*mem_get_info)(size_t*, size_t*);
-  CUresult (*mem_alloc)(CUdeviceptr*, size_t);
-  CUresult (*mem_free)(CUdeviceptr);
-  CUresult (*memset_d8_async)(CUdeviceptr, unsigned char, size_t, CUstream);
-  CUresult (*memcpy_dtod_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
-  CUresult (*memcpy_dtoh)(void*, CUdeviceptr, size_t);
-  CUresult (*memcpy_htod)(CUdeviceptr, const void*, size_t);
-  CUresult (*stream_create)(CUstream*, unsigned);
-  CUresult (*stream_destroy)(CUstream);
-  CUresult (*stream_synchronize)(CUstream);
-  CUresult (*library_load_data)(CUlibrary*, const void*, CUjit_option*, void**,
-                                unsigned, CUlibraryOption*, void**, unsigned);
-  CUresult (*library_unload)(CUlibrary);
-  CUresult (*library_get_kernel)(CUkernel*, CUlibrary, const char*);
-  CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
-                            unsigned, unsigned, unsigned, CUstream, void**,
-                            void**);
-};
-
-template <typename Fn>
-bool Resolve(void* lib, const char* name, Fn* out, std::string* missing) {
-  *out = reinterpret_cast<Fn>(dlsym(lib, name));
-  if (*out == nullptr && missing->empty()) *missing = name;
-  return *out != nullptr;
-}
-
-absl::Status LoadDriver(Driver* d) {
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-  if (lib == nullptr) {
-    const char* why = dlerror();
-    return absl::FailedPreconditionError(
-        absl::StrCat("no CUDA driver: cannot open libcuda.so.1 (",
-                     why ? why : "?", "); is the NVIDIA driver installed?"));
-  }
-  std::string missing;
-  Resolve(lib, "cuGetErrorName", &d->get_error_name, &missing);
-  Resolve(lib, "cuInit", &d->init, &missing);
-  Resolve(lib, "cuDeviceGetCount", &d->device_get_count, &missing);
-  Resolve(lib, "cuDeviceGet", &d->device_get, &missing);
-  Resolve(lib, "cuDeviceGetName", &d->device_get_name, &missing);
-  Resolve(lib, "cuDeviceGetPCIBusId", &d->device_get_pci_bus_id, &missing);
-  Resolve(lib, "cuDeviceGetAttribute", &d->device_get_attribute, &missing);
-  Resolve(lib, "cuDevicePrimaryCtxRetain", &d->primary_ctx_retain, &missing);
-  Resolve(lib, "cuDevicePrimaryCtxRelease_v2", &d->primary_ctx_release,
-          &missing);
-  Resolve(lib, "cuCtxSetCurrent", &d->ctx_set_current, &missing);
-  Resolve(lib, "cuMemGetInfo_v2", &d->mem_get_info, &missing);
-  Resolve(lib, "cuMemAlloc_v2", &d->mem_alloc, &missing);
-  Resolve(lib, "cuMemFree_v2", &d->mem_free, &missing);
-  Resolve(lib, "cuMemsetD8Async", &d->memset_d8_async, &missing);
-  Resolve(lib, "cuMemcpyDtoDAsync_v2", &d->memcpy_dtod_async, &missing);
-  Resolve(lib, "cuMemcpyDtoH_v2", &d->memcpy_dtoh, &missing);
-  Resolve(lib, "cuMemcpyHtoD_v2", &d->memcpy_htod, &missing);
-  Resolve(lib, "cuStreamCreate", &d->stream_create, &missing);
-  Resolve(lib, "cuStreamDestroy_v2", &d->stream_destroy, &missing);
-  Resolve(lib, "cuStreamSynchronize", &d->stream_synchronize, &missing);
-  Resolve(lib, "cuLibraryLoadData", &d->library_load_data, &missing);
-  Resolve(lib, "cuLibraryUnload", &d->library_unload, &missing);
-  Resolve(lib, "cuLibraryGetKernel", &d->library_get_kernel, &missing);
-  Resolve(lib, "cuLaunchKernel", &d->launch_kernel, &missing);
-  if (!missing.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the CUDA driver lacks ", missing,
-                     " (a CUDA 12.0 or newer driver is needed)"));
-  }
-  return absl::OkStatus();
-}
 
 class CudaMemtestDevice : public MemtestDevice {
  public:
   ~CudaMemtestDevice() override {
     if (context_ == nullptr) return;
-    d_.ctx_set_current(context_);
-    if (logs_ != 0) d_.mem_free(logs_);
-    if (stream_ != nullptr) d_.stream_destroy(stream_);
-    if (library_ != nullptr) d_.library_unload(library_);
-    d_.primary_ctx_release(device_);
+    d_->ctx_set_current(context_);
+    if (logs_ != 0) d_->mem_free(logs_);
+    if (stream_ != nullptr) d_->stream_destroy(stream_);
+    if (library_ != nullptr) d_->library_unload(library_);
+    d_->primary_ctx_release(device_);
   }
 
   absl::Status Open(int index) {
-    absl::Status s = LoadDriver(&d_);
-    if (!s.ok()) return s;
+    absl::StatusOr<const ToolDriver*> driver = OpenToolDriver();
+    if (!driver.ok()) return driver.status();
+    d_ = *driver;
     index_ = index;
-    CUresult r = d_.init(0);
+    CUresult r = d_->init(0);
     if (r != CUDA_SUCCESS) return Error("cuInit", r);
     int count = 0;
-    r = d_.device_get_count(&count);
+    r = d_->device_get_count(&count);
     if (r != CUDA_SUCCESS) return Error("cuDeviceGetCount", r);
     if (index < 0 || index >= count) {
       return absl::NotFoundError(absl::StrCat("no CUDA device ", index, " (",
                                               count, " device(s) present)"));
     }
-    if ((r = d_.device_get(&device_, index)) != CUDA_SUCCESS) {
+    if ((r = d_->device_get(&device_, index)) != CUDA_SUCCESS) {
       return Error("cuDeviceGet", r);
     }
     char name[256] = "";
-    d_.device_get_name(name, sizeof(name), device_);
+    d_->device_get_name(name, sizeof(name), device_);
     name_ = name;
     char bus[64] = "";
-    if (d_.device_get_pci_bus_id(bus, sizeof(bus), device_) == CUDA_SUCCESS) {
+    if (d_->device_get_pci_bus_id(bus, sizeof(bus), device_) == CUDA_SUCCESS) {
       pci_bus_id_ = bus;
     }
     int sms = 0;
-    d_.device_get_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                            device_);
+    d_->device_get_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                             device_);
     // 4 resident blocks of 256 threads per SM (the kernels' launch bounds).
     grid_ = sms > 0 ? static_cast<unsigned>(sms) * 4 : 512;
-    if ((r = d_.primary_ctx_retain(&context_, device_)) != CUDA_SUCCESS) {
+    if ((r = d_->primary_ctx_retain(&context_, device_)) != CUDA_SUCCESS) {
       context_ = nullptr;
       return Error("cuDevicePrimaryCtxRetain", r);
     }
-    if ((r = d_.ctx_set_current(context_)) != CUDA_SUCCESS) {
+    if ((r = d_->ctx_set_current(context_)) != CUDA_SUCCESS) {
       return Error("cuCtxSetCurrent", r);
     }
     // A blocking stream: the synchronous 8-byte copies of the second read and
     // of the repairs go to the legacy default stream, and a pageable
     // cuMemcpyHtoD may return before its DMA finished; a blocking stream's
     // next kernel waits for it.
-    if ((r = d_.stream_create(&stream_, CU_STREAM_DEFAULT)) != CUDA_SUCCESS) {
+    if ((r = d_->stream_create(&stream_, CU_STREAM_DEFAULT)) != CUDA_SUCCESS) {
       return Error("cuStreamCreate", r);
     }
-    r = d_.library_load_data(&library_, gmt_memtest_kernels_fatbin, nullptr,
-                             nullptr, 0, nullptr, nullptr, 0);
+    r = d_->library_load_data(&library_, gmt_memtest_kernels_fatbin, nullptr,
+                              nullptr, 0, nullptr, nullptr, 0);
     if (r != CUDA_SUCCESS) {
       return Error("cuLibraryLoadData (memtest kernels)", r);
     }
-    if ((r = d_.library_get_kernel(&write_, library_, "gmt_memtest_write")) !=
+    if ((r = d_->library_get_kernel(&write_, library_, "gmt_memtest_write")) !=
             CUDA_SUCCESS ||
-        (r = d_.library_get_kernel(&verify_, library_, "gmt_memtest_verify")) !=
-            CUDA_SUCCESS ||
-        (r = d_.library_get_kernel(&flip_, library_, "gmt_memtest_flip")) !=
+        (r = d_->library_get_kernel(&verify_, library_,
+                                    "gmt_memtest_verify")) != CUDA_SUCCESS ||
+        (r = d_->library_get_kernel(&flip_, library_, "gmt_memtest_flip")) !=
             CUDA_SUCCESS) {
       return Error("cuLibraryGetKernel", r);
     }
@@ -168,7 +88,7 @@ class CudaMemtestDevice : public MemtestDevice {
 
   absl::Status MemInfo(uint64_t* free_bytes, uint64_t* total_bytes) override {
     size_t f = 0, t = 0;
-    const CUresult r = d_.mem_get_info(&f, &t);
+    const CUresult r = d_->mem_get_info(&f, &t);
     if (r != CUDA_SUCCESS) return Error("cuMemGetInfo", r);
     *free_bytes = f;
     *total_bytes = t;
@@ -177,26 +97,26 @@ class CudaMemtestDevice : public MemtestDevice {
 
   absl::Status Allocate(uint64_t bytes, uint64_t* address) override {
     CUdeviceptr p = 0;
-    const CUresult r = d_.mem_alloc(&p, bytes);
+    const CUresult r = d_->mem_alloc(&p, bytes);
     if (r != CUDA_SUCCESS) return Error("cuMemAlloc", r);
     *address = p;
     return absl::OkStatus();
   }
 
-  void Free(uint64_t address) override { d_.mem_free(address); }
+  void Free(uint64_t address) override { d_->mem_free(address); }
 
   absl::Status ResetLogs(size_t slots) override {
     if (slots > log_slots_) {
-      if (logs_ != 0) d_.mem_free(logs_);
+      if (logs_ != 0) d_->mem_free(logs_);
       logs_ = 0;
       log_slots_ = 0;
-      const CUresult r = d_.mem_alloc(&logs_, slots * sizeof(GmtMemtestLog));
+      const CUresult r = d_->mem_alloc(&logs_, slots * sizeof(GmtMemtestLog));
       if (r != CUDA_SUCCESS) return Error("cuMemAlloc (mismatch logs)", r);
       log_slots_ = slots;
     }
     // Only the counters need zeroing; zero everything, it is small.
     const CUresult r =
-        d_.memset_d8_async(logs_, 0, slots * sizeof(GmtMemtestLog), stream_);
+        d_->memset_d8_async(logs_, 0, slots * sizeof(GmtMemtestLog), stream_);
     return r == CUDA_SUCCESS ? absl::OkStatus() : Error("cuMemsetD8Async", r);
   }
 
@@ -205,7 +125,7 @@ class CudaMemtestDevice : public MemtestDevice {
     logs->assign(slots, GmtMemtestLog{});
     if (slots > log_slots_) return absl::InvalidArgumentError("log slot");
     const CUresult r =
-        d_.memcpy_dtoh(logs->data(), logs_, slots * sizeof(GmtMemtestLog));
+        d_->memcpy_dtoh(logs->data(), logs_, slots * sizeof(GmtMemtestLog));
     return r == CUDA_SUCCESS ? absl::OkStatus()
                              : Error("cuMemcpyDtoH (logs)", r);
   }
@@ -235,48 +155,43 @@ class CudaMemtestDevice : public MemtestDevice {
   }
 
   absl::Status Copy(uint64_t dst, uint64_t src, uint64_t bytes) override {
-    const CUresult r = d_.memcpy_dtod_async(dst, src, bytes, stream_);
+    const CUresult r = d_->memcpy_dtod_async(dst, src, bytes, stream_);
     return r == CUDA_SUCCESS ? absl::OkStatus() : Error("cuMemcpyDtoDAsync", r);
   }
 
   absl::Status Synchronize() override {
-    const CUresult r = d_.stream_synchronize(stream_);
+    const CUresult r = d_->stream_synchronize(stream_);
     return r == CUDA_SUCCESS ? absl::OkStatus()
                              : Error("cuStreamSynchronize", r);
   }
 
   absl::Status ReadWord(uint64_t address, uint64_t* value) override {
-    const CUresult r = d_.memcpy_dtoh(value, address, sizeof(*value));
+    const CUresult r = d_->memcpy_dtoh(value, address, sizeof(*value));
     return r == CUDA_SUCCESS ? absl::OkStatus() : Error("cuMemcpyDtoH", r);
   }
 
   absl::Status WriteWord(uint64_t address, uint64_t value) override {
-    const CUresult r = d_.memcpy_htod(address, &value, sizeof(value));
+    const CUresult r = d_->memcpy_htod(address, &value, sizeof(value));
     return r == CUDA_SUCCESS ? absl::OkStatus() : Error("cuMemcpyHtoD", r);
   }
 
  private:
   absl::Status Error(absl::string_view what, CUresult r) const {
-    const char* name = nullptr;
-    if (d_.get_error_name == nullptr ||
-        d_.get_error_name(r, &name) != CUDA_SUCCESS || name == nullptr) {
-      name = "unknown CUDA error";
-    }
-    return absl::InternalError(
-        absl::StrCat(what, ": ", name, " (", static_cast<int>(r), ")"));
+    return absl::InternalError(absl::StrCat(what, ": ", ToolResultName(*d_, r),
+                                            " (", static_cast<int>(r), ")"));
   }
 
   absl::Status Launch(CUkernel kernel, unsigned grid, void** args,
                       absl::string_view name) {
     // A CUkernel is a valid CUfunction for cuLaunchKernel (CUDA >= 12.0).
     const CUresult r =
-        d_.launch_kernel(reinterpret_cast<CUfunction>(kernel), grid, 1, 1, 256,
-                         1, 1, 0, stream_, args, nullptr);
+        d_->launch_kernel(reinterpret_cast<CUfunction>(kernel), grid, 1, 1, 256,
+                          1, 1, 0, stream_, args, nullptr);
     return r == CUDA_SUCCESS ? absl::OkStatus()
                              : Error(absl::StrCat("cuLaunchKernel ", name), r);
   }
 
-  Driver d_{};
+  const ToolDriver* d_ = nullptr;  // lives until exit
   int index_ = 0;
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;

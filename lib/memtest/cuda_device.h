@@ -1,7 +1,8 @@
-// MemtestDevice on a real GPU: the CUDA driver (libcuda.so.1, opened with
-// dlopen at run time, so the launcher starts and explains itself on machines
-// without a driver), the embedded memtest fatbin loaded with
-// cuLibraryLoadData, one stream, the device's primary context.
+// MemtestDevice on a real GPU: the CUDA driver (libcuda.so.1, opened at run
+// time through the tool's driver table, lib/platform/tool_driver.h, so the
+// launcher starts and explains itself on machines without a driver), the
+// embedded memtest fatbin loaded with cuLibraryLoadData, one stream, the
+// device's primary context.
 #ifndef GMT_LIB_MEMTEST_CUDA_DEVICE_H_
 #define GMT_LIB_MEMTEST_CUDA_DEVICE_H_
 

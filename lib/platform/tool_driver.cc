@@ -1,62 +1,63 @@
 #include "lib/platform/tool_driver.h"
 
+#include <dlfcn.h>
+
 #include <atomic>
 #include <mutex>
+#include <string>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "lib/platform/real_functions.h"
 
 namespace gmt {
 namespace {
 
-// One slot per function, by exact exported name (the _v2 names are the ABI
-// the PFN types describe). Constant-initialized: nothing runs at load.
-#define GMT_TOOL_DRIVER_FUNCTIONS(X)                                          \
-  X(get_error_name, PFN_cuGetErrorName_v6000, "cuGetErrorName")               \
-  X(ctx_get_current, PFN_cuCtxGetCurrent_v4000, "cuCtxGetCurrent")            \
-  X(ctx_push_current, PFN_cuCtxPushCurrent_v4000, "cuCtxPushCurrent_v2")      \
-  X(ctx_pop_current, PFN_cuCtxPopCurrent_v4000, "cuCtxPopCurrent_v2")         \
-  X(ctx_get_device, PFN_cuCtxGetDevice_v2000, "cuCtxGetDevice")               \
-  X(ctx_synchronize, PFN_cuCtxSynchronize_v2000, "cuCtxSynchronize")          \
-  X(device_get_attribute, PFN_cuDeviceGetAttribute_v2000,                     \
-    "cuDeviceGetAttribute")                                                   \
-  X(exchange_capture_mode, PFN_cuThreadExchangeStreamCaptureMode_v10010,      \
-    "cuThreadExchangeStreamCaptureMode")                                      \
-  X(stream_create, PFN_cuStreamCreate_v2000, "cuStreamCreate")                \
-  X(stream_synchronize, PFN_cuStreamSynchronize_v2000, "cuStreamSynchronize") \
-  X(stream_is_capturing, PFN_cuStreamIsCapturing_v10000,                      \
-    "cuStreamIsCapturing")                                                    \
-  X(stream_wait_event, PFN_cuStreamWaitEvent_v3020, "cuStreamWaitEvent")      \
-  X(event_create, PFN_cuEventCreate_v2000, "cuEventCreate")                   \
-  X(event_record, PFN_cuEventRecord_v2000, "cuEventRecord")                   \
-  X(event_query, PFN_cuEventQuery_v2000, "cuEventQuery")                      \
-  X(event_synchronize, PFN_cuEventSynchronize_v2000, "cuEventSynchronize")    \
-  X(mem_alloc, PFN_cuMemAlloc_v3020, "cuMemAlloc_v2")                         \
-  X(mem_free, PFN_cuMemFree_v3020, "cuMemFree_v2")                            \
-  X(mem_host_alloc, PFN_cuMemHostAlloc_v2020, "cuMemHostAlloc")               \
-  X(mem_free_host, PFN_cuMemFreeHost_v2000, "cuMemFreeHost")                  \
-  X(memset_d8_async, PFN_cuMemsetD8Async_v3020, "cuMemsetD8Async")            \
-  X(memcpy_htod_async, PFN_cuMemcpyHtoDAsync_v3020, "cuMemcpyHtoDAsync_v2")   \
-  X(memcpy_dtoh_async, PFN_cuMemcpyDtoHAsync_v3020, "cuMemcpyDtoHAsync_v2")   \
-  X(launch_kernel, PFN_cuLaunchKernel_v4000, "cuLaunchKernel")
-
-#define GMT_DECLARE_SLOT(field, type, name) \
-  RealSlot<type> slot_##field(name, /*driver=*/true);
-GMT_TOOL_DRIVER_FUNCTIONS(GMT_DECLARE_SLOT)
-RealSlot<PFN_cuLibraryLoadData_v12000> slot_library_load_data(
-    "cuLibraryLoadData", true);
-RealSlot<PFN_cuLibraryGetKernel_v12000> slot_library_get_kernel(
-    "cuLibraryGetKernel", true);
 using CudaFreeFn = int (*)(void*);
-RealSlot<CudaFreeFn> slot_cuda_free("cudaFree", /*driver=*/false);
-RealSlot<CudaFreeFn> slot_cuda_free_host("cudaFreeHost", /*driver=*/false);
-#undef GMT_DECLARE_SLOT
 
-// Filled once, under g_mu; read without it once g_complete is set.
+// The library's table: filled once, under g_mu; read without it once
+// g_complete is set. Constant-initialized: nothing runs at load.
 std::mutex g_mu;  // constexpr-constructed: usable at any time
 ToolDriver g_driver;
 std::atomic<bool> g_complete{false};
 
+// "12.0" for 12000.
+std::string VersionText(int version) {
+  return absl::StrCat(version / 1000, ".", version % 1000 / 10);
+}
+
+absl::StatusOr<ToolDriver> OpenDriver() {
+  // RTLD_GLOBAL, and never closed: the table points into it, and what runs
+  // on it later (a library the launcher loads) finds the same driver by name.
+  if (dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+    const char* why = dlerror();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no CUDA driver: cannot open libcuda.so.1 (",
+        why != nullptr ? why : "?", "); is the NVIDIA driver installed?"));
+  }
+  // The driver is loaded now: the same lookup as the library's finds it.
+  ToolDriver driver;
+  if (const char* missing = ResolveToolDriver(
+          FindDriverSymbol, kToolDriverLauncherVersion, &driver)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the CUDA driver lacks ", missing, " (a CUDA ",
+                     VersionText(kToolDriverLauncherVersion),
+                     " or newer driver is needed)"));
+  }
+  return driver;
+}
+
 }  // namespace
+
+const char* ResolveToolDriver(DriverSymbolLookup lookup, int version,
+                              ToolDriver* driver) {
+#define GMT_RESOLVE(field, base, exported, since)                             \
+  driver->field = reinterpret_cast<PFN_##base##_v##since>(lookup(#exported)); \
+  if (driver->field == nullptr && (since) <= version) return #exported;
+  GMT_TOOL_DRIVER_FUNCTIONS(GMT_RESOLVE)
+#undef GMT_RESOLVE
+  return nullptr;
+}
 
 const ToolDriver* GetToolDriver(const char** missing) {
   if (g_complete.load(std::memory_order_acquire)) return &g_driver;
@@ -64,27 +65,31 @@ const ToolDriver* GetToolDriver(const char** missing) {
   // it after the tool's first question.
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_complete.load(std::memory_order_relaxed)) return &g_driver;
-  ToolDriver d = {};
-#define GMT_RESOLVE(field, type, name)         \
-  d.field = slot_##field.Get();                \
-  if (d.field == nullptr) {                    \
-    if (missing != nullptr) *missing = (name); \
-    return nullptr;                            \
+  ToolDriver d;
+  if (const char* gap =
+          ResolveToolDriver(FindDriverSymbol, kToolDriverLibraryVersion, &d)) {
+    if (missing != nullptr) *missing = gap;
+    return nullptr;
   }
-  GMT_TOOL_DRIVER_FUNCTIONS(GMT_RESOLVE)
-#undef GMT_RESOLVE
-  d.library_load_data = slot_library_load_data.Get();
-  d.library_get_kernel = slot_library_get_kernel.Get();
-  d.cuda_free = slot_cuda_free.Get();
-  d.cuda_free_host = slot_cuda_free_host.Get();
+  d.cuda_free = reinterpret_cast<CudaFreeFn>(FindRuntimeSymbol("cudaFree"));
+  d.cuda_free_host =
+      reinterpret_cast<CudaFreeFn>(FindRuntimeSymbol("cudaFreeHost"));
   g_driver = d;
   g_complete.store(true, std::memory_order_release);
   return &g_driver;
 }
 
+absl::StatusOr<const ToolDriver*> OpenToolDriver() {
+  static const absl::StatusOr<ToolDriver>* const opened =
+      new absl::StatusOr<ToolDriver>(OpenDriver());
+  if (!opened->ok()) return opened->status();
+  return &**opened;
+}
+
 const char* ToolResultName(const ToolDriver& driver, CUresult result) {
   const char* name = nullptr;
-  if (driver.get_error_name(result, &name) == CUDA_SUCCESS && name != nullptr) {
+  if (driver.get_error_name != nullptr &&
+      driver.get_error_name(result, &name) == CUDA_SUCCESS && name != nullptr) {
     return name;
   }
   return "CUDA_ERROR_UNKNOWN_CODE";

@@ -1,11 +1,22 @@
-// The CUDA functions the tool calls for its own GPU work (guard-zone fills and
-// checks, quarantine releases), and a scope that makes a context current for
-// that work.
+// The one table of CUDA driver functions the tool calls for its own GPU work:
+// the library's guard-zone fills and checks and quarantine releases inside a
+// traced process, and the launcher's `gpumemtrace memtest`. Also a scope that
+// makes a context current for that work.
 //
-// Every pointer is the real function in the loaded libcuda (or libcudart),
-// found by exact exported name through RealSlot, never one of our shims: the
-// tool's own streams, buffers and launches are never recorded, checked or
-// intercepted.
+// Contract:
+//   * Every pointer is the real function in libcuda, found by its exact
+//     exported name (FindDriverSymbol, lib/platform/real_functions.h), never
+//     one of our shims: the tool's own streams, buffers and launches are never
+//     recorded, checked or intercepted.
+//   * Two ways to get the table, one list behind both
+//     (GMT_TOOL_DRIVER_FUNCTIONS):
+//       GetToolDriver()   the library's: only from a libcuda the process has
+//                         already loaded; it never loads the driver itself.
+//                         Needs a CUDA 10.1 driver; functions newer than that
+//                         are null on older drivers.
+//       OpenToolDriver()  the launcher's: opens libcuda.so.1 itself and needs
+//                         a CUDA 12.0 driver (every function present).
+//   * A table, once complete, never changes and lives until exit.
 //
 //   const ToolDriver* d = GetToolDriver();
 //   if (d == nullptr) return false;           // no driver loaded (yet)
@@ -20,49 +31,104 @@
 
 #include <cstdint>
 
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
 #include "lib/core/intercept_depth.h"
 
 namespace gmt {
 
+// X(field, base, exported, version): the member `field`, of type
+// PFN_<base>_v<version> (cudaTypedefs.h), is libcuda's `exported`, which
+// drivers export since CUDA `version` (CUDA_VERSION style: 12000 is 12.0).
+// The _v2 names are the ABI those PFN types describe.
+#define GMT_TOOL_DRIVER_FUNCTIONS(X)                                        \
+  X(get_error_name, cuGetErrorName, cuGetErrorName, 6000)                   \
+  X(init, cuInit, cuInit, 2000)                                             \
+  X(device_get_count, cuDeviceGetCount, cuDeviceGetCount, 2000)             \
+  X(device_get, cuDeviceGet, cuDeviceGet, 2000)                             \
+  X(device_get_name, cuDeviceGetName, cuDeviceGetName, 2000)                \
+  X(device_get_pci_bus_id, cuDeviceGetPCIBusId, cuDeviceGetPCIBusId, 4010)  \
+  X(device_get_attribute, cuDeviceGetAttribute, cuDeviceGetAttribute, 2000) \
+  X(primary_ctx_retain, cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, \
+    7000)                                                                   \
+  X(primary_ctx_release, cuDevicePrimaryCtxRelease,                         \
+    cuDevicePrimaryCtxRelease_v2, 11000)                                    \
+  X(ctx_get_current, cuCtxGetCurrent, cuCtxGetCurrent, 4000)                \
+  X(ctx_set_current, cuCtxSetCurrent, cuCtxSetCurrent, 4000)                \
+  X(ctx_push_current, cuCtxPushCurrent, cuCtxPushCurrent_v2, 4000)          \
+  X(ctx_pop_current, cuCtxPopCurrent, cuCtxPopCurrent_v2, 4000)             \
+  X(ctx_get_device, cuCtxGetDevice, cuCtxGetDevice, 2000)                   \
+  X(ctx_synchronize, cuCtxSynchronize, cuCtxSynchronize, 2000)              \
+  X(exchange_capture_mode, cuThreadExchangeStreamCaptureMode,               \
+    cuThreadExchangeStreamCaptureMode, 10010)                               \
+  X(stream_create, cuStreamCreate, cuStreamCreate, 2000)                    \
+  X(stream_destroy, cuStreamDestroy, cuStreamDestroy_v2, 4000)              \
+  X(stream_synchronize, cuStreamSynchronize, cuStreamSynchronize, 2000)     \
+  X(stream_is_capturing, cuStreamIsCapturing, cuStreamIsCapturing, 10000)   \
+  X(stream_wait_event, cuStreamWaitEvent, cuStreamWaitEvent, 3020)          \
+  X(event_create, cuEventCreate, cuEventCreate, 2000)                       \
+  X(event_record, cuEventRecord, cuEventRecord, 2000)                       \
+  X(event_query, cuEventQuery, cuEventQuery, 2000)                          \
+  X(event_synchronize, cuEventSynchronize, cuEventSynchronize, 2000)        \
+  X(mem_get_info, cuMemGetInfo, cuMemGetInfo_v2, 3020)                      \
+  X(mem_alloc, cuMemAlloc, cuMemAlloc_v2, 3020)                             \
+  X(mem_free, cuMemFree, cuMemFree_v2, 3020)                                \
+  X(mem_host_alloc, cuMemHostAlloc, cuMemHostAlloc, 2020)                   \
+  X(mem_free_host, cuMemFreeHost, cuMemFreeHost, 2000)                      \
+  X(memset_d8_async, cuMemsetD8Async, cuMemsetD8Async, 3020)                \
+  X(memcpy_htod, cuMemcpyHtoD, cuMemcpyHtoD_v2, 3020)                       \
+  X(memcpy_dtoh, cuMemcpyDtoH, cuMemcpyDtoH_v2, 3020)                       \
+  X(memcpy_htod_async, cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2, 3020)       \
+  X(memcpy_dtoh_async, cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2, 3020)       \
+  X(memcpy_dtod_async, cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2, 3020)       \
+  X(launch_kernel, cuLaunchKernel, cuLaunchKernel, 4000)                    \
+  X(library_load_data, cuLibraryLoadData, cuLibraryLoadData, 12000)         \
+  X(library_get_kernel, cuLibraryGetKernel, cuLibraryGetKernel, 12000)      \
+  X(library_unload, cuLibraryUnload, cuLibraryUnload, 12000)
+
+// The oldest driver GetToolDriver accepts: the newest function the library's
+// own work cannot do without is cuThreadExchangeStreamCaptureMode (10.1). Its
+// guard kernels also need 12.0 (cuLibrary*), which it checks when it loads
+// them.
+inline constexpr int kToolDriverLibraryVersion = 10010;
+// The oldest driver OpenToolDriver accepts: the memtest loads its kernels
+// with cuLibraryLoadData.
+inline constexpr int kToolDriverLauncherVersion = 12000;
+
 struct ToolDriver {
-  PFN_cuGetErrorName_v6000 get_error_name;
-  PFN_cuCtxGetCurrent_v4000 ctx_get_current;
-  PFN_cuCtxPushCurrent_v4000 ctx_push_current;
-  PFN_cuCtxPopCurrent_v4000 ctx_pop_current;
-  PFN_cuCtxGetDevice_v2000 ctx_get_device;
-  PFN_cuCtxSynchronize_v2000 ctx_synchronize;
-  PFN_cuDeviceGetAttribute_v2000 device_get_attribute;
-  PFN_cuThreadExchangeStreamCaptureMode_v10010 exchange_capture_mode;
-  PFN_cuStreamCreate_v2000 stream_create;
-  PFN_cuStreamSynchronize_v2000 stream_synchronize;
-  PFN_cuStreamIsCapturing_v10000 stream_is_capturing;
-  PFN_cuStreamWaitEvent_v3020 stream_wait_event;
-  PFN_cuEventCreate_v2000 event_create;
-  PFN_cuEventRecord_v2000 event_record;
-  PFN_cuEventQuery_v2000 event_query;
-  PFN_cuEventSynchronize_v2000 event_synchronize;
-  PFN_cuMemAlloc_v3020 mem_alloc;
-  PFN_cuMemFree_v3020 mem_free;
-  PFN_cuMemHostAlloc_v2020 mem_host_alloc;
-  PFN_cuMemFreeHost_v2000 mem_free_host;
-  PFN_cuMemsetD8Async_v3020 memset_d8_async;
-  PFN_cuMemcpyHtoDAsync_v3020 memcpy_htod_async;
-  PFN_cuMemcpyDtoHAsync_v3020 memcpy_dtoh_async;
-  PFN_cuLaunchKernel_v4000 launch_kernel;
-  // CUDA >= 12.0 drivers only; null on older ones (no guard kernels then).
-  PFN_cuLibraryLoadData_v12000 library_load_data;
-  PFN_cuLibraryGetKernel_v12000 library_get_kernel;
-  // From the program's shared libcudart; null when it has none (static
-  // runtime, driver-only programs): runtime blocks are then freed with
-  // cuMemFree / cuMemFreeHost.
-  int (*cuda_free)(void*);
-  int (*cuda_free_host)(void*);
+#define GMT_TOOL_DRIVER_MEMBER(field, base, exported, version) \
+  PFN_##base##_v##version field = nullptr;
+  GMT_TOOL_DRIVER_FUNCTIONS(GMT_TOOL_DRIVER_MEMBER)
+#undef GMT_TOOL_DRIVER_MEMBER
+
+  // From the program's shared libcudart, GetToolDriver only; null when it has
+  // none (static runtime, driver-only programs, the launcher): runtime blocks
+  // are then freed with cuMemFree / cuMemFreeHost.
+  int (*cuda_free)(void*) = nullptr;
+  int (*cuda_free_host)(void*) = nullptr;
 };
 
-// The functions, resolved on first use. Null while libcuda is not loaded or
-// lacks one of the functions every driver since CUDA 12.0 has (the name of the
-// first missing one goes to *missing when it is not null).
+// The library's table, resolved on first use. Null while libcuda is not
+// loaded or lacks one of the functions every CUDA 10.1 driver has (the name
+// of the first missing one goes to *missing when it is not null).
 const ToolDriver* GetToolDriver(const char** missing = nullptr);
+
+// The launcher's table: opens libcuda.so.1 (kept open until exit) and
+// resolves every function from it. Errors say what is wrong: "no CUDA driver:
+// cannot open libcuda.so.1 (...)", or "the CUDA driver lacks <function> (a
+// CUDA 12.0 or newer driver is needed)". The answer is the same on every
+// call.
+absl::StatusOr<const ToolDriver*> OpenToolDriver();
+
+// Fills every function of `driver` with lookup(exported name), in the order
+// of GMT_TOOL_DRIVER_FUNCTIONS. Returns null, or the exported name of the
+// first function a driver of CUDA `version` has that `lookup` did not find
+// (resolving stops there). Functions newer than `version` are left null when
+// not found. Both tables are built by this; tests call it with their own
+// lookup.
+using DriverSymbolLookup = absl::FunctionRef<void*(const char* name)>;
+const char* ResolveToolDriver(DriverSymbolLookup lookup, int version,
+                              ToolDriver* driver);
 
 // "CUDA_ERROR_INVALID_VALUE" for a result code, for the tool's messages.
 const char* ToolResultName(const ToolDriver& driver, CUresult result);
