@@ -1,10 +1,11 @@
 // NVML (libnvidia-ml.so.1), loaded at run time with dlopen: the library and
 // the launcher must load and run on machines without it. Never linked.
 //
-// Only the functions the health reading uses are resolved, each by exact
-// name from one table (nvml_loader.cc). The types below are the few NVML ABI
-// structs and constants those functions take, declared here because nvml.h is
-// not always installed; their layouts are NVML's stable ABI.
+// Only the functions the tool uses are resolved (the health reading of
+// lib/health/, the memtest's ECC and remapped-row counters), each by exact
+// name from one table (GMT_NVML_FUNCTIONS below). The types below are the few
+// NVML ABI structs and constants those functions take, declared here because
+// nvml.h is not always installed; their layouts are NVML's stable ABI.
 //
 //   const NvmlApi* nvml = LoadNvml();
 //   if (!nvml->available) puts(nvml->reason.c_str());
@@ -98,64 +99,68 @@ struct NvmlApi {
   std::string reason;  // why not available
 
 #define GMT_NVML_FUNCTIONS(X)                                                 \
-  X(true, init, "nvmlInit_v2", nvml::Return (*)())                             \
-  X(true, error_string, "nvmlErrorString", const char* (*)(nvml::Return))      \
-  X(true, system_get_driver_version, "nvmlSystemGetDriverVersion",             \
-    nvml::Return (*)(char*, unsigned))                                         \
-  X(false, system_get_cuda_driver_version, "nvmlSystemGetCudaDriverVersion_v2", \
-    nvml::Return (*)(int*))                                                    \
-  X(true, device_get_count, "nvmlDeviceGetCount_v2",                           \
-    nvml::Return (*)(unsigned*))                                               \
-  X(true, device_get_handle_by_index, "nvmlDeviceGetHandleByIndex_v2",         \
-    nvml::Return (*)(unsigned, nvml::Device*))                                 \
-  X(true, device_get_name, "nvmlDeviceGetName",                                \
-    nvml::Return (*)(nvml::Device, char*, unsigned))                           \
-  X(false, device_get_uuid, "nvmlDeviceGetUUID",                               \
-    nvml::Return (*)(nvml::Device, char*, unsigned))                           \
-  X(true, device_get_memory_info, "nvmlDeviceGetMemoryInfo",                   \
-    nvml::Return (*)(nvml::Device, nvml::Memory*))                             \
-  X(false, device_get_memory_info_v2, "nvmlDeviceGetMemoryInfo_v2",            \
-    nvml::Return (*)(nvml::Device, nvml::MemoryV2*))                           \
-  X(false, device_get_ecc_mode, "nvmlDeviceGetEccMode",                        \
-    nvml::Return (*)(nvml::Device, int*, int*))                                \
-  X(false, device_get_total_ecc_errors, "nvmlDeviceGetTotalEccErrors",         \
-    nvml::Return (*)(nvml::Device, unsigned, unsigned, unsigned long long*))   \
-  X(false, device_get_retired_pages, "nvmlDeviceGetRetiredPages",              \
-    nvml::Return (*)(nvml::Device, unsigned, unsigned*, unsigned long long*))  \
-  X(false, device_get_retired_pages_pending_status,                            \
-    "nvmlDeviceGetRetiredPagesPendingStatus",                                  \
-    nvml::Return (*)(nvml::Device, int*))                                      \
-  X(false, device_get_remapped_rows, "nvmlDeviceGetRemappedRows",              \
-    nvml::Return (*)(nvml::Device, unsigned*, unsigned*, unsigned*, unsigned*)) \
-  X(false, device_get_temperature, "nvmlDeviceGetTemperature",                 \
-    nvml::Return (*)(nvml::Device, unsigned, unsigned*))                       \
-  X(false, device_get_temperature_threshold,                                   \
-    "nvmlDeviceGetTemperatureThreshold",                                       \
-    nvml::Return (*)(nvml::Device, unsigned, unsigned*))                       \
-  X(false, device_get_field_values, "nvmlDeviceGetFieldValues",                \
-    nvml::Return (*)(nvml::Device, int, nvml::FieldValue*))                    \
-  X(false, device_get_clocks_event_reasons,                                    \
-    "nvmlDeviceGetCurrentClocksEventReasons",                                  \
-    nvml::Return (*)(nvml::Device, unsigned long long*))                       \
-  X(false, device_get_clocks_throttle_reasons,                                 \
-    "nvmlDeviceGetCurrentClocksThrottleReasons",                               \
-    nvml::Return (*)(nvml::Device, unsigned long long*))                       \
-  X(false, device_get_compute_processes_v3,                                    \
-    "nvmlDeviceGetComputeRunningProcesses_v3",                                 \
-    nvml::Return (*)(nvml::Device, unsigned*, nvml::ProcessInfo*))             \
-  X(false, device_get_compute_processes_v2,                                    \
-    "nvmlDeviceGetComputeRunningProcesses_v2",                                 \
-    nvml::Return (*)(nvml::Device, unsigned*, nvml::ProcessInfo*))             \
-  X(false, event_set_create, "nvmlEventSetCreate",                             \
-    nvml::Return (*)(nvml::EventSet*))                                         \
-  X(false, device_register_events, "nvmlDeviceRegisterEvents",                 \
-    nvml::Return (*)(nvml::Device, unsigned long long, nvml::EventSet))        \
-  X(false, event_set_wait, "nvmlEventSetWait_v2",                              \
-    nvml::Return (*)(nvml::EventSet, nvml::EventData*, unsigned))              \
+  X(true, init, "nvmlInit_v2", nvml::Return (*)())                            \
+  X(true, error_string, "nvmlErrorString", const char* (*)(nvml::Return))     \
+  X(true, system_get_driver_version, "nvmlSystemGetDriverVersion",            \
+    nvml::Return (*)(char*, unsigned))                                        \
+  X(false, system_get_cuda_driver_version,                                    \
+    "nvmlSystemGetCudaDriverVersion_v2", nvml::Return (*)(int*))              \
+  X(true, device_get_count, "nvmlDeviceGetCount_v2",                          \
+    nvml::Return (*)(unsigned*))                                              \
+  X(true, device_get_handle_by_index, "nvmlDeviceGetHandleByIndex_v2",        \
+    nvml::Return (*)(unsigned, nvml::Device*))                                \
+  X(false, device_get_handle_by_pci_bus_id,                                   \
+    "nvmlDeviceGetHandleByPciBusId_v2",                                       \
+    nvml::Return (*)(const char*, nvml::Device*))                             \
+  X(true, device_get_name, "nvmlDeviceGetName",                               \
+    nvml::Return (*)(nvml::Device, char*, unsigned))                          \
+  X(false, device_get_uuid, "nvmlDeviceGetUUID",                              \
+    nvml::Return (*)(nvml::Device, char*, unsigned))                          \
+  X(true, device_get_memory_info, "nvmlDeviceGetMemoryInfo",                  \
+    nvml::Return (*)(nvml::Device, nvml::Memory*))                            \
+  X(false, device_get_memory_info_v2, "nvmlDeviceGetMemoryInfo_v2",           \
+    nvml::Return (*)(nvml::Device, nvml::MemoryV2*))                          \
+  X(false, device_get_ecc_mode, "nvmlDeviceGetEccMode",                       \
+    nvml::Return (*)(nvml::Device, int*, int*))                               \
+  X(false, device_get_total_ecc_errors, "nvmlDeviceGetTotalEccErrors",        \
+    nvml::Return (*)(nvml::Device, unsigned, unsigned, unsigned long long*))  \
+  X(false, device_get_retired_pages, "nvmlDeviceGetRetiredPages",             \
+    nvml::Return (*)(nvml::Device, unsigned, unsigned*, unsigned long long*)) \
+  X(false, device_get_retired_pages_pending_status,                           \
+    "nvmlDeviceGetRetiredPagesPendingStatus",                                 \
+    nvml::Return (*)(nvml::Device, int*))                                     \
+  X(false, device_get_remapped_rows, "nvmlDeviceGetRemappedRows",             \
+    nvml::Return (*)(nvml::Device, unsigned*, unsigned*, unsigned*,           \
+                     unsigned*))                                              \
+  X(false, device_get_temperature, "nvmlDeviceGetTemperature",                \
+    nvml::Return (*)(nvml::Device, unsigned, unsigned*))                      \
+  X(false, device_get_temperature_threshold,                                  \
+    "nvmlDeviceGetTemperatureThreshold",                                      \
+    nvml::Return (*)(nvml::Device, unsigned, unsigned*))                      \
+  X(false, device_get_field_values, "nvmlDeviceGetFieldValues",               \
+    nvml::Return (*)(nvml::Device, int, nvml::FieldValue*))                   \
+  X(false, device_get_clocks_event_reasons,                                   \
+    "nvmlDeviceGetCurrentClocksEventReasons",                                 \
+    nvml::Return (*)(nvml::Device, unsigned long long*))                      \
+  X(false, device_get_clocks_throttle_reasons,                                \
+    "nvmlDeviceGetCurrentClocksThrottleReasons",                              \
+    nvml::Return (*)(nvml::Device, unsigned long long*))                      \
+  X(false, device_get_compute_processes_v3,                                   \
+    "nvmlDeviceGetComputeRunningProcesses_v3",                                \
+    nvml::Return (*)(nvml::Device, unsigned*, nvml::ProcessInfo*))            \
+  X(false, device_get_compute_processes_v2,                                   \
+    "nvmlDeviceGetComputeRunningProcesses_v2",                                \
+    nvml::Return (*)(nvml::Device, unsigned*, nvml::ProcessInfo*))            \
+  X(false, event_set_create, "nvmlEventSetCreate",                            \
+    nvml::Return (*)(nvml::EventSet*))                                        \
+  X(false, device_register_events, "nvmlDeviceRegisterEvents",                \
+    nvml::Return (*)(nvml::Device, unsigned long long, nvml::EventSet))       \
+  X(false, event_set_wait, "nvmlEventSetWait_v2",                             \
+    nvml::Return (*)(nvml::EventSet, nvml::EventData*, unsigned))             \
   X(false, event_set_free, "nvmlEventSetFree", nvml::Return (*)(nvml::EventSet))
 
 #define GMT_NVML_MEMBER(required, member, symbol, type) \
-  using member##_fn = type;                              \
+  using member##_fn = type;                             \
   member##_fn member = nullptr;
   GMT_NVML_FUNCTIONS(GMT_NVML_MEMBER)
 #undef GMT_NVML_MEMBER

@@ -1,7 +1,9 @@
-// A stand-in libnvidia-ml for the health tests (loaded through
+// A stand-in libnvidia-ml for the health and memtest tests (loaded through
 // GMT_NVML_LIBRARY): one "NVIDIA H200" with chosen values, some abnormal,
-// some unsupported, so the gather path of lib/health/health.cc runs without a GPU.
+// some unsupported, so the gather path of lib/health/health.cc and the
+// memtest's counters (lib/memtest/nvml_counters.cc) run without a GPU.
 //
+//   PCI bus id    0000:41:00.0
 //   memory        total 140 GiB, used 1 GiB, reserved 512 MiB (v2)
 //   ECC           on; corrected 5/40, uncorrected 0 volatile / 2 aggregate
 //   retired pages 1 single-bit, 0 double-bit; none pending
@@ -50,6 +52,17 @@ API nvmlSystemGetCudaDriverVersion_v2(int* v) { *v = 12080; return 0; }
 API nvmlDeviceGetCount_v2(unsigned* n) { *n = 1; return 0; }
 API nvmlDeviceGetHandleByIndex_v2(unsigned i, void** d) {
   if (i != 0) return 2;
+  *d = &g_device_tag;
+  return 0;
+}
+// The device sits at bus 0x41 (the test double of libcuda puts its device 0
+// there too); NVML takes the domain in 4 or 8 hex digits.
+API nvmlDeviceGetHandleByPciBusId_v2(const char* bus_id, void** d) {
+  if (bus_id == nullptr || d == nullptr) return 2;  // invalid argument
+  if (std::strcmp(bus_id, "0000:41:00.0") != 0 &&
+      std::strcmp(bus_id, "00000000:41:00.0") != 0) {
+    return 6;  // not found
+  }
   *d = &g_device_tag;
   return 0;
 }
