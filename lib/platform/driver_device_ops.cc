@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "kernels/zone_abi.h"
@@ -81,6 +82,18 @@ struct DriverDeviceOps::ContextState {
   std::vector<std::unique_ptr<Slot>> slots;
 };
 
+// What a guard-zone fill or check works with: the driver and the context made
+// current for the work and, when there are zones, the context's state, the
+// stream to work on and a slot with the zones staged in it.
+struct DriverDeviceOps::ZoneWork {
+  const ToolDriver* driver = nullptr;
+  std::optional<ToolContextScope> scope;
+  ContextState* state = nullptr;
+  CUstream stream = nullptr;
+  Slot* slot = nullptr;
+  uint64_t total_chunks = 0;  // 0: no zone has a byte, nothing to launch
+};
+
 DriverDeviceOps::DriverDeviceOps() = default;
 DriverDeviceOps::~DriverDeviceOps() = default;
 
@@ -88,37 +101,30 @@ bool DriverDeviceOps::Fill(uint64_t context, uint64_t stream,
                            absl::Span<const GmtZone> zones) {
   absl::MutexLock lock(&mu_);
   if (zones.empty()) return true;
-  const ToolDriver* d = Driver();
-  if (d == nullptr || !EnsureKernels(*d)) return false;
-  ToolContextScope scope(*d, context);
-  if (scope.result() != CUDA_SUCCESS) {
-    return Failed(d, "making the context current", scope.result());
-  }
-  ContextState* state = State(*d, scope.context());
-  if (state == nullptr) return false;
-  CUstream s = nullptr;
-  if (!WorkStream(*d, state, stream, &s)) return false;
-  Slot* slot = AcquireSlot(*d, state, zones.size());
-  if (slot == nullptr) return false;
-  const uint64_t total_chunks = StageTable(zones, slot->host_table());
-  if (total_chunks == 0) return true;  // only empty zones
+  ZoneWork work;
+  if (!BeginZoneWork(context, stream, zones, &work)) return false;
+  if (work.total_chunks == 0) return true;  // only empty zones
+  const ToolDriver& d = *work.driver;
+  ContextState* state = work.state;
+  Slot* slot = work.slot;
+  const CUstream s = work.stream;
 
   const uint64_t n = zones.size();
   const uint64_t table = slot->table_offset();
-  CUresult r = d->memcpy_htod_async(slot->device + table, slot->host + table,
-                                    n * sizeof(GmtZone), s);
+  CUresult r = d.memcpy_htod_async(slot->device + table, slot->host + table,
+                                   n * sizeof(GmtZone), s);
   if (r == CUDA_SUCCESS) {
     CUdeviceptr zones_arg = slot->device + table;
     uint64_t count_arg = n;
-    uint64_t chunks_arg = total_chunks;
+    uint64_t chunks_arg = work.total_chunks;
     void* params[] = {&zones_arg, &count_arg, &chunks_arg};
-    r = Launch(*d, state, fill_kernel_, total_chunks, s, params);
+    r = Launch(d, state, fill_kernel_, work.total_chunks, s, params);
   }
-  if (!FinishSlot(*d, state, slot, s)) return false;
-  if (r != CUDA_SUCCESS) return Failed(d, "guard-zone fill", r);
+  if (!FinishSlot(d, state, slot, s)) return false;
+  if (r != CUDA_SUCCESS) return Failed(&d, "guard-zone fill", r);
   if (s == state->stream) {
-    r = d->event_record(state->fill_done, s);
-    if (r != CUDA_SUCCESS) return Failed(d, "cuEventRecord", r);
+    r = d.event_record(state->fill_done, s);
+    if (r != CUDA_SUCCESS) return Failed(&d, "cuEventRecord", r);
     state->fill_recorded = true;
   }
   return true;
@@ -149,60 +155,38 @@ bool DriverDeviceOps::Check(uint64_t context, uint64_t stream,
     results->clear();
     return true;
   }
-  const ToolDriver* d = Driver();
-  if (d == nullptr || !EnsureKernels(*d)) return false;
-  ToolContextScope scope(*d, context);
-  if (scope.result() != CUDA_SUCCESS) {
-    return Failed(d, "making the context current", scope.result());
-  }
-  ContextState* state = State(*d, scope.context());
-  if (state == nullptr) return false;
-  CUstream s = nullptr;
-  if (!WorkStream(*d, state, stream, &s)) return false;
-  Slot* slot = AcquireSlot(*d, state, zones.size());
-  if (slot == nullptr) return false;
-  const uint64_t total_chunks = StageTable(zones, slot->host_table());
-  if (total_chunks == 0) {
+  ZoneWork work;
+  if (!BeginZoneWork(context, stream, zones, &work)) return false;
+  if (work.total_chunks == 0) {
     results->assign(zones.size(), GmtZoneResult{});
     return true;
   }
-  if (!EnqueueCheck(*d, state, s, slot, zones.size(), total_chunks)) {
+  const ToolDriver& d = *work.driver;
+  if (!EnqueueCheck(d, work.state, work.stream, work.slot, zones.size(),
+                    work.total_chunks)) {
     return false;
   }
-  const CUresult r = d->event_synchronize(slot->done);
+  const CUresult r = d.event_synchronize(work.slot->done);
   if (r != CUDA_SUCCESS) {
-    DropSlot(state, slot);
-    return Failed(d, "waiting for a guard-zone check", r);
+    DropSlot(work.state, work.slot);
+    return Failed(&d, "waiting for a guard-zone check", r);
   }
-  return ReadResults(*d, state, slot, zones.size(), results);
+  return ReadResults(d, work.state, work.slot, zones.size(), results);
 }
 
 uint64_t DriverDeviceOps::CheckAsync(uint64_t context, uint64_t stream,
                                      absl::Span<const GmtZone> zones) {
   absl::MutexLock lock(&mu_);
-  const ToolDriver* d = Driver();
-  if (d == nullptr || !EnsureKernels(*d)) return 0;
-  ToolContextScope scope(*d, context);
-  if (scope.result() != CUDA_SUCCESS) {
-    Failed(d, "making the context current", scope.result());
-    return 0;
-  }
-  Ticket ticket{scope.context(), nullptr, zones.size()};
-  if (!zones.empty()) {
-    ContextState* state = State(*d, scope.context());
-    if (state == nullptr) return 0;
-    CUstream s = nullptr;
-    if (!WorkStream(*d, state, stream, &s)) return 0;
-    Slot* slot = AcquireSlot(*d, state, zones.size());
-    if (slot == nullptr) return 0;
-    const uint64_t total_chunks = StageTable(zones, slot->host_table());
-    if (total_chunks > 0) {
-      if (!EnqueueCheck(*d, state, s, slot, zones.size(), total_chunks)) {
-        return 0;
-      }
-      slot->held = true;
-      ticket.slot = slot;
+  ZoneWork work;
+  if (!BeginZoneWork(context, stream, zones, &work)) return 0;
+  Ticket ticket{work.scope->context(), nullptr, zones.size()};
+  if (work.total_chunks > 0) {
+    if (!EnqueueCheck(*work.driver, work.state, work.stream, work.slot,
+                      zones.size(), work.total_chunks)) {
+      return 0;
     }
+    work.slot->held = true;
+    ticket.slot = work.slot;
   }
   // A ticket without a slot had only empty zones: it is clean at once.
   const uint64_t id = next_ticket_++;
@@ -278,41 +262,20 @@ int DriverDeviceOps::Release(Api alloc_api, uint64_t context,
 
 bool DriverDeviceOps::Read(uint64_t context, uint64_t address, void* out,
                            uint64_t bytes) {
-  absl::MutexLock lock(&mu_);
-  if (bytes == 0) return true;
-  const ToolDriver* d = Driver();
-  if (d == nullptr) return false;
-  ToolContextScope scope(*d, context);
-  if (scope.result() != CUDA_SUCCESS) {
-    return Failed(d, "making the context current", scope.result());
-  }
-  ContextState* state = State(*d, scope.context());
-  if (state == nullptr) return false;
-  // On the tool's stream, so the copy sees every Fill before it (the legacy
-  // stream does not wait for a non-blocking stream) and does not wait for the
-  // program's own work.
-  CUresult r = d->memcpy_dtoh_async(out, address, bytes, state->stream);
-  if (r == CUDA_SUCCESS) r = d->stream_synchronize(state->stream);
-  return r == CUDA_SUCCESS || Failed(d, "reading device memory", r);
+  return CopyOnToolStream(context, bytes, "reading device memory",
+                          [&](const ToolDriver& d, CUstream stream) {
+                            return d.memcpy_dtoh_async(out, address, bytes,
+                                                       stream);
+                          });
 }
 
 bool DriverDeviceOps::Write(uint64_t context, uint64_t address,
                             const void* data, uint64_t bytes) {
-  absl::MutexLock lock(&mu_);
-  if (bytes == 0) return true;
-  const ToolDriver* d = Driver();
-  if (d == nullptr) return false;
-  ToolContextScope scope(*d, context);
-  if (scope.result() != CUDA_SUCCESS) {
-    return Failed(d, "making the context current", scope.result());
-  }
-  ContextState* state = State(*d, scope.context());
-  if (state == nullptr) return false;
-  // The tool's stream: ordered after the Fills (a fill enqueued earlier must
-  // not overwrite what is written now).
-  CUresult r = d->memcpy_htod_async(address, data, bytes, state->stream);
-  if (r == CUDA_SUCCESS) r = d->stream_synchronize(state->stream);
-  return r == CUDA_SUCCESS || Failed(d, "writing device memory", r);
+  return CopyOnToolStream(context, bytes, "writing device memory",
+                          [&](const ToolDriver& d, CUstream stream) {
+                            return d.memcpy_htod_async(address, data, bytes,
+                                                       stream);
+                          });
 }
 
 bool DriverDeviceOps::StreamCapturing(uint64_t stream) {
@@ -342,6 +305,48 @@ void DriverDeviceOps::ForgetContext(uint64_t context) {
 
 // ---- Private
 // ------------------------------------------------------------------
+
+bool DriverDeviceOps::BeginZoneWork(uint64_t context, uint64_t stream,
+                                    absl::Span<const GmtZone> zones,
+                                    ZoneWork* work) {
+  work->driver = Driver();
+  if (work->driver == nullptr || !EnsureKernels(*work->driver)) return false;
+  const ToolDriver& d = *work->driver;
+  work->scope.emplace(d, context);
+  if (work->scope->result() != CUDA_SUCCESS) {
+    return Failed(&d, "making the context current", work->scope->result());
+  }
+  if (zones.empty()) return true;
+  work->state = State(d, work->scope->context());
+  if (work->state == nullptr) return false;
+  if (!WorkStream(d, work->state, stream, &work->stream)) return false;
+  work->slot = AcquireSlot(d, work->state, zones.size());
+  if (work->slot == nullptr) return false;
+  work->total_chunks = StageTable(zones, work->slot->host_table());
+  return true;
+}
+
+bool DriverDeviceOps::CopyOnToolStream(
+    uint64_t context, uint64_t bytes, const char* what,
+    absl::FunctionRef<CUresult(const ToolDriver&, CUstream)> enqueue) {
+  absl::MutexLock lock(&mu_);
+  if (bytes == 0) return true;
+  const ToolDriver* d = Driver();
+  if (d == nullptr) return false;
+  ToolContextScope scope(*d, context);
+  if (scope.result() != CUDA_SUCCESS) {
+    return Failed(d, "making the context current", scope.result());
+  }
+  ContextState* state = State(*d, scope.context());
+  if (state == nullptr) return false;
+  // On the tool's stream: the copy sees every Fill before it (the legacy
+  // stream does not wait for a non-blocking stream), so a fill enqueued
+  // earlier never overwrites what is written now, and it does not wait for
+  // the program's own work.
+  CUresult r = enqueue(*d, state->stream);
+  if (r == CUDA_SUCCESS) r = d->stream_synchronize(state->stream);
+  return r == CUDA_SUCCESS || Failed(d, what, r);
+}
 
 const ToolDriver* DriverDeviceOps::Driver() {
   const char* missing = nullptr;

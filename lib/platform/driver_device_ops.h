@@ -36,10 +36,11 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
-#include "lib/platform/tool_driver.h"
 #include "lib/guard/device_ops.h"
+#include "lib/platform/tool_driver.h"
 
 namespace gmt {
 
@@ -71,6 +72,7 @@ class DriverDeviceOps : public DeviceOps {
  private:
   struct Slot;
   struct ContextState;
+  struct ZoneWork;
   struct Ticket {
     CUcontext context;
     Slot* slot;
@@ -118,6 +120,19 @@ class DriverDeviceOps : public DeviceOps {
   CUresult Launch(const ToolDriver& d, ContextState* state, CUkernel kernel,
                   uint64_t total_chunks, CUstream stream, void** params)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Fill, Check and CheckAsync: the driver and the guard kernels, `context`
+  // made current for the work (held by `work` until it is destroyed), and,
+  // when there are zones, its state, the stream to work on and a slot with
+  // `zones` staged. False on failure (logged).
+  bool BeginZoneWork(uint64_t context, uint64_t stream,
+                     absl::Span<const GmtZone> zones, ZoneWork* work)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Read and Write: `enqueue` puts a copy of `bytes` on the tool's stream of
+  // `context`, and this waits for it; `what` names it in a failure.
+  bool CopyOnToolStream(
+      uint64_t context, uint64_t bytes, const char* what,
+      absl::FunctionRef<CUresult(const ToolDriver&, CUstream)> enqueue)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Reports a failed CUDA call: the first one as an error, later ones as
   // notes. Returns false, for `return Failed(...)`.
   bool Failed(const ToolDriver* d, const char* what, CUresult result)
