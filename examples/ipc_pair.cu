@@ -23,8 +23,8 @@
 // `ipc_pair --untraced-child` runs the child as "child-untraced" with
 // LD_PRELOAD removed from its environment. With guard zones on that is NOT
 // expected to work: the untraced child is handed the raw block and sees the
-// front redzone where the user's first byte should be (exit 3). README.md
-// ("Guard zones") documents it: guard both sides, or guard=0. The GPU tests
+// front redzone where the user's first byte should be (exit 3).
+// docs/guard-zones.md documents it: guard both sides, or guard=0. The GPU tests
 // do not run this mode.
 #include <cuda_runtime.h>
 #include <spawn.h>

@@ -18,7 +18,7 @@
 #                    (interleaved rounds, medians) and under compute-sanitizer
 #                    memcheck; memory overhead (host bytes per live
 #                    allocation, device bytes added / user bytes); one table
-#                    with the issue-8 targets (PASS / MISS)
+#                    with the overhead targets (PASS / MISS)
 #   examples-text    every example under the tool with the text report
 #   unit:*           the test binaries bundled into .device/unit/
 #   bench:*          the benchmark executables bundled into .device/bench/

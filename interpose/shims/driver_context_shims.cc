@@ -1,7 +1,7 @@
 // Context lifecycle: when CUDA destroys a context or resets a device, it frees
 // every block made in it. Those blocks leave the live set (their addresses may
 // come back) and are kept as leaks "released by <call>" — the program never
-// freed them itself. See README "How a device reset counts".
+// freed them itself. See docs/leaks.md, "How a device reset counts".
 #include "interpose/resolve/driver_hooks.h"
 
 using gmt::InterceptScope;

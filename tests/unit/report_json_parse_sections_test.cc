@@ -292,7 +292,8 @@ TEST(ReportJsonParseSectionsTest, ReportsWithoutTheNewSectionsRead) {
   EXPECT_THAT(RenderText(d, 0), HasSubstr("by thread T2 here"));
 }
 
-// Issue-5 reports had Xid events only per listed device.
+// Reports written before health.xid_events existed had Xid events only per
+// listed device.
 TEST(ReportJsonParseSectionsTest, OlderHealthTakesXidEventsFromTheDevices) {
   ReportData data = sample::Base();
   sample::AddHealth(data);
