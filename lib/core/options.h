@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "lib/core/option_values.h"
 
 namespace gmt {
 

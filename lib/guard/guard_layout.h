@@ -27,11 +27,9 @@
 
 namespace gmt {
 
-// Guarding families, for guard_skip.
-enum class GuardFamily : uint8_t { kDevice, kPitched, kManaged, kAsync, kNone };
-
 // The family an allocating API belongs to; kNone for memory that is never
-// guarded (host, arrays, VMM).
+// guarded (host, arrays, VMM). GuardFamily is lib/core/option_values.h's, the
+// type of guard_skip.
 GuardFamily FamilyOf(Api api);
 
 struct GuardPolicy {

@@ -197,6 +197,85 @@ TEST(OptionsTest, HelpListsEveryKey) {
   EXPECT_THAT(help, HasSubstr("stack_depth=16"));
 }
 
+// ---- Typed values (lib/core/option_values.h) ----
+
+template <typename Enum>
+std::vector<std::string> Spellings() {
+  std::vector<std::string> out;
+  for (const OptionValueName<Enum>& n : OptionValues<Enum>::kNames) {
+    out.emplace_back(n.name);
+  }
+  return out;
+}
+
+// The external spellings are what users' GMT_OPTIONS and the launcher's flags
+// write: they never change.
+TEST(OptionValuesTest, SpellingsAreTheDocumentedOnes) {
+  EXPECT_THAT(Spellings<CheckLevel>(),
+              ElementsAre("none", "exit", "sync", "kernel"));
+  EXPECT_THAT(Spellings<CuptiMode>(), ElementsAre("auto", "on", "off"));
+  EXPECT_THAT(Spellings<ReportFormat>(),
+              ElementsAre("text", "json", "html", "trace", "torch"));
+  EXPECT_THAT(Spellings<GuardFamily>(),
+              ElementsAre("device", "pitched", "managed", "async"));
+  EXPECT_THAT(Spellings<FatalSignal>(),
+              ElementsAre("SEGV", "BUS", "ABRT", "FPE", "ILL"));
+}
+
+// Each value parses from its name and writes back the same name, alone and
+// as a one-element list.
+template <typename Enum>
+void ExpectEveryValueRoundTrips() {
+  for (const OptionValueName<Enum>& n : OptionValues<Enum>::kNames) {
+    std::string why;
+    for (const OptionValueName<Enum>& start : OptionValues<Enum>::kNames) {
+      Enum parsed = start.value;
+      EXPECT_TRUE(ParseOptionValue(n.name, &parsed, &why)) << n.name << why;
+      EXPECT_EQ(parsed, n.value) << n.name;
+    }
+    EXPECT_EQ(OptionValueText(n.value), n.name);
+  }
+}
+
+template <typename Enum>
+void ExpectEveryListRoundTrips() {
+  ExpectEveryValueRoundTrips<Enum>();
+  std::string why;
+  for (const OptionValueName<Enum>& n : OptionValues<Enum>::kNames) {
+    OptionSet<Enum> one;
+    ASSERT_TRUE(ParseOptionValue(n.name, &one, &why)) << n.name << why;
+    EXPECT_EQ(one, OptionSet<Enum>{n.value}) << n.name;
+    EXPECT_EQ(OptionValueText(one), n.name);
+  }
+  for (const OptionSet<Enum> set :
+       {OptionSet<Enum>(), OptionSet<Enum>::All()}) {
+    OptionSet<Enum> back{OptionValues<Enum>::kNames[0].value};
+    ASSERT_TRUE(ParseOptionValue(OptionValueText(set), &back, &why)) << why;
+    EXPECT_EQ(back, set) << OptionValueText(set);
+  }
+}
+
+TEST(OptionValuesTest, EveryValueRoundTrips) {
+  ExpectEveryValueRoundTrips<CheckLevel>();
+  ExpectEveryValueRoundTrips<CuptiMode>();
+  ExpectEveryListRoundTrips<ReportFormat>();
+  ExpectEveryListRoundTrips<GuardFamily>();
+  ExpectEveryListRoundTrips<FatalSignal>();
+}
+
+TEST(OptionValuesTest, ListsAreSetsWrittenInTableOrder) {
+  ReportFormats formats;
+  std::string why;
+  ASSERT_TRUE(ParseOptionValue("torch,json,text,json", &formats, &why));
+  EXPECT_EQ(formats, ReportFormats({ReportFormat::kText, ReportFormat::kJson,
+                                    ReportFormat::kTorch}));
+  EXPECT_EQ(OptionValueText(formats), "text,json,torch");
+  EXPECT_EQ(OptionValueText(FatalSignals::All()), "SEGV,BUS,ABRT,FPE,ILL");
+  EXPECT_EQ(OptionValueText(ReportFormats()), "none");
+  EXPECT_EQ(OptionValueText(GuardFamilies()), "");
+  EXPECT_EQ(OptionValueText(GuardFamily::kNone), "");  // no option spells it
+}
+
 TEST(OptionsTest, ExpandPath) {
   EXPECT_EQ(ExpandPath("gmt.%p.json", 1234), "gmt.1234.json");
   EXPECT_EQ(ExpandPath("%p", 7), "7");
