@@ -38,7 +38,7 @@ struct GuardPolicy {
   uint64_t tail_min = 4096;
   uint64_t tail_max = 1 << 20;
   uint64_t tail_ratio = 16;
-  uint32_t skip_mask = 0;  // 1 << GuardFamily
+  GuardFamilies skip;  // guard_skip
 
   static GuardPolicy FromOptions(const Options& options);
   bool Guards(Api api) const;

@@ -55,8 +55,6 @@ namespace gmt {
 inline constexpr uint8_t kCanaryByte = 0xCB;
 inline constexpr uint8_t kFreedByte = 0xFD;
 
-CheckLevel ParseCheckLevel(absl::string_view text);
-
 // One corrupted zone of one block.
 struct GuardFinding {
   ErrorKind kind = ErrorKind::kOobWrite;
