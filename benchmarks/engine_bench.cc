@@ -21,7 +21,7 @@ Engine& EngineWithDepth(int depth) {
     Options o;
     o.stack_depth = d;
     o.print_errors = false;
-    o.report = "none";
+    o.report = ReportFormats();  // report=none
     return new Engine(o);
   };
   static Engine* const no_stacks = make(0);

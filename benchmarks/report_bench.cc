@@ -35,7 +35,7 @@ Engine& LoadedEngine() {
   static Engine* const engine = [] {
     Options o;
     o.print_errors = false;
-    o.report = "none";
+    o.report = ReportFormats();  // report=none
     auto* e = new Engine(o);
     e->NoteDevice(0, "Bench GPU", uint64_t{80} << 30);
     std::vector<StackId> sites = MakeCallSites(*e);

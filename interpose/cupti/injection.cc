@@ -37,7 +37,7 @@ namespace {
 // cupti=on asks for CUPTI beside the shims, injected or not: subscribe at
 // load, before the program's first CUDA call.
 __attribute__((constructor)) void SubscribeIfAsked() {
-  if (GlobalOptions().cupti == "on") StartCupti(/*injected=*/false);
+  if (GlobalOptions().cupti == CuptiMode::kOn) StartCupti(/*injected=*/false);
 }
 
 }  // namespace

@@ -15,37 +15,58 @@
 namespace gmt {
 namespace {
 
-bool ParseValue(absl::string_view text, bool* out) {
+// Each parses `text` into `*out`; "" when it could, else why not (the
+// message's tail after "option 'key': 'text' ").
+std::string ParseValue(absl::string_view text, bool* out) {
   if (text == "1" || text == "true" || text == "yes") {
     *out = true;
-    return true;
+    return "";
   }
   if (text == "0" || text == "false" || text == "no") {
     *out = false;
-    return true;
+    return "";
   }
-  return false;
+  return "is not 0 or 1";
 }
 
-bool ParseValue(absl::string_view text, int64_t* out) {
-  return absl::SimpleAtoi(text, out);
+std::string ParseValue(absl::string_view text, int64_t* out) {
+  return absl::SimpleAtoi(text, out) ? "" : "is not an integer";
 }
 
-bool ParseValue(absl::string_view text, std::string* out) {
+std::string ParseValue(absl::string_view text, std::string* out) {
   *out = std::string(text);
-  return true;
+  return "";
 }
 
-const char* TypeName(const bool*) { return "0 or 1"; }
-const char* TypeName(const int64_t*) { return "an integer"; }
-const char* TypeName(const std::string*) { return "a string"; }
+// The typed values (option_values.h): an enum or a set of one.
+template <typename T>
+std::string ParseValue(absl::string_view text, T* out) {
+  std::string why;
+  return ParseOptionValue(text, out, &why) ? "" : why;
+}
 
-std::string DefaultText(bool v) { return v ? "1" : "0"; }
-std::string DefaultText(int64_t v) { return absl::StrCat(v); }
-std::string DefaultText(const std::string& v) { return v; }
+// A value as GMT_OPTIONS writes it, for help.
+std::string ValueText(bool v) { return v ? "1" : "0"; }
+std::string ValueText(int64_t v) { return absl::StrCat(v); }
+std::string ValueText(const std::string& v) { return v; }
+template <typename T>
+std::string ValueText(const T& v) {
+  return std::string(OptionValueText(v));
+}
 
-// Range and enumeration checks that the type alone cannot express. Returns an
-// empty string when the value is acceptable.
+// What a key accepts, for help: "" where the type says it (0 or 1, an
+// integer, a string); the list of words for the typed values.
+std::string Accepted(const bool*) { return ""; }
+std::string Accepted(const int64_t*) { return ""; }
+std::string Accepted(const std::string*) { return ""; }
+template <typename T>
+std::string Accepted(const T*) {
+  return absl::StrCat("  (", AcceptedOptionValues<T>(), ")");
+}
+
+// What a value must be beyond its type (ranges, paths), checked as its key is
+// parsed; the typed values check themselves as they parse. Returns an empty
+// string when the value is acceptable.
 std::string CheckValue(absl::string_view key, const Options& o) {
   auto range = [&](int64_t v, int64_t lo, int64_t hi) -> std::string {
     if (v < lo || v > hi) {
@@ -53,31 +74,11 @@ std::string CheckValue(absl::string_view key, const Options& o) {
     }
     return "";
   };
-  if (key == "report") {
-    if (o.report == "none") return "";
-    for (absl::string_view part : absl::StrSplit(o.report, ',')) {
-      if (part != "text" && part != "json" && part != "html" &&
-          part != "trace" && part != "torch") {
-        return absl::StrCat("unknown format '", part,
-                            "' (expected a comma-separated list of text, "
-                            "json, html, trace, torch; or none)");
-      }
-    }
-    return "";
-  }
   if (key == "stack_depth") return range(o.stack_depth, 0, 64);
   if (key == "freed_history") return range(o.freed_history, 0, 1 << 24);
   if (key == "exitcode") return range(o.exitcode, 0, 255);
   if (key == "max_leaks") return range(o.max_leaks, 0, 1 << 30);
   if (key == "verbosity") return range(o.verbosity, 0, 2);
-  if (key == "check") {
-    if (o.check == "none" || o.check == "exit" || o.check == "sync" ||
-        o.check == "kernel") {
-      return "";
-    }
-    return absl::StrCat("unknown value '", o.check,
-                        "' (expected none, exit, sync or kernel)");
-  }
   if (key == "guard_front") {
     if (o.guard_front % 256 != 0) return "must be a multiple of 256";
     return range(o.guard_front, 0, 1 << 20);
@@ -104,25 +105,6 @@ std::string CheckValue(absl::string_view key, const Options& o) {
   if (key == "quarantine_bytes") {
     return range(o.quarantine_bytes, 0, int64_t{1} << 40);
   }
-  // CUPTI.
-  if (key == "cupti" || key == "cupti_kernels" || key == "cupti_activity") {
-    const std::string& v = key == "cupti"           ? o.cupti
-                           : key == "cupti_kernels" ? o.cupti_kernels
-                                                    : o.cupti_activity;
-    if (v == "auto" || v == "on" || v == "off") return "";
-    return absl::StrCat("unknown value '", v, "' (expected auto, on or off)");
-  }
-  if (key == "guard_skip") {
-    if (o.guard_skip.empty()) return "";
-    for (absl::string_view part : absl::StrSplit(o.guard_skip, ',')) {
-      if (part != "device" && part != "pitched" && part != "managed" &&
-          part != "async") {
-        return absl::StrCat("unknown family '", part,
-                            "' (expected device, pitched, managed, async)");
-      }
-    }
-    return "";
-  }
   if (key == "report_path" && o.report_path.find('\0') != std::string::npos) {
     return "contains a NUL byte";
   }
@@ -138,49 +120,33 @@ std::string CheckValue(absl::string_view key, const Options& o) {
   if (key == "html_path") return path(o.html_path);
   if (key == "trace_path") return path(o.trace_path);
   if (key == "torch_path") return path(o.torch_path);
-  if (key == "suppressions" &&
-      o.suppressions.find('\0') != std::string::npos) {
+  if (key == "suppressions" && o.suppressions.find('\0') != std::string::npos) {
     return "contains a NUL byte";
   }
   // The crash report.
   if (key == "crash_timeout_s") return range(o.crash_timeout_s, 0, 3600);
-  if (key == "crash_signals") {
-    for (absl::string_view part :
-         absl::StrSplit(o.crash_signals, ',', absl::SkipEmpty())) {
-      if (part != "SEGV" && part != "BUS" && part != "ABRT" &&
-          part != "FPE" && part != "ILL") {
-        return absl::StrCat("unknown signal '", part,
-                            "' (expected SEGV, BUS, ABRT, FPE, ILL)");
-      }
-    }
-    return "";
-  }
   return "";
 }
 
+// Keys that bound each other, once all are parsed (found by
+// tests/fuzz/options_fuzz.cc): guard_tail_max is checked against
+// guard_tail_min as it is parsed, so a guard_tail_min given after it could
+// still leave min > max ("guard_tail_max=4096:guard_tail_min=8192" was
+// accepted, the reverse order refused). A bad pair keeps both defaults.
+void CheckAcrossKeys(ParseResult* result) {
+  Options& o = result->options;
+  const Options defaults;
+  if (o.guard_tail_max < o.guard_tail_min) {
+    result->errors.push_back(
+        absl::StrCat("option 'guard_tail_max': '", o.guard_tail_max,
+                     "' is below guard_tail_min (", o.guard_tail_min,
+                     "); keeping the defaults of both"));
+    o.guard_tail_min = defaults.guard_tail_min;
+    o.guard_tail_max = defaults.guard_tail_max;
+  }
+}
+
 }  // namespace
-
-bool Options::report_text() const {
-  for (absl::string_view part : absl::StrSplit(report, ',')) {
-    if (part == "text") return true;
-  }
-  return false;
-}
-
-bool Options::report_json() const {
-  for (absl::string_view part : absl::StrSplit(report, ',')) {
-    if (part == "json") return true;
-  }
-  return false;
-}
-
-// Reports to look at (viz).
-bool Options::report_format(absl::string_view format) const {
-  for (absl::string_view part : absl::StrSplit(report, ',')) {
-    if (part == format) return true;
-  }
-  return false;
-}
 
 ParseResult ParseOptions(absl::string_view text) {
   ParseResult result;
@@ -201,12 +167,9 @@ ParseResult ParseOptions(absl::string_view text) {
 #define GMT_OPTION(Type, Name, Default, Description)                       \
   if (key == #Name) {                                                      \
     known = true;                                                          \
-    if (!ParseValue(value, &o.Name)) {                                     \
-      result.errors.push_back(absl::StrCat("option '" #Name "': '", value, \
-                                           "' is not ", TypeName(&o.Name), \
-                                           "; keeping the default"));      \
-      o.Name = defaults.Name;                                              \
-    } else if (std::string why = CheckValue(key, o); !why.empty()) {       \
+    std::string why = ParseValue(value, &o.Name);                          \
+    if (why.empty()) why = CheckValue(key, o);                             \
+    if (!why.empty()) {                                                    \
       result.errors.push_back(absl::StrCat("option '" #Name "': '", value, \
                                            "' ", why,                      \
                                            "; keeping the default"));      \
@@ -222,28 +185,16 @@ ParseResult ParseOptions(absl::string_view text) {
                        " or see README.md for the list"));
     }
   }
-  // (found by tests/fuzz/options_fuzz.cc): guard_tail_max is
-  // checked against guard_tail_min as it is parsed, so a guard_tail_min given
-  // after it could still leave min > max ("guard_tail_max=4096:
-  // guard_tail_min=8192" was accepted, the reverse order refused). The pair
-  // is checked once more at the end; a bad pair keeps both defaults.
-  if (o.guard_tail_max < o.guard_tail_min) {
-    result.errors.push_back(
-        absl::StrCat("option 'guard_tail_max': '", o.guard_tail_max,
-                     "' is below guard_tail_min (", o.guard_tail_min,
-                     "); keeping the defaults of both"));
-    o.guard_tail_min = defaults.guard_tail_min;
-    o.guard_tail_max = defaults.guard_tail_max;
-  }
+  CheckAcrossKeys(&result);
   return result;
 }
 
 std::string OptionsHelp() {
   std::string out;
   const Options defaults;
-#define GMT_OPTION(Type, Name, Default, Description)                  \
-  absl::StrAppend(&out, "  ", #Name, "=", DefaultText(defaults.Name), \
-                  "\n      ", Description, "\n");
+#define GMT_OPTION(Type, Name, Default, Description)                \
+  absl::StrAppend(&out, "  ", #Name, "=", ValueText(defaults.Name), \
+                  Accepted(&defaults.Name), "\n      ", Description, "\n");
 #include "lib/core/options.inc"
 #undef GMT_OPTION
   return out;
@@ -259,7 +210,8 @@ std::string ExpandPath(absl::string_view pattern, int pid) {
         ++i;
         continue;
       }
-      // Multi-process jobs (lib/core/launcher_rank.h): one report per rank/host.
+      // Multi-process jobs (lib/core/launcher_rank.h): one report per
+      // rank/host.
       if (c == 'r' || c == 'h') {
         absl::StrAppend(&out, c == 'r' ? LauncherRank() : HostNameForPath());
         ++i;

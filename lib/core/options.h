@@ -4,7 +4,11 @@
 // style: `key=value` pairs separated by ':' (e.g.
 // `report=json:report_path=gmt.%p.json`). A bad key or value is reported by
 // name and that key keeps its default; the other keys still apply. The list of
-// keys is options.inc.
+// keys is options.inc; the keys that take words hold typed values
+// (option_values.h), so what reads an option never parses it again:
+//
+//   if (options.report.Has(ReportFormat::kJson)) ...;
+//   if (options.check >= CheckLevel::kSync) ...;
 #ifndef GMT_LIB_CORE_OPTIONS_H_
 #define GMT_LIB_CORE_OPTIONS_H_
 
@@ -13,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "lib/core/option_values.h"
 
 namespace gmt {
 
@@ -20,12 +25,6 @@ struct Options {
 #define GMT_OPTION(Type, Name, Default, Description) Type Name = Default;
 #include "lib/core/options.inc"
 #undef GMT_OPTION
-
-  // Derived from `report`.
-  bool report_text() const;
-  bool report_json() const;
-  // Whether `format` ("html", "trace", "torch", ...) is one of `report`'s.
-  bool report_format(absl::string_view format) const;
 };
 
 struct ParseResult {

@@ -11,8 +11,6 @@
 #include <atomic>
 #include <cstring>
 
-#include "absl/strings/str_split.h"
-#include "absl/strings/string_view.h"
 #include "lib/engine/engine.h"
 
 namespace gmt {
@@ -272,14 +270,15 @@ void SetUpAltStack() {
   if (sigaltstack(&stack, nullptr) != 0) munmap(memory, kAltStackBytes);
 }
 
-int SignalByName(absl::string_view name) {
-  if (name == "SEGV") return SIGSEGV;
-  if (name == "BUS") return SIGBUS;
-  if (name == "ABRT") return SIGABRT;
-  if (name == "FPE") return SIGFPE;
-  if (name == "ILL") return SIGILL;
-  return 0;
-}
+// The signal number of each crash_signals value.
+constexpr struct {
+  FatalSignal which;
+  int number;
+} kCrashSignalNumbers[] = {
+    {FatalSignal::kSegv, SIGSEGV}, {FatalSignal::kBus, SIGBUS},
+    {FatalSignal::kAbrt, SIGABRT}, {FatalSignal::kFpe, SIGFPE},
+    {FatalSignal::kIll, SIGILL},
+};
 
 }  // namespace
 
@@ -349,9 +348,8 @@ void InstallCrashHandlers(const Options& options) {
   if (!options.crash_report) return;
   g_timeout_s = options.crash_timeout_s;
   bool any = false;
-  for (absl::string_view name :
-       absl::StrSplit(options.crash_signals, ',', absl::SkipEmpty())) {
-    const int sig = SignalByName(name);
+  for (const auto& [which, sig] : kCrashSignalNumbers) {
+    if (!options.crash_signals.Has(which)) continue;
     if (sig <= 0 || sig >= kMaxSignal || g_installed[sig].active) continue;
     if (!any) SetUpAltStack();
     any = true;

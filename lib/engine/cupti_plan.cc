@@ -9,11 +9,11 @@ CuptiPlan PlanCupti(const Options& options, bool injected,
     plan.reason = "tracking is off (enabled=0)";
     return plan;
   }
-  if (options.cupti == "off") {
+  if (options.cupti == CuptiMode::kOff) {
     plan.reason = "cupti=off";
     return plan;
   }
-  if (options.cupti == "auto") {
+  if (options.cupti == CuptiMode::kAuto) {
     if (shims_interposed) {
       plan.reason =
           "the LD_PRELOAD shims see every call (cupti=auto); CUPTI is left "
@@ -30,12 +30,13 @@ CuptiPlan PlanCupti(const Options& options, bool injected,
   plan.contexts = true;
   plan.redirect = !shims_interposed;
   plan.graphs = true;
-  plan.activity = options.cupti_activity == "on" ||
-                  (options.cupti_activity == "auto" && !shims_interposed);
+  plan.activity =
+      options.cupti_activity == CuptiMode::kOn ||
+      (options.cupti_activity == CuptiMode::kAuto && !shims_interposed);
   // Kernel names matter for guard-zone reports only.
-  plan.launches = options.cupti_kernels == "on" ||
-                  (options.cupti_kernels == "auto" && options.guard &&
-                   options.check != "none");
+  plan.launches = options.cupti_kernels == CuptiMode::kOn ||
+                  (options.cupti_kernels == CuptiMode::kAuto && options.guard &&
+                   options.check != CheckLevel::kNone);
   plan.reason = shims_interposed ? "cupti=on beside the LD_PRELOAD shims"
                                  : "injection without LD_PRELOAD";
   return plan;

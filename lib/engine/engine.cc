@@ -613,7 +613,7 @@ ReportData Engine::BuildReport(absl::string_view reason) {
   {
     GuardStats g = guard_.Stats();
     data.guard.enabled = guard_.ops() != nullptr;
-    data.guard.check = options_.check;
+    data.guard.check = std::string(OptionValueText(options_.check));
     data.guard.guarded = g.guarded;
     data.guard.unguarded_oom = g.unguarded_oom;
     data.guard.unguarded_capture = g.unguarded_capture;

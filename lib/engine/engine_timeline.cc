@@ -22,9 +22,10 @@ uint64_t Engine::TimelineCapacity(const Options& options) {
   // Only the reports that show memory over time read it; the JSON report
   // carries its series so that `gpumemtrace report FILE.json --format html`
   // still has a plot. text-only runs pay nothing.
-  const bool wanted = options.report_json() || options.report_format("html") ||
-                      options.report_format("trace") ||
-                      options.report_format("torch");
+  const ReportFormats& f = options.report;
+  const bool wanted =
+      f.Has(ReportFormat::kJson) || f.Has(ReportFormat::kHtml) ||
+      f.Has(ReportFormat::kTrace) || f.Has(ReportFormat::kTorch);
   return wanted ? static_cast<uint64_t>(options.timeline_events) : 0;
 }
 
@@ -44,9 +45,10 @@ void Engine::FillTimeline(ReportData* data) {
   }
   // The blocks live now: the torch snapshot's segments, the HTML's call
   // sites. Cheap, so kept even with timeline_events=0.
-  const bool wants_live = options_.report_format("html") ||
-                          options_.report_format("trace") ||
-                          options_.report_format("torch");
+  const ReportFormats& f = options_.report;
+  const bool wants_live = f.Has(ReportFormat::kHtml) ||
+                          f.Has(ReportFormat::kTrace) ||
+                          f.Has(ReportFormat::kTorch);
   std::vector<StackId> ids;
   for (const AllocationRecord& r :
        wants_live ? LiveAllocations() : std::vector<AllocationRecord>{}) {

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "absl/strings/str_split.h"
-
 namespace gmt {
 namespace {
 
@@ -43,23 +41,14 @@ GuardPolicy GuardPolicy::FromOptions(const Options& o) {
   p.tail_max = std::max(p.tail_min, static_cast<uint64_t>(o.guard_tail_max));
   p.tail_ratio =
       static_cast<uint64_t>(std::max<int64_t>(1, o.guard_tail_ratio));
-  for (absl::string_view part :
-       absl::StrSplit(o.guard_skip, ',', absl::SkipEmpty())) {
-    GuardFamily f = part == "device"    ? GuardFamily::kDevice
-                    : part == "pitched" ? GuardFamily::kPitched
-                    : part == "managed" ? GuardFamily::kManaged
-                    : part == "async"   ? GuardFamily::kAsync
-                                        : GuardFamily::kNone;
-    if (f != GuardFamily::kNone) p.skip_mask |= 1u << static_cast<int>(f);
-  }
+  p.skip = o.guard_skip;
   return p;
 }
 
 bool GuardPolicy::Guards(Api api) const {
   if (!enabled) return false;
   GuardFamily f = FamilyOf(api);
-  return f != GuardFamily::kNone &&
-         (skip_mask & (1u << static_cast<int>(f))) == 0;
+  return f != GuardFamily::kNone && !skip.Has(f);
 }
 
 uint64_t TailZoneBytes(const GuardPolicy& policy, uint64_t bytes) {

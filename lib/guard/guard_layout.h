@@ -27,11 +27,9 @@
 
 namespace gmt {
 
-// Guarding families, for guard_skip.
-enum class GuardFamily : uint8_t { kDevice, kPitched, kManaged, kAsync, kNone };
-
 // The family an allocating API belongs to; kNone for memory that is never
-// guarded (host, arrays, VMM).
+// guarded (host, arrays, VMM). GuardFamily is lib/core/option_values.h's, the
+// type of guard_skip.
 GuardFamily FamilyOf(Api api);
 
 struct GuardPolicy {
@@ -40,7 +38,7 @@ struct GuardPolicy {
   uint64_t tail_min = 4096;
   uint64_t tail_max = 1 << 20;
   uint64_t tail_ratio = 16;
-  uint32_t skip_mask = 0;  // 1 << GuardFamily
+  GuardFamilies skip;  // guard_skip
 
   static GuardPolicy FromOptions(const Options& options);
   bool Guards(Api api) const;

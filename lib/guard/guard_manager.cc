@@ -23,16 +23,9 @@ uint64_t ProgramStream(uint64_t stream) { return stream == 0 ? 1 : stream; }
 
 }  // namespace
 
-CheckLevel ParseCheckLevel(absl::string_view text) {
-  if (text == "none") return CheckLevel::kNone;
-  if (text == "exit") return CheckLevel::kExit;
-  if (text == "kernel") return CheckLevel::kKernel;
-  return CheckLevel::kSync;
-}
-
 GuardManager::GuardManager(const Options& options, DeviceOps* ops)
     : policy_(GuardPolicy::FromOptions(options)),
-      level_(ParseCheckLevel(options.check)),
+      level_(options.check),
       quarantine_budget_(static_cast<uint64_t>(options.quarantine_bytes)),
       ops_(policy_.enabled ? ops : nullptr) {}
 

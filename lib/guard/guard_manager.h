@@ -55,9 +55,6 @@ namespace gmt {
 inline constexpr uint8_t kCanaryByte = 0xCB;
 inline constexpr uint8_t kFreedByte = 0xFD;
 
-enum class CheckLevel : uint8_t { kNone, kExit, kSync, kKernel };
-CheckLevel ParseCheckLevel(absl::string_view text);
-
 // One corrupted zone of one block.
 struct GuardFinding {
   ErrorKind kind = ErrorKind::kOobWrite;

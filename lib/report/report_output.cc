@@ -38,37 +38,38 @@ bool WriteAll(int fd, absl::string_view contents) {
 // these are too big (or binary) for stderr.
 void WriteVizOutputs(const ReportData& data, const Options& options) {
   struct Format {
-    const char* name;
+    ReportFormat format;
     const std::string& pattern;
     std::string (*render)(const ReportData&);
   };
   const Format formats[] = {
-      {"html", options.html_path, &RenderHtml},
-      {"trace", options.trace_path, &RenderChromeTrace},
-      {"torch", options.torch_path, &RenderTorchSnapshot},
+      {ReportFormat::kHtml, options.html_path, &RenderHtml},
+      {ReportFormat::kTrace, options.trace_path, &RenderChromeTrace},
+      {ReportFormat::kTorch, options.torch_path, &RenderTorchSnapshot},
   };
   for (const Format& f : formats) {
-    if (!options.report_format(f.name)) continue;
+    if (!options.report.Has(f.format)) continue;
+    const std::string name(OptionValueText(f.format));
     const std::string rendered = f.render(data);
     std::string path = ExpandPath(f.pattern, data.pid);
     std::string error;
     if (WriteFileAtomically(path, rendered, &error)) {
-      LogNote(0, "%s report written to %s", f.name, path.c_str());
+      LogNote(0, "%s report written to %s", name.c_str(), path.c_str());
       continue;
     }
     const char* tmp = std::getenv("TMPDIR");
     const size_t slash = path.rfind('/');
-    std::string fallback =
-        absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/",
-                     slash == std::string::npos ? path : path.substr(slash + 1));
+    std::string fallback = absl::StrCat(
+        tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/",
+        slash == std::string::npos ? path : path.substr(slash + 1));
     std::string fallback_error;
     if (fallback != path &&
         WriteFileAtomically(fallback, rendered, &fallback_error)) {
-      LogError("%s; %s report written to %s instead", error.c_str(), f.name,
-               fallback.c_str());
+      LogError("%s; %s report written to %s instead", error.c_str(),
+               name.c_str(), fallback.c_str());
     } else {
       LogError("%s; the %s report is lost (the other formats are not)",
-               error.c_str(), f.name);
+               error.c_str(), name.c_str());
     }
   }
 }
@@ -107,8 +108,8 @@ bool WriteFileAtomically(const std::string& path, absl::string_view contents,
 }
 
 void WriteReportOutputs(const ReportData& data, const Options& options) {
-  const bool text = options.report_text();
-  const bool json = options.report_json();
+  const bool text = options.report.Has(ReportFormat::kText);
+  const bool json = options.report.Has(ReportFormat::kJson);
   if (text) {
     // The text report goes to the path only when it is the only format.
     const bool to_file = !json && !options.report_path.empty();

@@ -77,7 +77,7 @@ TEST(LauncherFlagsTest, SettingsKeepCommandLineOrderSoLaterWins) {
   ParseResult parsed = ParseOptions(plan.OptionsText());
   EXPECT_TRUE(parsed.errors.empty());
   EXPECT_FALSE(parsed.options.guard);
-  EXPECT_EQ(parsed.options.check, "kernel");
+  EXPECT_EQ(parsed.options.check, CheckLevel::kKernel);
   ASSERT_EQ(plan.settings.size(), 4u);
   EXPECT_EQ(plan.settings[1].flag, "--check sync");
   EXPECT_EQ(plan.settings[2].flag, "--no-guard");
@@ -190,7 +190,7 @@ TEST(MergeOptionsTest, UserOptionsComeFirstSoFlagsWin) {
             "check=exit:check=sync");
   EXPECT_EQ(
       ParseOptions(MergeOptions("check=exit", "check=sync")).options.check,
-      "sync");
+      CheckLevel::kSync);
 }
 
 TEST(MergePreloadTest, LibraryFirstAndOnce) {

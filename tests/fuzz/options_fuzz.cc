@@ -40,6 +40,11 @@ const std::set<std::string>& KnownKeys() {
 std::string Text(bool v) { return v ? "1" : "0"; }
 std::string Text(int64_t v) { return absl::StrCat(v); }
 std::string Text(const std::string& v) { return v; }
+// The typed values (lib/core/option_values.h), as their tables spell them.
+template <typename T>
+std::string Text(const T& v) {
+  return std::string(gmt::OptionValueText(v));
+}
 
 // The options back as GMT_OPTIONS text, report_path left out.
 std::string Serialize(const Options& o) {

@@ -63,7 +63,8 @@ TEST(CrashHandlerTest, SignalAndCodeNames) {
 TEST(CrashOptionsTest, BadValuesNameTheKey) {
   ParseResult ok = ParseOptions("crash_signals=SEGV,ABRT:crash_timeout_s=0");
   EXPECT_TRUE(ok.errors.empty());
-  EXPECT_EQ(ok.options.crash_signals, "SEGV,ABRT");
+  EXPECT_EQ(ok.options.crash_signals,
+            FatalSignals({FatalSignal::kSegv, FatalSignal::kAbrt}));
   ParseResult bad = ParseOptions("crash_signals=SEGV,HUP");
   ASSERT_FALSE(bad.errors.empty());
   EXPECT_NE(bad.errors[0].find("crash_signals"), std::string::npos)

@@ -1,5 +1,5 @@
-// PlanCupti (lib/engine/cupti_plan.h): when the tool subscribes to CUPTI and what it
-// enables, and the validation of the cupti options.
+// PlanCupti (lib/engine/cupti_plan.h): when the tool subscribes to CUPTI and
+// what it enables, and the validation of the cupti options.
 #include "lib/engine/cupti_plan.h"
 
 #include "gtest/gtest.h"
@@ -16,7 +16,7 @@ Options Parsed(const char* text) {
 
 TEST(CuptiPlanTest, AutoSubscribesOnlyForInjectionWithoutShims) {
   const Options o = Parsed("");
-  EXPECT_EQ(o.cupti, "auto");
+  EXPECT_EQ(o.cupti, CuptiMode::kAuto);
   CuptiPlan injected = PlanCupti(o, /*injected=*/true,
                                  /*shims_interposed=*/false);
   EXPECT_TRUE(injected.subscribe);
@@ -57,8 +57,8 @@ TEST(CuptiPlanTest, BadValuesNameTheKeyAndKeepTheDefault) {
   EXPECT_NE(r.errors[0].find("'cupti'"), std::string::npos) << r.errors[0];
   EXPECT_NE(r.errors[1].find("'cupti_kernels'"), std::string::npos)
       << r.errors[1];
-  EXPECT_EQ(r.options.cupti, "auto");
-  EXPECT_EQ(r.options.cupti_kernels, "auto");
+  EXPECT_EQ(r.options.cupti, CuptiMode::kAuto);
+  EXPECT_EQ(r.options.cupti_kernels, CuptiMode::kAuto);
 }
 
 // Graph memory callbacks come with memory tracking; activity
@@ -85,7 +85,7 @@ TEST(CuptiPlanTest, ActivityOnlyWithoutTheShimsByDefault) {
   ASSERT_EQ(r.errors.size(), 1u);
   EXPECT_NE(r.errors[0].find("'cupti_activity'"), std::string::npos)
       << r.errors[0];
-  EXPECT_EQ(r.options.cupti_activity, "auto");
+  EXPECT_EQ(r.options.cupti_activity, CuptiMode::kAuto);
 }
 
 }  // namespace

@@ -18,12 +18,13 @@ namespace {
 constexpr uint64_t kContext = 0x1000;
 constexpr uint64_t kStream = 0x2000;
 
-Options GuardOptions(const char* check = "sync", int64_t quarantine = 1 << 20) {
+Options GuardOptions(CheckLevel check = CheckLevel::kSync,
+                     int64_t quarantine = 1 << 20) {
   Options o;
   o.print_errors = false;
   o.symbolize = false;
   o.stack_depth = 0;
-  o.report = "none";
+  o.report = ReportFormats();  // report=none
   o.check = check;
   o.quarantine_bytes = quarantine;
   return o;
@@ -50,7 +51,7 @@ TEST(GuardLayoutTest, TailZoneAdaptsToSizeWithinBounds) {
 
 TEST(GuardLayoutTest, SkipListAndFamilies) {
   Options o = GuardOptions();
-  o.guard_skip = "managed,async";
+  o.guard_skip = {GuardFamily::kManaged, GuardFamily::kAsync};
   GuardPolicy p = GuardPolicy::FromOptions(o);
   EXPECT_TRUE(p.Guards(Api::kCudaMalloc));
   EXPECT_TRUE(p.Guards(Api::kCuMemAllocPitch));
@@ -244,7 +245,7 @@ TEST_F(GuardTest, WriteAfterFreeInQuarantineIsUafWithTheFreeRecord) {
 }
 
 TEST_F(GuardTest, QuarantineEvictsOldestBatchAndChecksIt) {
-  Start(GuardOptions("sync", /*quarantine=*/64 * 1024));
+  Start(GuardOptions(CheckLevel::kSync, /*quarantine=*/64 * 1024));
   std::vector<uint8_t*> blocks;
   for (int i = 0; i < 8; ++i) blocks.push_back(Alloc(16 * 1024));
   Launch("k");
@@ -260,7 +261,7 @@ TEST_F(GuardTest, QuarantineEvictsOldestBatchAndChecksIt) {
 }
 
 TEST_F(GuardTest, ChurnWithoutLaunchesCostsNoGpuWork) {
-  Start(GuardOptions("sync", /*quarantine=*/64 * 1024));
+  Start(GuardOptions(CheckLevel::kSync, /*quarantine=*/64 * 1024));
   for (int i = 0; i < 100; ++i) Free(Alloc(16 * 1024));
   EXPECT_EQ(ops_->fills, 0);
   EXPECT_EQ(ops_->checks, 0);  // nothing was ever written: nothing to check
@@ -268,7 +269,7 @@ TEST_F(GuardTest, ChurnWithoutLaunchesCostsNoGpuWork) {
 }
 
 TEST_F(GuardTest, QuarantineOffChecksAtFreeAndCallsCuda) {
-  Start(GuardOptions("sync", /*quarantine=*/0));
+  Start(GuardOptions(CheckLevel::kSync, /*quarantine=*/0));
   uint8_t* p = Alloc(1000);
   Launch("k");
   p[1003] = 9;
@@ -280,7 +281,7 @@ TEST_F(GuardTest, QuarantineOffChecksAtFreeAndCallsCuda) {
 }
 
 TEST_F(GuardTest, KernelModeNamesExactlyTheKernel) {
-  Start(GuardOptions("kernel"));
+  Start(GuardOptions(CheckLevel::kKernel));
   uint8_t* p = Alloc(1000);
   Launch("clean_a");
   Launch("clean_b");
@@ -321,7 +322,7 @@ TEST_F(GuardTest, CaptureLeavesStreamOrderedBlocksUnguarded) {
 }
 
 TEST_F(GuardTest, CheckNoneNeverChecks) {
-  Start(GuardOptions("none"));
+  Start(GuardOptions(CheckLevel::kNone));
   uint8_t* p = Alloc(100);
   Launch("k");
   p[100] = 1;
@@ -332,7 +333,7 @@ TEST_F(GuardTest, CheckNoneNeverChecks) {
 }
 
 TEST_F(GuardTest, ExitCheckFindsWhatNoSyncSaw) {
-  Start(GuardOptions("exit"));
+  Start(GuardOptions(CheckLevel::kExit));
   uint8_t* p = Alloc(100);
   Launch("k");
   p[150] = 1;

@@ -162,7 +162,7 @@ Options QuietOptions() {
   o.print_errors = false;
   o.symbolize = false;
   o.stack_depth = 0;
-  o.report = "none";
+  o.report = ReportFormats();  // report=none
   return o;
 }
 

@@ -197,7 +197,7 @@ Options QuietOptions() {
   o.print_errors = false;
   o.symbolize = false;
   o.stack_depth = 0;
-  o.report = "none";
+  o.report = ReportFormats();  // report=none
   o.reachability = false;
   return o;
 }

@@ -21,7 +21,7 @@ using ::testing::SizeIs;
 TEST(OptionsTest, Defaults) {
   const Options o;
   EXPECT_TRUE(o.enabled);
-  EXPECT_EQ(o.report, "text");
+  EXPECT_EQ(o.report, ReportFormats{ReportFormat::kText});
   EXPECT_EQ(o.report_path, "");
   EXPECT_TRUE(o.leak_check);
   EXPECT_EQ(o.stack_depth, 16);
@@ -32,15 +32,21 @@ TEST(OptionsTest, Defaults) {
   EXPECT_EQ(o.exitcode, 0);
   EXPECT_EQ(o.max_leaks, 50);
   EXPECT_EQ(o.verbosity, 0);
-  EXPECT_TRUE(o.report_text());
-  EXPECT_FALSE(o.report_json());
+  EXPECT_TRUE(o.report.Has(ReportFormat::kText));
+  EXPECT_FALSE(o.report.Has(ReportFormat::kJson));
+  EXPECT_EQ(o.check, CheckLevel::kSync);
+  EXPECT_TRUE(o.guard_skip.empty());
+  EXPECT_EQ(o.cupti, CuptiMode::kAuto);
+  EXPECT_EQ(o.cupti_kernels, CuptiMode::kAuto);
+  EXPECT_EQ(o.cupti_activity, CuptiMode::kAuto);
+  EXPECT_EQ(o.crash_signals, FatalSignals::All());
 }
 
 TEST(OptionsTest, EmptyStringGivesDefaultsAndNoErrors) {
   ParseResult r = ParseOptions("");
   EXPECT_THAT(r.errors, IsEmpty());
   EXPECT_EQ(r.options.stack_depth, 16);
-  EXPECT_EQ(r.options.report, "text");
+  EXPECT_EQ(r.options.report, ReportFormats{ReportFormat::kText});
 }
 
 TEST(OptionsTest, EveryKeyParses) {
@@ -51,7 +57,7 @@ TEST(OptionsTest, EveryKeyParses) {
   EXPECT_THAT(r.errors, IsEmpty());
   const Options& o = r.options;
   EXPECT_FALSE(o.enabled);
-  EXPECT_EQ(o.report, "json");
+  EXPECT_EQ(o.report, ReportFormats{ReportFormat::kJson});
   EXPECT_EQ(o.report_path, "/tmp/r.%p.json");
   EXPECT_FALSE(o.leak_check);
   EXPECT_EQ(o.stack_depth, 8);
@@ -145,24 +151,25 @@ TEST(OptionsTest, Ranges) {
 TEST(OptionsTest, ReportFormats) {
   ParseResult both = ParseOptions("report=text,json");
   EXPECT_THAT(both.errors, IsEmpty());
-  EXPECT_TRUE(both.options.report_text());
-  EXPECT_TRUE(both.options.report_json());
+  EXPECT_TRUE(both.options.report.Has(ReportFormat::kText));
+  EXPECT_TRUE(both.options.report.Has(ReportFormat::kJson));
 
   ParseResult json = ParseOptions("report=json");
-  EXPECT_FALSE(json.options.report_text());
-  EXPECT_TRUE(json.options.report_json());
+  EXPECT_FALSE(json.options.report.Has(ReportFormat::kText));
+  EXPECT_TRUE(json.options.report.Has(ReportFormat::kJson));
 
   ParseResult none = ParseOptions("report=none");
   EXPECT_THAT(none.errors, IsEmpty());
-  EXPECT_FALSE(none.options.report_text());
-  EXPECT_FALSE(none.options.report_json());
+  EXPECT_FALSE(none.options.report.Has(ReportFormat::kText));
+  EXPECT_FALSE(none.options.report.Has(ReportFormat::kJson));
+  EXPECT_TRUE(none.options.report.empty());
 
   for (const char* bad :
        {"report=xml", "report=text,xml", "report=", "report=text,"}) {
     ParseResult r = ParseOptions(bad);
     ASSERT_THAT(r.errors, SizeIs(1)) << bad;
     EXPECT_THAT(r.errors[0], HasSubstr("report")) << bad;
-    EXPECT_EQ(r.options.report, "text") << bad;
+    EXPECT_EQ(r.options.report, ReportFormats{ReportFormat::kText}) << bad;
   }
 }
 
@@ -171,7 +178,7 @@ TEST(OptionsTest, WhitespaceAndEmptyPieces) {
       ParseOptions("  stack_depth = 8 ::: report = json :  :verbosity=1:");
   EXPECT_THAT(r.errors, IsEmpty()) << absl::StrJoin(r.errors, "\n");
   EXPECT_EQ(r.options.stack_depth, 8);
-  EXPECT_EQ(r.options.report, "json");
+  EXPECT_EQ(r.options.report, ReportFormats{ReportFormat::kJson});
   EXPECT_EQ(r.options.verbosity, 1);
 }
 
@@ -195,6 +202,206 @@ TEST(OptionsTest, HelpListsEveryKey) {
     EXPECT_THAT(help, HasSubstr(absl::StrCat("  ", key, "="))) << key;
   }
   EXPECT_THAT(help, HasSubstr("stack_depth=16"));
+}
+
+// ---- Typed values (lib/core/option_values.h) ----
+
+template <typename Enum>
+std::vector<std::string> Spellings() {
+  std::vector<std::string> out;
+  for (const OptionValueName<Enum>& n : OptionValues<Enum>::kNames) {
+    out.emplace_back(n.name);
+  }
+  return out;
+}
+
+// The external spellings are what users' GMT_OPTIONS and the launcher's flags
+// write: they never change.
+TEST(OptionValuesTest, SpellingsAreTheDocumentedOnes) {
+  EXPECT_THAT(Spellings<CheckLevel>(),
+              ElementsAre("none", "exit", "sync", "kernel"));
+  EXPECT_THAT(Spellings<CuptiMode>(), ElementsAre("auto", "on", "off"));
+  EXPECT_THAT(Spellings<ReportFormat>(),
+              ElementsAre("text", "json", "html", "trace", "torch"));
+  EXPECT_THAT(Spellings<GuardFamily>(),
+              ElementsAre("device", "pitched", "managed", "async"));
+  EXPECT_THAT(Spellings<FatalSignal>(),
+              ElementsAre("SEGV", "BUS", "ABRT", "FPE", "ILL"));
+}
+
+// Each value parses from its name and writes back the same name, alone and
+// as a one-element list.
+template <typename Enum>
+void ExpectEveryValueRoundTrips() {
+  for (const OptionValueName<Enum>& n : OptionValues<Enum>::kNames) {
+    std::string why;
+    for (const OptionValueName<Enum>& start : OptionValues<Enum>::kNames) {
+      Enum parsed = start.value;
+      EXPECT_TRUE(ParseOptionValue(n.name, &parsed, &why)) << n.name << why;
+      EXPECT_EQ(parsed, n.value) << n.name;
+    }
+    EXPECT_EQ(OptionValueText(n.value), n.name);
+  }
+}
+
+template <typename Enum>
+void ExpectEveryListRoundTrips() {
+  ExpectEveryValueRoundTrips<Enum>();
+  std::string why;
+  for (const OptionValueName<Enum>& n : OptionValues<Enum>::kNames) {
+    OptionSet<Enum> one;
+    ASSERT_TRUE(ParseOptionValue(n.name, &one, &why)) << n.name << why;
+    EXPECT_EQ(one, OptionSet<Enum>{n.value}) << n.name;
+    EXPECT_EQ(OptionValueText(one), n.name);
+  }
+  for (const OptionSet<Enum> set :
+       {OptionSet<Enum>(), OptionSet<Enum>::All()}) {
+    OptionSet<Enum> back{OptionValues<Enum>::kNames[0].value};
+    ASSERT_TRUE(ParseOptionValue(OptionValueText(set), &back, &why)) << why;
+    EXPECT_EQ(back, set) << OptionValueText(set);
+  }
+}
+
+TEST(OptionValuesTest, EveryValueRoundTrips) {
+  ExpectEveryValueRoundTrips<CheckLevel>();
+  ExpectEveryValueRoundTrips<CuptiMode>();
+  ExpectEveryListRoundTrips<ReportFormat>();
+  ExpectEveryListRoundTrips<GuardFamily>();
+  ExpectEveryListRoundTrips<FatalSignal>();
+}
+
+TEST(OptionValuesTest, ListsAreSetsWrittenInTableOrder) {
+  ReportFormats formats;
+  std::string why;
+  ASSERT_TRUE(ParseOptionValue("torch,json,text,json", &formats, &why));
+  EXPECT_EQ(formats, ReportFormats({ReportFormat::kText, ReportFormat::kJson,
+                                    ReportFormat::kTorch}));
+  EXPECT_EQ(OptionValueText(formats), "text,json,torch");
+  EXPECT_EQ(OptionValueText(FatalSignals::All()), "SEGV,BUS,ABRT,FPE,ILL");
+  EXPECT_EQ(OptionValueText(ReportFormats()), "none");
+  EXPECT_EQ(OptionValueText(GuardFamilies()), "");
+  EXPECT_EQ(OptionValueText(GuardFamily::kNone), "");  // no option spells it
+}
+
+// Each key of a typed value, through GMT_OPTIONS.
+TEST(OptionsTest, EveryEnumeratedValueParsesByKey) {
+  for (const auto& [value, name] : OptionValues<CheckLevel>::kNames) {
+    ParseResult r = ParseOptions(absl::StrCat("check=", name));
+    EXPECT_THAT(r.errors, IsEmpty()) << name;
+    EXPECT_EQ(r.options.check, value);
+  }
+  for (const auto& [value, name] : OptionValues<CuptiMode>::kNames) {
+    ParseResult r = ParseOptions(absl::StrCat(
+        "cupti=", name, ":cupti_kernels=", name, ":cupti_activity=", name));
+    EXPECT_THAT(r.errors, IsEmpty()) << name;
+    EXPECT_EQ(r.options.cupti, value);
+    EXPECT_EQ(r.options.cupti_kernels, value);
+    EXPECT_EQ(r.options.cupti_activity, value);
+  }
+  for (const auto& [value, name] : OptionValues<ReportFormat>::kNames) {
+    ParseResult r = ParseOptions(absl::StrCat("report=", name));
+    EXPECT_THAT(r.errors, IsEmpty()) << name;
+    EXPECT_EQ(r.options.report, ReportFormats{value});
+  }
+  for (const auto& [value, name] : OptionValues<GuardFamily>::kNames) {
+    ParseResult r = ParseOptions(absl::StrCat("guard_skip=", name));
+    EXPECT_THAT(r.errors, IsEmpty()) << name;
+    EXPECT_EQ(r.options.guard_skip, GuardFamilies{value});
+  }
+  for (const auto& [value, name] : OptionValues<FatalSignal>::kNames) {
+    ParseResult r = ParseOptions(absl::StrCat("crash_signals=", name));
+    EXPECT_THAT(r.errors, IsEmpty()) << name;
+    EXPECT_EQ(r.options.crash_signals, FatalSignals{value});
+  }
+  ParseResult all = ParseOptions(
+      "guard_skip=device,pitched,managed,async:report=text,json,html,trace,"
+      "torch");
+  EXPECT_THAT(all.errors, IsEmpty());
+  EXPECT_EQ(all.options.guard_skip, GuardFamilies::All());
+  EXPECT_EQ(all.options.report, ReportFormats::All());
+}
+
+// A bad value names the key (for lists, the bad element and what is
+// accepted); that key keeps its default, the others still apply.
+TEST(OptionsTest, BadEnumeratedValuesNameTheKeyAndKeepTheDefault) {
+  struct Case {
+    const char* text;
+    std::vector<const char*> says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"check=always",
+            {"option 'check': 'always' unknown value 'always' (expected "
+             "none, exit, sync or kernel); keeping the default"}},
+           {"check=Sync", {"'check'", "'Sync'"}},  // spellings are exact
+           {"cupti=ON", {"'cupti'", "expected auto, on or off"}},
+           {"cupti_kernels=2", {"'cupti_kernels'", "expected auto, on or off"}},
+           {"cupti_activity=", {"'cupti_activity'", "unknown value ''"}},
+           {"report=text,xml",
+            {"option 'report'", "unknown format 'xml'",
+             "text, json, html, trace, torch; or none"}},
+           {"report=text,none", {"option 'report'", "unknown format 'none'"}},
+           {"guard_skip=device,host",
+            {"option 'guard_skip'", "unknown family 'host'",
+             "device, pitched, managed, async; empty for none"}},
+           {"guard_skip=device,,async",
+            {"option 'guard_skip'", "unknown family ''"}},
+           {"guard_skip=none",
+            {"option 'guard_skip'", "unknown family 'none'"}},
+           {"crash_signals=SEGV,HUP",
+            {"option 'crash_signals'", "unknown signal 'HUP'",
+             "SEGV, BUS, ABRT, FPE, ILL"}},
+           {"crash_signals=segv", {"unknown signal 'segv'"}},
+       }) {
+    ParseResult r = ParseOptions(absl::StrCat(c.text, ":verbosity=2"));
+    ASSERT_THAT(r.errors, SizeIs(1)) << c.text;
+    for (const char* part : c.says) {
+      EXPECT_THAT(r.errors[0], HasSubstr(part)) << c.text;
+    }
+    const Options defaults;
+    EXPECT_EQ(r.options.check, defaults.check) << c.text;
+    EXPECT_EQ(r.options.cupti, defaults.cupti) << c.text;
+    EXPECT_EQ(r.options.cupti_kernels, defaults.cupti_kernels) << c.text;
+    EXPECT_EQ(r.options.cupti_activity, defaults.cupti_activity) << c.text;
+    EXPECT_EQ(r.options.report, defaults.report) << c.text;
+    EXPECT_EQ(r.options.guard_skip, defaults.guard_skip) << c.text;
+    EXPECT_EQ(r.options.crash_signals, defaults.crash_signals) << c.text;
+    EXPECT_EQ(r.options.verbosity, 2) << c.text;
+  }
+  // A bad value after a good one: the key is back at its default.
+  ParseResult r = ParseOptions("check=exit:check=bogus");
+  EXPECT_THAT(r.errors, SizeIs(1));
+  EXPECT_EQ(r.options.check, CheckLevel::kSync);
+}
+
+// Empty lists and empty elements, as each list option has always taken them.
+TEST(OptionsTest, EmptyListsAndElements) {
+  ParseResult r = ParseOptions("guard_skip=:crash_signals=:report=none");
+  EXPECT_THAT(r.errors, IsEmpty());
+  EXPECT_TRUE(r.options.guard_skip.empty());
+  EXPECT_TRUE(r.options.crash_signals.empty());
+  EXPECT_TRUE(r.options.report.empty());
+  // crash_signals skips empty elements; guard_skip and report refuse them
+  // (BadEnumeratedValuesNameTheKeyAndKeepTheDefault, ReportFormats).
+  ParseResult signals = ParseOptions("crash_signals=,SEGV,,ILL,");
+  EXPECT_THAT(signals.errors, IsEmpty());
+  EXPECT_EQ(signals.options.crash_signals,
+            FatalSignals({FatalSignal::kSegv, FatalSignal::kIll}));
+}
+
+TEST(OptionsTest, HelpListsTheAcceptedValuesAndDefaultOfTypedKeys) {
+  std::string help = OptionsHelp();
+  EXPECT_THAT(help, HasSubstr("  check=sync  (none, exit, sync or kernel)\n"));
+  EXPECT_THAT(help, HasSubstr("  cupti=auto  (auto, on or off)\n"));
+  EXPECT_THAT(help, HasSubstr("  cupti_kernels=auto  (auto, on or off)\n"));
+  EXPECT_THAT(help, HasSubstr("  cupti_activity=auto  (auto, on or off)\n"));
+  EXPECT_THAT(help, HasSubstr("  report=text  (a comma-separated list of text, "
+                              "json, html, trace, torch; or none)\n"));
+  EXPECT_THAT(help, HasSubstr("  guard_skip=  (a comma-separated list of "
+                              "device, pitched, managed, async; empty for "
+                              "none)\n"));
+  EXPECT_THAT(help, HasSubstr("  crash_signals=SEGV,BUS,ABRT,FPE,ILL  (a "
+                              "comma-separated list of SEGV, BUS, ABRT, FPE, "
+                              "ILL; empty for none)\n"));
 }
 
 TEST(OptionsTest, ExpandPath) {

@@ -470,7 +470,7 @@ TEST_F(WriteFileTest, PathThatIsADirectoryFailsAndCleansUp) {
 
 TEST_F(WriteFileTest, WriteReportOutputsJsonGoesToTheExpandedPath) {
   Options options;
-  options.report = "json";
+  options.report = {ReportFormat::kJson};
   options.report_path = dir_ + "/gmt.%p.json";
   ReportData d = MakeData();
   WriteReportOutputs(d, options);

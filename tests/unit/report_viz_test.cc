@@ -263,10 +263,12 @@ TEST(VizOptionsTest, FormatsPathsAndTimelineSize) {
       "report=text,json,html,trace,torch:timeline_events=0:"
       "html_path=a.html:trace_path=t.json:torch_path=s.pickle");
   EXPECT_TRUE(r.errors.empty()) << r.errors[0];
-  EXPECT_TRUE(r.options.report_format("html"));
-  EXPECT_TRUE(r.options.report_format("trace"));
-  EXPECT_TRUE(r.options.report_format("torch"));
-  EXPECT_FALSE(r.options.report_format("pdf"));
+  EXPECT_TRUE(r.options.report.Has(ReportFormat::kHtml));
+  EXPECT_TRUE(r.options.report.Has(ReportFormat::kTrace));
+  EXPECT_TRUE(r.options.report.Has(ReportFormat::kTorch));
+  ReportFormats pdf;
+  std::string why;
+  EXPECT_FALSE(ParseOptionValue("pdf", &pdf, &why));
   EXPECT_EQ(r.options.timeline_events, 0);
   EXPECT_EQ(r.options.html_path, "a.html");
   EXPECT_EQ(Options{}.timeline_events, 1 << 20);

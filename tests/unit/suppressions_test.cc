@@ -382,7 +382,7 @@ TEST(EngineSuppressionsTest, ExitReportLeavesSuppressedLeaksOut) {
   Options o;
   o.print_errors = false;
   o.symbolize = false;
-  o.report = "none";
+  o.report = ReportFormats();  // report=none
   o.suppressions = path;
   Engine engine(o);
   AllocEvent e;
@@ -408,7 +408,7 @@ TEST(EngineSuppressionsTest, BadFileIsANoteAndNoRuleApplies) {
   Options o;
   o.print_errors = false;
   o.symbolize = false;
-  o.report = "none";
+  o.report = ReportFormats();  // report=none
   o.suppressions = path;
   Engine engine(o);
   AllocEvent e;
