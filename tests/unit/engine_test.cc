@@ -472,7 +472,11 @@ TEST_F(EngineTest, DeviceResetDropsThatDeviceOnly) {
   EXPECT_EQ(engine_->DeviceUsage(1).live_bytes, kMiB);
 }
 
-TEST_F(EngineTest, BuildReportGroupsLeaksByCallSiteLargestFirst) {
+// The grouping itself (entries, their order and examples) is tested on
+// made-up state in report_assembly_test.cc; here, that the engine's picture
+// feeds it: the live blocks and not the freed one, the usage figures, the
+// depot's stacks.
+TEST_F(EngineTest, BuildReportGroupsTheLiveBlocksByCallSite) {
   const uintptr_t f1[] = {0x1111, 0x2222};
   const uintptr_t f2[] = {0x3333};
   StackId s1 = engine_->depot().Put(f1, 2);
@@ -493,17 +497,8 @@ TEST_F(EngineTest, BuildReportGroupsLeaksByCallSiteLargestFirst) {
   ReportData r = Report();
   ASSERT_EQ(r.leaks.size(), 4u);
   EXPECT_EQ(r.leaks[0].stack, s2);
-  EXPECT_EQ(r.leaks[0].count, 1u);
-  EXPECT_EQ(r.leaks[0].bytes, 10 * kMiB);
   EXPECT_EQ(r.leaks[1].stack, s1);
   EXPECT_EQ(r.leaks[1].count, 3u);
-  EXPECT_EQ(r.leaks[1].bytes, 6 * kMiB);
-  EXPECT_EQ(r.leaks[1].device, 0);
-  EXPECT_EQ(r.leaks[1].api, Api::kCudaMalloc);
-  EXPECT_EQ(r.leaks[2].bytes, 512u);
-  EXPECT_EQ(r.leaks[2].device, 1);
-  EXPECT_EQ(r.leaks[3].bytes, 256u);
-  EXPECT_EQ(r.leaks[3].api, Api::kCudaMallocManaged);
   for (size_t i = 1; i < r.leaks.size(); ++i) {
     EXPECT_GE(r.leaks[i - 1].bytes, r.leaks[i].bytes);
   }

@@ -114,6 +114,9 @@ TEST(AssembleReportTest, GroupsLeaksByCallSiteLargestFirst) {
   EXPECT_EQ(r.leaks[2].device, 1);
   EXPECT_EQ(r.leaks[3].bytes, 256u);
   EXPECT_EQ(r.leaks[3].api, Api::kCudaMallocManaged);
+  for (size_t i = 1; i < r.leaks.size(); ++i) {
+    EXPECT_GE(r.leaks[i - 1].bytes, r.leaks[i].bytes);
+  }
   EXPECT_EQ(r.summary.leaks, 6u);
   EXPECT_EQ(r.summary.leaked_bytes, 16 * kMiB + 768);
   // Every referenced stack is in the table, symbolized.
