@@ -527,6 +527,42 @@ TEST_F(EngineTest, LeakCheckOffListsNoLeaks) {
   EXPECT_FALSE(r.leak_check);
 }
 
+// Health is read through NVML into the picture, except for a crash report,
+// which may be written from a signal handler.
+TEST_F(EngineTest, CrashReportReadsNoHealth) {
+  Options o = QuietOptions();
+  o.health = true;
+  engine_ = std::make_unique<Engine>(o);
+  EXPECT_FALSE(engine_->BuildReport("crash").health_read);
+  EXPECT_TRUE(engine_->BuildReport("request").health_read);
+  o.health = false;
+  engine_ = std::make_unique<Engine>(o);
+  EXPECT_FALSE(engine_->BuildReport("request").health_read);
+}
+
+// A sticky CUDA error is recorded once, and its crash section, with the
+// blocks live at the time of each report, goes into every later report.
+TEST_F(EngineTest, StickyErrorPutsACrashSectionInLaterReports) {
+  Options o = QuietOptions();
+  o.health = false;
+  engine_ = std::make_unique<Engine>(o);
+  Alloc(kBase, kMiB);
+  EXPECT_FALSE(Report().crash.present);
+  engine_->OnStickyError("cudaDeviceSynchronize", 700,
+                         "cudaErrorIllegalAddress");
+  Alloc(kBase + kStride, 2 * kMiB);
+  ReportData r = Report();
+  ASSERT_TRUE(r.crash.present);
+  EXPECT_EQ(r.crash.kind, "cuda-error");
+  EXPECT_EQ(r.crash.call, "cudaDeviceSynchronize");
+  EXPECT_EQ(r.crash.cuda_result_name, "cudaErrorIllegalAddress");
+  EXPECT_EQ(r.crash.live_blocks, 2u);
+  EXPECT_EQ(r.crash.live_bytes, 3 * kMiB);
+  EXPECT_EQ(r.crash.health_status, "see devices[].health");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].kind, ErrorKind::kCudaError);
+}
+
 TEST_F(EngineTest, NoteDeviceAppearsInTheReport) {
   EXPECT_FALSE(engine_->DeviceKnown(0));
   engine_->NoteDevice(0, "NVIDIA H200", 150 * 1024 * kMiB);
