@@ -6,18 +6,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <map>
-#include <tuple>
 
 #include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "lib/core/clock.h"
 #include "lib/core/driver_callback.h"
 #include "lib/engine/error_reports.h"
 #include "lib/core/log.h"
 #include "lib/registry/nvtx_ranges.h"
-#include "lib/report/nvtx_report.h"
+#include "lib/report/report_assembly.h"
 #include "lib/report/report_output.h"
 #include "lib/stacks/stack_capture.h"
 #include "lib/core/sticky_errors.h"
@@ -498,186 +495,97 @@ std::vector<AllocationRecord> Engine::LiveAllocations() const {
 void Engine::SymbolizeInto(const std::vector<StackId>& ids, StackTable* table) {
   for (StackId id : ids) {
     if (id == kNoStack || table->contains(id)) continue;
-    if (options_.symbolize) {
-      (*table)[id] = symbolizer_.SymbolizeStack(depot_.Get(id));
-    } else {
-      std::vector<SymbolizedFrame> frames;
-      for (uintptr_t pc : depot_.Get(id)) frames.push_back({pc, "", "", 0, ""});
-      (*table)[id] = std::move(frames);
-    }
+    (*table)[id] = SymbolizeStack(id);
   }
 }
 
-ReportData Engine::BuildReport(absl::string_view reason) {
-  ReportData data;
-  data.version = GMT_VERSION;
-  data.pid = getpid();
-  data.argv = ReadArgv();
-  data.reason = std::string(reason);
-  data.leak_check = options_.leak_check;
+std::vector<SymbolizedFrame> Engine::SymbolizeStack(StackId id) {
+  if (options_.symbolize) return symbolizer_.SymbolizeStack(depot_.Get(id));
+  std::vector<SymbolizedFrame> frames;
+  for (uintptr_t pc : depot_.Get(id)) frames.push_back({pc, "", "", 0, ""});
+  return frames;
+}
 
+ReportData Engine::BuildReport(absl::string_view reason) {
+  return AssembleReport(TakeReportState(reason),
+                        [this](StackId id) { return SymbolizeStack(id); });
+}
+
+ReportState Engine::TakeReportState(absl::string_view reason) {
+  ReportState state;
+  state.version = GMT_VERSION;
+  state.pid = getpid();
+  state.argv = ReadArgv();
+  state.reason = std::string(reason);
+  state.leak_check = options_.leak_check;
+  state.reachability_max_ms = options_.reachability_max_ms;
+  state.reachability_max_bytes = options_.reachability_max_bytes;
+  state.timeline_events = options_.timeline_events;
+  // The blocks live now: the torch snapshot's segments, the HTML's call
+  // sites. Cheap, so kept even with timeline_events=0.
+  state.wants_live_blocks = options_.report.Has(ReportFormat::kHtml) ||
+                            options_.report.Has(ReportFormat::kTrace) ||
+                            options_.report.Has(ReportFormat::kTorch);
+  state.stack_depth = options_.stack_depth;
+  state.symbolize = options_.symbolize;
+  state.fast_unwinder = FastUnwinderLoaded();
+  // Asked only when stacks are symbolized: the answer loads libdw.
+  state.line_info = options_.stack_depth <= 0 || !options_.symbolize ||
+                    symbolizer_.HasLineInfo();
   {
     absl::MutexLock lock(&devices_mu_);
-    std::map<int, DeviceInfo> ordered(devices_.begin(), devices_.end());
+    absl::flat_hash_map<int, const DeviceInfo*> noted;
+    for (const auto& [index, info] : devices_) noted[index] = &info;
     for (int d = 0; d < Usage::kMaxDevices; ++d) {
-      if (usage_.Used(d) && !ordered.contains(d)) ordered[d] = DeviceInfo{};
+      if (usage_.Used(d) && !noted.contains(d)) noted[d] = nullptr;
     }
-    for (const auto& [index, info] : ordered) {
-      if (index < 0) continue;
-      UsageFigures u = usage_.Get(index);
-      data.devices.push_back(
-          ReportData::Device{index, info.name, info.total_bytes, u.peak_bytes,
-                             u.live_bytes, u.allocations, u.frees});
-    }
-  }
-  UsageFigures host = usage_.Get(kHostDevice);
-  data.host = ReportData::Device{
-      kHostDevice,     "pinned host memory", 0,         host.peak_bytes,
-      host.live_bytes, host.allocations,     host.frees};
-  for (const ReportData::Device& d : data.devices) {
-    data.summary.allocations += d.allocations;
-    data.summary.frees += d.frees;
-    data.summary.live_bytes_at_exit += d.live_bytes;
-  }
-  data.summary.allocations += data.host.allocations;
-  data.summary.frees += data.host.frees;
-  data.summary.live_bytes_at_exit += data.host.live_bytes;
-  data.summary.untracked_frees =
-      untracked_frees_.load(std::memory_order_relaxed);
-
-  std::vector<StackId> ids;
-  if (options_.leak_check) {
-    // Group by call site: (stack, api, device, released_by, reachability
-    // state: a site with lost and reachable blocks has two entries).
-    // And the NVTX range path (one entry per range a site ran in).
-    using Key =
-        std::tuple<StackId, Api, int, std::string, std::string, uint32_t>;
-    std::map<Key, ReportData::Leak> groups;
-    // How much of each block a pool's live NVTX regions hold.
-    const NvtxMemRegions::CoverageMap coverage = NvtxRegionCoverage();
-    auto add = [&](const AllocationRecord& r, const std::string& released_by) {
-      std::string state = released_by.empty() ? ReachStateOf(r) : "";
-      ReportData::Leak& leak =
-          groups[Key{r.stack, r.api, r.device, released_by, state,
-                     r.nvtx_range}];
-      if (leak.count == 0) {
-        leak.state = state;
-        leak.api = r.api;
-        leak.kind = r.kind;
-        leak.device = r.device;
-        leak.stack = r.stack;
-        leak.address = r.address;
-        leak.released_by = released_by;
-        leak.nvtx_range = NvtxRangeName(r.nvtx_range);
-        if (state == "reachable") leak.reachable_via = ReachViaOf(r);
+    for (const auto& [index, info] : noted) {
+      ReportState::Device device;
+      device.index = index;
+      if (info != nullptr) {
+        device.name = info->name;
+        device.total_bytes = info->total_bytes;
       }
-      leak.bytes += r.bytes;
-      ++leak.count;
-      if (auto it = coverage.find(r.address);
-          it != coverage.end() && released_by.empty()) {
-        leak.nvtx_regions += it->second.regions;
-        leak.nvtx_region_bytes += it->second.bytes;
-      }
-    };
-    for (const AllocationRecord& r : LiveAllocations()) add(r, "");
-    {
-      absl::MutexLock lock(&released_mu_);
-      for (const ReleasedBlock& b : released_) add(b.record, b.reason);
+      device.usage = usage_.Get(index);
+      state.devices.push_back(std::move(device));
     }
-    for (auto& [key, leak] : groups) {
-      data.summary.leaks += leak.count;
-      // Reservations and registrations take no memory of their own: listed,
-      // not added to the bytes lost.
-      if (CountsTowardsUsage(leak.kind))
-        data.summary.leaked_bytes += leak.bytes;
-      ids.push_back(leak.stack);
-      data.leaks.push_back(std::move(leak));
-    }
-    std::stable_sort(data.leaks.begin(), data.leaks.end(),
-                     [](const ReportData::Leak& a, const ReportData::Leak& b) {
-                       return a.bytes > b.bytes;
-                     });
   }
-  FillLeakAnalysis(&data, &ids);  // Reachability, growth
-  // Pool allocators' NVTX regions, their leaks.
-  FillNvtxMem(&data, &ids);
-  if (NvtxSeen()) {  // Allocations by NVTX range
-    data.nvtx_ranges = BuildNvtxSection(NvtxTotals(), LiveAllocations());
+  state.host = usage_.Get(kHostDevice);
+  state.untracked_frees = untracked_frees_.load(std::memory_order_relaxed);
+  state.live = LiveAllocations();
+  {
+    absl::MutexLock lock(&released_mu_);
+    state.released = released_;
   }
   {
     absl::MutexLock lock(&errors_mu_);
-    data.errors = errors_;
-    data.errors_dropped = errors_dropped_;
+    state.errors = errors_;
+    state.errors_dropped = errors_dropped_;
   }
-  data.summary.errors = data.errors.size() + data.errors_dropped;
-  {
-    GuardStats g = guard_.Stats();
-    data.guard.enabled = guard_.ops() != nullptr;
-    data.guard.check = std::string(OptionValueText(options_.check));
-    data.guard.guarded = g.guarded;
-    data.guard.unguarded_oom = g.unguarded_oom;
-    data.guard.unguarded_capture = g.unguarded_capture;
-    data.guard.checks = g.checks;
-    data.guard.check_failures = g.check_failures;
-    data.guard.fill_failures = g.fill_failures;
-    data.guard.bytes_checked = g.bytes_checked;
-    data.guard.quarantine_bytes = g.held_bytes;
-    data.guard.evicted = g.evicted;
-    if (g.unguarded_oom > 0) {
-      data.notes.push_back(absl::StrCat(
-          g.unguarded_oom,
-          " allocations got no redzones (no memory for them) and were not "
-          "guarded"));
-    }
-    if (g.unguarded_capture > 0) {
-      data.notes.push_back(absl::StrCat(
-          g.unguarded_capture,
-          " stream-ordered allocations made during graph capture were not "
-          "guarded"));
-    }
-    if (g.check_failures > 0) {
-      data.notes.push_back(absl::StrCat(
-          g.check_failures,
-          " guard-zone checks could not run on the GPU: redzones were not "
-          "verified then"));
-    }
-    if (g.fill_failures > 0) {
-      data.notes.push_back(absl::StrCat(
-          g.fill_failures,
-          " guard-zone fills could not run on the GPU: those redzones were "
-          "never armed, so they were not verified"));
-    }
-  }
-  for (const ErrorRecord& e : data.errors) {
-    ids.push_back(e.stack);
-    if (e.allocation) ids.push_back(e.allocation->stack);
-    if (e.previous_free) ids.push_back(e.previous_free->free_stack);
-    if (e.oom) {  // The holders' call sites
-      for (const auto& h : e.oom->holders) ids.push_back(h.stack);
-    }
-  }
-  FillCrash(&data, &ids);  // (lib/engine/engine_crash.cc)
-  SymbolizeInto(ids, &data.stacks);
-  FillHealth(&data, reason);  // NVML health (lib/engine/engine_oom.cc)
-  FillTimeline(&data);  // memory over time (viz)
-  // Suppressions (lib/report/suppressions.h): filtered on the symbolized picture.
-  ApplySuppressions(suppressions_, &data);
-  if (!suppressions_error_.empty()) {
-    data.notes.push_back(
-        absl::StrCat("suppressions not applied: ", suppressions_error_));
-  }
-  if (options_.stack_depth > 0 && !FastUnwinderLoaded()) {
-    data.notes.push_back(
-        "libunwind.so.8 could not be loaded: stacks were captured with glibc's "
-        "backtrace(), about 10x slower per frame");
-  }
-  if (options_.stack_depth > 0 && options_.symbolize &&
-      !symbolizer_.HasLineInfo()) {
-    data.notes.push_back(
-        "libdw.so.1 could not be loaded: stacks show functions and modules "
-        "without file:line");
-  }
-  return data;
+  const GuardStats g = guard_.Stats();
+  ReportData::Guard& guard = state.guard;
+  guard.enabled = guard_.ops() != nullptr;
+  guard.check = std::string(OptionValueText(options_.check));
+  guard.guarded = g.guarded;
+  guard.unguarded_oom = g.unguarded_oom;
+  guard.unguarded_capture = g.unguarded_capture;
+  guard.checks = g.checks;
+  guard.check_failures = g.check_failures;
+  guard.fill_failures = g.fill_failures;
+  guard.bytes_checked = g.bytes_checked;
+  guard.quarantine_bytes = g.held_bytes;
+  guard.evicted = g.evicted;
+  TakeLeakAnalysisState(&state);  // reachability, growth (engine_leaks.cc)
+  // After the live blocks: the range names cover the ids they carry.
+  state.nvtx_seen = NvtxSeen();
+  state.nvtx_ranges = NvtxTotals();
+  TakeNvtxMemState(&state);   // pool allocators' regions (engine_nvtx_mem.cc)
+  TakeCrashState(&state);     // try-locks (engine_crash.cc)
+  TakeTimelineState(&state);  // memory over time (engine_timeline.cc)
+  TakeHealthState(reason, &state);  // NVML, never at a crash (engine_oom.cc)
+  state.suppressions = suppressions_;
+  state.suppressions_error = suppressions_error_;
+  return state;
 }
 
 ReportData::Summary Engine::WriteReport(absl::string_view reason) {

@@ -36,6 +36,7 @@
 #include "lib/registry/recent_launches.h"
 #include "lib/registry/registry.h"
 #include "lib/report/report.h"
+#include "lib/report/report_state.h"
 #include "lib/stacks/stack_depot.h"
 #include "lib/report/suppressions.h"
 #include "lib/stacks/symbolizer.h"
@@ -239,6 +240,8 @@ class Engine {
   void RecordError(ErrorRecord error);
 
   // The current picture, symbolized. `reason` is "exit", "request", ...
+  // The engine takes its state (TakeReportState); lib/report/ assembles the
+  // report from it (lib/report/report_assembly.h).
   ReportData BuildReport(absl::string_view reason);
   // Renders BuildReport() to the destinations the options name; returns its
   // summary.
@@ -358,16 +361,19 @@ class Engine {
     uint64_t bytes;
     uint64_t handle;
   };
-  struct ReleasedBlock {
-    AllocationRecord record;
-    std::string reason;
-  };
 
   Registry& RegistryFor(MemoryKind kind);
   void ReportFindings(const std::vector<GuardFinding>& findings);
   void AccountFree(const AllocationRecord& record);
   void FreeVmmHandleIfDone(uint64_t handle)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(vmm_mu_);
+  // The picture a report is assembled from (lib/report/report_state.h): every
+  // module's state, read under its lock (try-locks for the crash state: this
+  // runs in a signal handler for reason "crash"), and health through NVML
+  // except at a crash.
+  ReportState TakeReportState(absl::string_view reason);
+  // The frames of stack `id`, symbolized when the options ask for it.
+  std::vector<SymbolizedFrame> SymbolizeStack(StackId id);
 
   const Options options_;
   const int owner_pid_;  // the process that created the engine (not a fork)
@@ -412,34 +418,24 @@ class Engine {
   // engine_timeline.cc). Recorded where usage_ changes.
   static uint64_t TimelineCapacity(const Options& options);
   void RecordTimeline(TimelineKind kind, const AllocationRecord& record);
-  void FillTimeline(ReportData* data);
+  void TakeTimelineState(ReportState* state);
   Timeline timeline_;
 
   // (lib/engine/engine_leaks.cc): the exit scan's verdict per block, and the
-  // growth tracker.
-  struct ReachVerdict {
-    int64_t time_ns;    // the block's allocation time: a reused address differs
-    const char* state;  // "lost", "reachable", "unknown"
-    std::string via;    // reachable: the root and word that point at it
-  };
-  // The state of `record` for the report ("" when not analysed).
-  std::string ReachStateOf(const AllocationRecord& record) const;
-  // Why a reachable block is ("" otherwise).
-  std::string ReachViaOf(const AllocationRecord& record) const;
-  // Reachability summary and growth flags; their stack ids go to `ids`.
-  void FillLeakAnalysis(ReportData* data, std::vector<StackId>* ids);
+  // growth tracker; a report takes their figures, verdicts and flags.
+  void TakeLeakAnalysisState(ReportState* state);
   mutable absl::Mutex leaks_mu_;
   bool reach_done_ ABSL_GUARDED_BY(leaks_mu_) = false;
   ReportData::Reachability reach_summary_ ABSL_GUARDED_BY(leaks_mu_);
-  absl::flat_hash_map<uint64_t, ReachVerdict> reach_verdicts_
-      ABSL_GUARDED_BY(leaks_mu_);
+  ReachVerdicts reach_verdicts_ ABSL_GUARDED_BY(leaks_mu_);
   absl::Mutex growth_mu_;
   GrowthTracker growth_ ABSL_GUARDED_BY(growth_mu_);
   std::atomic<int64_t> next_growth_ns_{0};
 
   // (lib/engine/engine_crash.cc): the crash, once known, goes into
-  // every later report; the newest launches for its "recent kernels".
-  void FillCrash(ReportData* data, std::vector<StackId>* ids);
+  // every later report; the newest launches for its "recent kernels". A
+  // report takes both under a try-lock.
+  void TakeCrashState(ReportState* state);
   RecentLaunches recent_launches_;
   mutable absl::Mutex crash_mu_;
   ReportData::Crash crash_ ABSL_GUARDED_BY(crash_mu_);
@@ -488,7 +484,8 @@ class Engine {
   std::atomic<uint32_t> suspect_count_{0};
 
   // (lib/engine/engine_oom.cc): health read into a report, OOM bursts.
-  void FillHealth(ReportData* data, absl::string_view reason);
+  // NVML health (health=1), except for reason "crash" (a signal handler).
+  void TakeHealthState(absl::string_view reason, ReportState* state);
   OomBurstLimiter oom_limiter_;
 
   // (lib/engine/engine_nvtx_mem.cc): pool sub-allocations described
@@ -500,10 +497,8 @@ class Engine {
   // it for CUDA (into the block's redzone). Returns whether it reported.
   bool CheckNvtxRegionAccess(absl::string_view call, uint64_t address,
                              uint64_t bytes, bool leaves_block, bool rejected);
-  // Live regions per block, for the block's leak entry.
-  NvtxMemRegions::CoverageMap NvtxRegionCoverage() const;
-  // The region leak entries (with leak_check), the nvtx_mem section, notes.
-  void FillNvtxMem(ReportData* data, std::vector<StackId>* ids);
+  // The regions' counters, live regions and heaps, and each block's coverage.
+  void TakeNvtxMemState(ReportState* state);
   NvtxMemRegions nvtx_mem_;
   NvtxMemStats nvtx_mem_stats_;
 };

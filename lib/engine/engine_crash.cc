@@ -18,16 +18,7 @@
 namespace gmt {
 namespace {
 
-constexpr size_t kMaxListedLive = 32;
 constexpr size_t kMaxRecentKernels = 16;
-// A fault this close past the end (or before the start) of a host-visible
-// block is named as "near" it.
-constexpr uint64_t kNearBytes = 4096;
-
-bool HostVisible(MemoryKind kind) {
-  return kind == MemoryKind::kManaged || kind == MemoryKind::kPinnedHost ||
-         kind == MemoryKind::kRegisteredHost;
-}
 
 // Takes `mu` if it comes free within about `ms` milliseconds. A signal
 // handler must never block on a lock: its own thread may hold it.
@@ -135,17 +126,16 @@ void Engine::WriteCrashReport(const CrashSignal& signal) {
   report_mu_.Unlock();
 }
 
-void Engine::FillCrash(ReportData* data, std::vector<StackId>* ids) {
+void Engine::TakeCrashState(ReportState* state) {
   // Try-lock: this may run in a signal handler (WriteCrashReport).
   if (!TryLockFor(crash_mu_, 100)) return;
   if (!crash_.present) {
     crash_mu_.Unlock();
     return;
   }
-  data->crash = crash_;
+  state->crash = crash_;
   crash_mu_.Unlock();
-  ReportData::Crash& c = data->crash;
-
+  ReportData::Crash& c = state->crash;
   for (const RecentLaunches::Entry& launch :
        recent_launches_.Newest(kMaxRecentKernels)) {
     c.recent_kernels.push_back(ReportData::Crash::Launch{
@@ -153,56 +143,6 @@ void Engine::FillCrash(ReportData* data, std::vector<StackId>* ids) {
         static_cast<double>(SinceStartNs(launch.time_ns)) * 1e-9});
   }
   c.launches_seen = recent_launches_.Count();
-  if (c.recent_kernels.empty()) {
-    c.recent_kernels_note =
-        "no kernel launch was seen by the tool (launches are seen by the "
-        "LD_PRELOAD launch shims and, without them, by CUPTI)";
-  }
-
-  std::vector<AllocationRecord> live = LiveAllocations();
-  c.live_blocks = live.size();
-  for (const AllocationRecord& r : live) {
-    if (CountsTowardsUsage(r.kind)) c.live_bytes += r.bytes;
-  }
-  if (c.has_fault_address) {
-    // The host-visible block holding the fault address, else the nearest
-    // one within kNearBytes of it.
-    const AllocationRecord* best = nullptr;
-    uint64_t best_distance = kNearBytes + 1;
-    for (const AllocationRecord& r : live) {
-      if (!HostVisible(r.kind)) continue;
-      const uint64_t a = c.fault_address;
-      uint64_t distance = 0;
-      if (a < r.address) {
-        distance = r.address - a;
-      } else if (a >= r.address + r.bytes) {
-        distance = a - (r.address + r.bytes) + 1;
-      }
-      if (distance < best_distance) {
-        best = &r;
-        best_distance = distance;
-      }
-    }
-    if (best != nullptr) {
-      c.has_fault_block = true;
-      c.fault_block = *best;
-      c.fault_offset = static_cast<int64_t>(c.fault_address - best->address);
-      ids->push_back(best->stack);
-    }
-  }
-  std::stable_sort(live.begin(), live.end(),
-                   [](const AllocationRecord& a, const AllocationRecord& b) {
-                     return a.bytes > b.bytes;
-                   });
-  if (live.size() > kMaxListedLive) live.resize(kMaxListedLive);
-  for (const AllocationRecord& r : live) ids->push_back(r.stack);
-  c.live = std::move(live);
-  // Device health: the devices' "health" entries of the same report (the
-  // health reader is not run from a signal handler).
-  c.health_status = c.kind == "signal"
-                        ? "not read at the crash (no NVML from a signal "
-                          "handler)"
-                        : "see devices[].health";
 }
 
 }  // namespace gmt

@@ -162,51 +162,14 @@ __attribute__((noinline)) void Engine::ScanReachability() {
           s.truncated ? " (truncated)" : "");
 }
 
-std::string Engine::ReachStateOf(const AllocationRecord& record) const {
-  absl::MutexLock lock(&leaks_mu_);
-  auto it = reach_verdicts_.find(record.address);
-  if (it == reach_verdicts_.end() || it->second.time_ns != record.time_ns) {
-    return "";
-  }
-  return it->second.state;
-}
-
-std::string Engine::ReachViaOf(const AllocationRecord& record) const {
-  absl::MutexLock lock(&leaks_mu_);
-  auto it = reach_verdicts_.find(record.address);
-  if (it == reach_verdicts_.end() || it->second.time_ns != record.time_ns) {
-    return "";
-  }
-  return it->second.via;
-}
-
-void Engine::FillLeakAnalysis(ReportData* data, std::vector<StackId>* ids) {
+void Engine::TakeLeakAnalysisState(ReportState* state) {
   {
     absl::MutexLock lock(&leaks_mu_);
-    data->reachability = reach_summary_;
-  }
-  ReportData::Reachability& s = data->reachability;
-  for (const ReportData::Leak& leak : data->leaks) {
-    if (leak.state == "lost") {
-      s.lost_bytes += leak.bytes;
-      s.lost_blocks += leak.count;
-    } else if (leak.state == "reachable") {
-      s.reachable_bytes += leak.bytes;
-      s.reachable_blocks += leak.count;
-    } else if (leak.state == "unknown") {
-      s.unknown_bytes += leak.bytes;
-      s.unknown_blocks += leak.count;
-    }
-  }
-  if (s.ran && s.truncated) {
-    data->notes.push_back(absl::StrFormat(
-        "the reachability scan hit its bound (reachability_max_ms=%d, "
-        "reachability_max_bytes=%d): blocks not found reachable by then are "
-        "\"unknown\"",
-        options_.reachability_max_ms, options_.reachability_max_bytes));
+    state->reachability = reach_summary_;
+    state->reach_verdicts = reach_verdicts_;
   }
   absl::MutexLock lock(&growth_mu_);
-  data->growth_samples = growth_.samples();
+  state->growth_samples = growth_.samples();
   for (const GrowthFlag& f : growth_.Flagged()) {
     ReportData::Growth g;
     g.stack = f.site;
@@ -215,8 +178,7 @@ void Engine::FillLeakAnalysis(ReportData* data, std::vector<StackId>* ids) {
     g.last_bytes = f.last_bytes;
     g.first_s = static_cast<double>(SinceStartNs(f.first_ns)) * 1e-9;
     g.last_s = static_cast<double>(SinceStartNs(f.last_ns)) * 1e-9;
-    data->growth.push_back(g);
-    ids->push_back(f.site);
+    state->growth.push_back(g);
   }
 }
 

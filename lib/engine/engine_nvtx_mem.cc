@@ -1,7 +1,7 @@
 // The engine's side of NVTX memory regions: what a pool
-// allocator's nvtxMem* annotations become (lib/registry/nvtx_mem_regions.h keeps them),
-// the region overflow check for copies and sets, and the report's region
-// leaks.
+// allocator's nvtxMem* annotations become (lib/registry/nvtx_mem_regions.h
+// keeps them), the region overflow check for copies and sets, and the regions'
+// state for the report (lib/report/leak_groups.h makes their leak entries).
 //
 // Policy, as a user of compute-sanitizer would expect it:
 //  * A region is a sub-allocation with its own record: the stack, thread,
@@ -16,10 +16,6 @@
 //  * A copy or set that starts in a region and runs past its end is an
 //    api-bounds error naming the region (CUDA accepts it: the pool's block
 //    hides it).
-#include <algorithm>
-#include <map>
-#include <tuple>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "lib/core/clock.h"
@@ -216,87 +212,26 @@ bool Engine::CheckNvtxRegionAccess(absl::string_view call, uint64_t address,
   return true;
 }
 
-NvtxMemRegions::CoverageMap Engine::NvtxRegionCoverage() const {
-  if (!nvtx_mem_.HasRegions()) return {};
-  return nvtx_mem_.CoverageByBlock();
-}
-
-void Engine::FillNvtxMem(ReportData* data, std::vector<StackId>* ids) {
+void Engine::TakeNvtxMemState(ReportState* state) {
+  ReportState::NvtxMem& m = state->nvtx_mem;
+  // How much of each block a pool's live NVTX regions hold.
+  if (nvtx_mem_.HasRegions()) m.coverage = nvtx_mem_.CoverageByBlock();
   if (!nvtx_mem_stats_.Used()) return;
-  const std::vector<NvtxMemRegion> live = nvtx_mem_.Live();
-  ReportData::NvtxMem& m = data->nvtx_mem;
   m.used = true;
-  m.heaps_registered = nvtx_mem_stats_.Get(NvtxMemStats::kHeapsRegistered);
-  m.heaps_unregistered = nvtx_mem_stats_.Get(NvtxMemStats::kHeapsUnregistered);
-  m.heap_resets = nvtx_mem_stats_.Get(NvtxMemStats::kHeapResets);
-  m.regions_registered = nvtx_mem_stats_.Get(NvtxMemStats::kRegionsRegistered);
-  m.regions_unregistered =
-      nvtx_mem_stats_.Get(NvtxMemStats::kRegionsUnregistered);
-  m.regions_resized = nvtx_mem_stats_.Get(NvtxMemStats::kRegionsResized);
-  m.regions_ended_by_heap =
-      nvtx_mem_stats_.Get(NvtxMemStats::kRegionsEndedByHeap);
-  m.regions_ended_by_free =
-      nvtx_mem_stats_.Get(NvtxMemStats::kRegionsEndedByFree);
+  for (int c = 0; c < NvtxMemStats::kCounterCount; ++c) {
+    m.counters[c] = nvtx_mem_stats_.Get(static_cast<NvtxMemStats::Counter>(c));
+  }
+  for (int p = 0; p < kNvtxMemProblemCount; ++p) {
+    m.problems[p] = nvtx_mem_stats_.Problems(static_cast<NvtxMemProblem>(p));
+  }
   m.live_heaps = nvtx_mem_.live_heaps();
-  m.live_regions = live.size();
-  for (const NvtxMemRegion& r : live) m.live_region_bytes += r.record.bytes;
-  for (int i = 0; i < kNvtxMemProblemCount; ++i) {
-    const auto problem = static_cast<NvtxMemProblem>(i);
-    const uint64_t n = nvtx_mem_stats_.Problems(problem);
-    if (n == 0) continue;
-    m.problems.emplace_back(std::string(NvtxMemProblemName(problem)), n);
-    data->notes.push_back(absl::StrCat("NVTX memory API: ", n, " ",
-                                       NvtxMemProblemMeaning(problem)));
-  }
-  if (m.regions_ended_by_free > 0) {
-    data->notes.push_back(absl::StrCat(
-        "NVTX memory API: ", m.regions_ended_by_free,
-        " regions were still registered when the block holding them was "
-        "freed; they ended with it (not reported as leaks)"));
-  }
-  if (!options_.leak_check) return;
-
-  // Region leaks, one entry per (call site, device, NVTX range, region name,
-  // inside a tracked block or not).
-  using Key = std::tuple<StackId, int, uint32_t, std::string, bool>;
-  std::map<Key, ReportData::Leak> groups;
-  for (const NvtxMemRegion& region : live) {
-    if (!region.leak_checked) continue;
-    const AllocationRecord& r = region.record;
-    ReportData::Leak& leak = groups[Key{r.stack, r.device, r.nvtx_range,
-                                        region.name, region.block != 0}];
-    if (leak.count == 0) {
-      leak.api = r.api;
-      leak.kind = r.kind;
-      leak.device = r.device;
-      leak.stack = r.stack;
-      leak.address = r.address;
-      leak.nvtx_range = NvtxRangeName(r.nvtx_range);
-      leak.pool_block = region.block;
-      leak.pool_api = region.block_api;
-      leak.heap = region.heap;
-      if (region.heap != 0) {
-        if (std::optional<NvtxMemHeap> h = nvtx_mem_.FindHeap(region.heap)) {
-          leak.heap_name = h->name;
-        }
-      }
-      leak.region_name = region.name;
+  m.live_regions = nvtx_mem_.Live();
+  for (const NvtxMemRegion& region : m.live_regions) {
+    if (region.heap == 0 || m.heap_names.contains(region.heap)) continue;
+    if (std::optional<NvtxMemHeap> h = nvtx_mem_.FindHeap(region.heap)) {
+      m.heap_names[region.heap] = h->name;
     }
-    leak.bytes += r.bytes;
-    ++leak.count;
   }
-  if (groups.empty()) return;
-  for (auto& [key, leak] : groups) {
-    // Counted as leaked blocks (the program never gave them back), not as
-    // leaked bytes: the pool's block holding them is counted already.
-    data->summary.leaks += leak.count;
-    ids->push_back(leak.stack);
-    data->leaks.push_back(std::move(leak));
-  }
-  std::stable_sort(data->leaks.begin(), data->leaks.end(),
-                   [](const ReportData::Leak& a, const ReportData::Leak& b) {
-                     return a.bytes > b.bytes;
-                   });
 }
 
 }  // namespace gmt

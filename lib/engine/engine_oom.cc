@@ -72,7 +72,7 @@ void Engine::OnCudaVersions(int runtime_version, int driver_version) {
   }
 }
 
-void Engine::FillHealth(ReportData* data, absl::string_view reason) {
+void Engine::TakeHealthState(absl::string_view reason, ReportState* state) {
   if (!options_.health) return;
   // A crash report may run in a signal handler: no dlopen or NVML there.
   if (reason == "crash") return;
@@ -81,15 +81,9 @@ void Engine::FillHealth(ReportData* data, absl::string_view reason) {
     // down (bounded: never blocks exit for long).
     StopXidWatch(/*wait_ms=*/300);
   }
-  data->health_read = true;
-  data->health = ReadHealth();
-  const uint64_t suppressed = oom_limiter_.suppressed();
-  if (suppressed > 0) {
-    data->notes.push_back(absl::StrCat(
-        suppressed, " out-of-memory failure", suppressed == 1 ? " was" : "s were",
-        " not reported again (same burst: less than 1 s after the previous "
-        "one on that device)"));
-  }
+  state->health_read = true;
+  state->health = ReadHealth();
+  state->oom_reports_suppressed = oom_limiter_.suppressed();
 }
 
 }  // namespace gmt

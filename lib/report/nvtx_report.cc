@@ -19,7 +19,6 @@ std::vector<ReportData::NvtxRange> BuildNvtxSection(
   for (const AllocationRecord& block : live) {
     if (block.nvtx_range == kNoNvtxRange) continue;
     ReportData::NvtxRange& r = by_id[block.nvtx_range];
-    if (r.name.empty()) r.name = NvtxRangeName(block.nvtx_range);
     ++r.live_blocks;
     r.live_bytes += block.bytes;
   }

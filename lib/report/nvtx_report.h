@@ -13,7 +13,9 @@
 namespace gmt {
 
 // One entry per range in `totals` (or seen on a live block), sorted by live
-// bytes, then bytes allocated, largest first.
+// bytes, then bytes allocated, largest first. `totals` names every range id
+// (NvtxTotals() lists every path interned, so taken after `live` it covers
+// their ids).
 std::vector<ReportData::NvtxRange> BuildNvtxSection(
     const std::vector<NvtxRangeTotals>& totals,
     const std::vector<AllocationRecord>& live);

@@ -238,8 +238,9 @@ struct ReportData {
     bool from_json = false;
   } timeline;
 
-  // The crash report (lib/engine/engine_crash.cc). Present in every
-  // report taken after a fatal signal or the first sticky CUDA error.
+  // The crash report (recorded by lib/engine/engine_crash.cc, completed by
+  // lib/report/report_assembly.h). Present in every report taken after a
+  // fatal signal or the first sticky CUDA error.
   struct Crash {
     bool present = false;
     std::string kind;  // "signal" or "cuda-error"
@@ -252,7 +253,7 @@ struct ReportData {
     bool has_fault_address = false;  // SIGSEGV, SIGBUS, SIGFPE, SIGILL
     int thread = 0;                  // kernel thread id of the crashing thread
     // The tracked host-visible block (managed, pinned, registered) the fault
-    // address lies in or near (within kNearBytes), if any.
+    // address lies in or near (within kCrashNearBytes), if any.
     bool has_fault_block = false;
     AllocationRecord fault_block;
     int64_t fault_offset = 0;  // fault_address - fault_block.address
@@ -270,7 +271,8 @@ struct ReportData {
     std::vector<Launch> recent_kernels;
     uint64_t launches_seen = 0;  // every launch since start
     std::string recent_kernels_note;  // why the list may be empty
-    // Live blocks at the crash (the largest kMaxListed), and their totals.
+    // Live blocks at the crash (the largest kMaxCrashListedLive), and their
+    // totals.
     std::vector<AllocationRecord> live;
     uint64_t live_blocks = 0;
     uint64_t live_bytes = 0;

@@ -2,22 +2,18 @@
 
 #include "absl/strings/str_format.h"
 #include "lib/core/clock.h"
+#include "lib/report/block_fields.h"
 
 namespace gmt {
 namespace {
 
 using nlohmann::json;
 
-std::string Hex(uint64_t value) { return absl::StrFormat("0x%x", value); }
-
-json BlockJson(const AllocationRecord& a) {
-  return {{"api", std::string(ApiName(a.api))},
-          {"kind", std::string(MemoryKindName(a.kind))},
-          {"address", Hex(a.address)},
-          {"bytes", a.bytes},
-          {"device", a.device},
-          {"thread", a.thread},
-          {"stack_id", a.stack}};
+// The block with its stack's id (the stack itself is in the report's table).
+json CrashBlockJson(const AllocationRecord& a) {
+  json block = BlockJson(a);
+  block["stack_id"] = a.stack;
+  return block;
 }
 
 std::string BlockText(const AllocationRecord& a) {
@@ -40,7 +36,7 @@ json CrashJson(const ReportData& data) {
     out["fault_address"] =
         c.has_fault_address ? json(Hex(c.fault_address)) : json(nullptr);
     out["fault_block"] =
-        c.has_fault_block ? BlockJson(c.fault_block) : json(nullptr);
+        c.has_fault_block ? CrashBlockJson(c.fault_block) : json(nullptr);
     if (c.has_fault_block) out["fault_offset"] = c.fault_offset;
   }
   if (!c.call.empty()) {
@@ -63,7 +59,7 @@ json CrashJson(const ReportData& data) {
   out["live_blocks"] = c.live_blocks;
   out["live_bytes"] = c.live_bytes;
   json live = json::array();
-  for (const AllocationRecord& a : c.live) live.push_back(BlockJson(a));
+  for (const AllocationRecord& a : c.live) live.push_back(CrashBlockJson(a));
   out["live_allocations"] = std::move(live);
   out["health"] = c.health_status;
   out["skipped"] = c.skipped;

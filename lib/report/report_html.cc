@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "lib/report/block_fields.h"
 #include "lib/report/report.h"
 #include "lib/report/report_viz_util.h"
 
@@ -78,8 +79,6 @@ std::string ScriptJson(const json& j) {
   }
   return out;
 }
-
-std::string Hex(uint64_t v) { return absl::StrFormat("0x%x", v); }
 
 std::string DeviceName(const ReportData& data, int device) {
   if (device < 0) return "pinned host memory";

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "lib/core/clock.h"
+#include "lib/report/block_fields.h"
 #include "lib/report/health_render.h"
 #include "lib/report/report.h"
 #include "lib/report/report_crash.h"
@@ -13,8 +14,6 @@ namespace gmt {
 namespace {
 
 using nlohmann::json;
-
-std::string Hex(uint64_t value) { return absl::StrFormat("0x%x", value); }
 
 json StackJson(StackId id, const StackTable& stacks) {
   json frames = json::array();
@@ -33,15 +32,12 @@ json StackJson(StackId id, const StackTable& stacks) {
   return frames;
 }
 
+// The block with its allocation's time and stack.
 json AllocationJson(const AllocationRecord& a, const StackTable& stacks) {
-  return {{"api", std::string(ApiName(a.api))},
-          {"kind", std::string(MemoryKindName(a.kind))},
-          {"address", Hex(a.address)},
-          {"bytes", a.bytes},
-          {"device", a.device},
-          {"thread", a.thread},
-          {"time_s", static_cast<double>(SinceStartNs(a.time_ns)) * 1e-9},
-          {"stack", StackJson(a.stack, stacks)}};
+  json block = BlockJson(a);
+  block["time_s"] = static_cast<double>(SinceStartNs(a.time_ns)) * 1e-9;
+  block["stack"] = StackJson(a.stack, stacks);
+  return block;
 }
 
 json DeviceJson(const ReportData::Device& d) {

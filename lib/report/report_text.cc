@@ -11,28 +11,10 @@
 #include "lib/report/health_render.h"
 #include "lib/report/report.h"
 #include "lib/report/report_crash.h"
+#include "lib/report/text_out.h"
 
 namespace gmt {
 namespace {
-
-class TextOut {
- public:
-  explicit TextOut(int pid) : prefix_(absl::StrFormat("==%d== ", pid)) {}
-  template <typename... Args>
-  void Line(const absl::FormatSpec<Args...>& format, const Args&... args) {
-    absl::StrAppend(&out_, prefix_, absl::StrFormat(format, args...), "\n");
-  }
-  void Blank() { absl::StrAppend(&out_, prefix_, "\n"); }
-  std::string Take() { return std::move(out_); }
-
- private:
-  std::string prefix_;
-  std::string out_;
-};
-
-std::string DeviceLabel(int device) {
-  return device < 0 ? std::string("host") : absl::StrCat("device ", device);
-}
 
 // `data`: the report the thread number comes from (nullptr: this process).
 std::string ThreadLabel(uint32_t thread, const ReportData* data) {

@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "lib/report/report.h"
+#include "lib/report/text_out.h"
 
 namespace gmt {
 namespace {
@@ -86,10 +87,6 @@ bool DeviceOrder(int a, int b) {
 // ---- Text
 // --------------------------------------------------------------------
 
-std::string DeviceLabel(int device) {
-  return device < 0 ? std::string("host") : absl::StrCat("device ", device);
-}
-
 std::string SignedBytes(int64_t bytes) {
   if (bytes == 0) return "0 B";
   uint64_t magnitude = bytes < 0 ? 0 - static_cast<uint64_t>(bytes)
@@ -100,21 +97,6 @@ std::string SignedBytes(int64_t bytes) {
 std::string Plural(uint64_t n, absl::string_view one, absl::string_view many) {
   return absl::StrCat(n, " ", n == 1 ? one : many);
 }
-
-class TextOut {
- public:
-  explicit TextOut(int pid) : prefix_(absl::StrFormat("==%d== ", pid)) {}
-  template <typename... Args>
-  void Line(const absl::FormatSpec<Args...>& format, const Args&... args) {
-    absl::StrAppend(&out_, prefix_, absl::StrFormat(format, args...), "\n");
-  }
-  void Blank() { absl::StrAppend(&out_, prefix_, "\n"); }
-  std::string Take() { return std::move(out_); }
-
- private:
-  std::string prefix_;
-  std::string out_;
-};
 
 void PrintStack(TextOut& out, const std::vector<Frame>& stack) {
   if (stack.empty()) {
