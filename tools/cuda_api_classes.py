@@ -40,6 +40,9 @@ Modes:
   --list    print every entry point of interest with why it was selected
             and its variants (tab-separated), classified or not.
   --todo    print only the to-do section.
+  --self-test  run the check on altered copies of the inputs (an entry
+            dropped, a bogus name, a false shim claim, a stale table) and
+            exit 0 only when each is caught and the real inputs are clean.
 
 Exit status: 0 fine, 1 check failed, 2 bad input (no compiler, no headers).
 """
@@ -466,17 +469,72 @@ def replace_table(doc_text, table):
 
 def todo_lines(entries):
     """The entries the library does not handle today: class b/c/d marked no
-    or partial, then class a ranges no shim checks."""
+    or partial, class e families still guarded, then class a ranges no shim
+    checks."""
     def pick(klasses, handled):
         return sorted((e for e in entries.values() if e.klass in klasses and e.handled in handled),
                       key=lambda e: (e.klass, e.function.lower()))
     lines = [f'  [{e.klass}, {e.handled}] {e.function}: {e.note}'
-             for e in pick(('b', 'c', 'd'), TODO_HANDLED)]
+             for e in pick(('b', 'c', 'd'), TODO_HANDLED) + pick(('e',), ('no',))]
     ranges = pick(('a',), (TODO_RANGE,))
     if ranges:
         lines.append('  -- class a, ranges CUDA refuses past an allocation\'s end that no shim checks:')
         lines += [f'  [a, {e.handled}] {e.function}: {e.note}' for e in ranges]
     return lines
+
+
+def check(functions, interesting, entries, hooks, doc, new_doc, data_name, doc_name):
+    """The problems that fail --check (besides malformed data lines)."""
+    errors = []
+    for name in sorted(interesting - set(entries), key=str.lower):
+        f = functions[name]
+        errors.append(f'unclassified: {name} ({", ".join(sorted(f.variants))}) takes '
+                      f'{"; ".join(sorted(f.reasons))}: add a line to {data_name}')
+    for name, e in entries.items():
+        if name not in functions:
+            errors.append(f'{data_name}:{e.line}: {name} is not declared '
+                          f'by the installed {" or ".join(HEADERS)}')
+            continue
+        shimmed = functions[name].variants & hooks
+        if e.handled in ('yes', 'partial', 'checked') and not shimmed and 'via ' not in e.note:
+            errors.append(f'{data_name}:{e.line}: {name} is marked '
+                          f'"{e.handled}" but none of its variants is in interpose/resolve/*_hooks.inc '
+                          f'(say "via <driver entry point>" in the note when cudart reaches a shim)')
+        missing = sorted(functions[name].variants - hooks)
+        if e.handled in ('yes', 'checked') and shimmed and missing:
+            errors.append(f'{data_name}:{e.line}: {name} is marked '
+                          f'"{e.handled}" but these variants have no shim: {", ".join(missing)} '
+                          f'(mark it "partial" / "unchecked", or add the shims)')
+    if new_doc != doc:
+        errors.append(f'{doc_name} is stale: run tools/cuda_api_classes.py --write')
+    return errors
+
+
+def self_test(functions, interesting, entries, hooks, doc, new_doc):
+    """The check must catch each kind of drift: an entry point the data lost,
+    a name the headers do not declare, a false claim of a shim, a stale table.
+    Run on altered copies of the real inputs; exit 0 when all are caught."""
+    victim = 'cuStreamAttachMemAsync'
+    cases = []
+    lost = collections.OrderedDict((n, e) for n, e in entries.items() if n != victim)
+    cases.append(('an unclassified entry point', lost, doc, f'unclassified: {victim} '))
+    bogus = collections.OrderedDict(entries)
+    bogus['cuMemAllocNeverDeclared'] = Entry('cuMemAllocNeverDeclared', 'n/a', '-', 'x', 0)
+    cases.append(('an undeclared name', bogus, doc, 'cuMemAllocNeverDeclared is not declared'))
+    claim = collections.OrderedDict(entries)
+    e = claim[victim]
+    claim[victim] = Entry(victim, e.klass, 'yes', e.note, e.line)
+    cases.append(('a shim that does not exist', claim, doc, f'{victim} is marked "yes" but none'))
+    cases.append(('a stale table', entries, doc + '\n', 'is stale'))
+    failed = 0
+    for what, data, current_doc, expected in cases:
+        problems = check(functions, interesting, data, hooks, current_doc, new_doc, 'data', 'doc')
+        caught = any(expected in p for p in problems)
+        print(f'{"caught" if caught else "MISSED"}: {what}')
+        failed += not caught
+    clean = check(functions, interesting, entries, hooks, new_doc, new_doc, 'data', 'doc')
+    print(f'{"clean" if not clean else "NOT CLEAN"}: the real data with a fresh table')
+    return 1 if failed or clean else 0
 
 
 def main(argv=None):
@@ -487,6 +545,8 @@ def main(argv=None):
     mode.add_argument('--write', action='store_true')
     mode.add_argument('--list', action='store_true')
     mode.add_argument('--todo', action='store_true')
+    mode.add_argument('--self-test', action='store_true',
+                      help='check that --check catches each kind of drift')
     ap.add_argument('--cxx', default=os.environ.get('CXX') or shutil.which('c++') or 'cc',
                     help='the C/C++ compiler whose preprocessor reads the headers')
     ap.add_argument('--include', default='/usr/local/cuda/include',
@@ -539,33 +599,15 @@ def main(argv=None):
             print(f'wrote {os.path.relpath(doc_path, args.root)}')
         return 0
 
-    # --check
-    for name in sorted(interesting - set(entries), key=str.lower):
-        f = functions[name]
-        errors.append(f'unclassified: {name} ({", ".join(sorted(f.variants))}) takes '
-                      f'{"; ".join(sorted(f.reasons))}: add a line to {os.path.relpath(data_path, args.root)}')
-    for name, e in entries.items():
-        if name not in functions:
-            errors.append(f'{os.path.relpath(data_path, args.root)}:{e.line}: {name} is not declared '
-                          f'by the installed {" or ".join(HEADERS)}')
-            continue
-        shimmed = functions[name].variants & hooks
-        if e.handled in ('yes', 'partial', 'checked') and not shimmed and 'via ' not in e.note:
-            errors.append(f'{os.path.relpath(data_path, args.root)}:{e.line}: {name} is marked '
-                          f'"{e.handled}" but none of its variants is in interpose/resolve/*_hooks.inc '
-                          f'(say "via <driver entry point>" in the note when cudart reaches a shim)')
-        missing = sorted(functions[name].variants - hooks)
-        if e.handled in ('yes', 'checked') and shimmed and missing:
-            errors.append(f'{os.path.relpath(data_path, args.root)}:{e.line}: {name} is marked '
-                          f'"{e.handled}" but these variants have no shim: {", ".join(missing)} '
-                          f'(mark it "partial" / "unchecked", or add the shims)')
-    if new_doc != doc:
-        errors.append(f'{os.path.relpath(doc_path, args.root)} is stale: run tools/cuda_api_classes.py --write')
+    if args.self_test:
+        return self_test(functions, interesting, entries, hooks, doc, new_doc)
 
+    errors += check(functions, interesting, entries, hooks, doc, new_doc,
+                    os.path.relpath(data_path, args.root), os.path.relpath(doc_path, args.root))
     todo = todo_lines(entries)
     print(f'cuda_api_classes: {len(interesting)} entry points of interest in {", ".join(HEADERS)} '
           f'({args.include}); {len(entries)} classified')
-    print(f'\n== Not handled today (to do; not a failure): class b/c/d marked no/partial, class a unchecked ==')
+    print(f'\n== Not handled today (to do; not a failure): class b/c/d marked no/partial, class e not yet unguarded, class a unchecked ==')
     print('\n'.join(todo) if todo else '  none')
     if errors:
         print(f'\n== Check failed: {len(errors)} problem(s) ==')
