@@ -143,6 +143,71 @@ TEST_F(FakeDriverTest, FreesAreCheckedLikeTheRealDriver) {
   EXPECT_EQ(cuMemFreeHost(h), CUDA_ERROR_INVALID_VALUE);
 }
 
+// A size near SIZE_MAX is out of memory (a bad shape for a pitched block),
+// never a small block after the rounding wraps: what an H200 answered.
+TEST_F(FakeDriverTest, HugeSizesAreRefusedNotWrapped) {
+  size_t free_before = 0, free_after = 0, total = 0;
+  ASSERT_EQ(cuMemGetInfo(&free_before, &total), CUDA_SUCCESS);
+  CUdeviceptr keep = 0;  // something in use, so a sum could wrap as well
+  ASSERT_EQ(cuMemAlloc(&keep, 1000), CUDA_SUCCESS);
+  for (size_t bytes : {SIZE_MAX, SIZE_MAX - 255, SIZE_MAX - 1000, SIZE_MAX / 2,
+                       size_t{1} << 52}) {
+    CUdeviceptr d = 0;
+    EXPECT_EQ(cuMemAlloc(&d, bytes), CUDA_ERROR_OUT_OF_MEMORY) << bytes;
+    EXPECT_EQ(cuMemAllocManaged(&d, bytes, CU_MEM_ATTACH_GLOBAL),
+              CUDA_ERROR_OUT_OF_MEMORY)
+        << bytes;
+    EXPECT_EQ(cuMemAllocAsync(&d, bytes, nullptr), CUDA_ERROR_OUT_OF_MEMORY)
+        << bytes;
+    EXPECT_EQ(d, 0u);
+  }
+  void* h = nullptr;
+  EXPECT_EQ(cuMemAllocHost(&h, SIZE_MAX), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(cuMemHostAlloc(&h, SIZE_MAX, 0), CUDA_ERROR_OUT_OF_MEMORY);
+  CUdeviceptr d = 0;
+  size_t pitch = 0;
+  EXPECT_EQ(cuMemAllocPitch(&d, &pitch, SIZE_MAX, 1, 4),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuMemAllocPitch(&d, &pitch, size_t{1} << 20, size_t{1} << 50, 4),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuMemFree(keep), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemGetInfo(&free_after, &total), CUDA_SUCCESS);
+  EXPECT_EQ(free_after, free_before);  // nothing was charged
+}
+
+// Calls that need an allocation's start refuse an interior pointer, as the
+// real driver does (measured: cuMemFree, cuMemFreeAsync, cuIpcCloseMemHandle
+// of base + 256); cuIpcGetMemHandle accepts one and names the whole block,
+// but exports only cuMemAlloc memory.
+TEST_F(FakeDriverTest, StartOnlyCallsRefuseInteriorPointers) {
+  CUdeviceptr managed = 0, pooled = 0, d = 0;
+  ASSERT_EQ(cuMemAllocManaged(&managed, 4096, CU_MEM_ATTACH_GLOBAL),
+            CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAllocAsync(&pooled, 4096, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAlloc(&d, 4096), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree(managed + 256), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuMemFreeAsync(pooled + 256, nullptr), CUDA_ERROR_INVALID_VALUE);
+
+  CUipcMemHandle at_base{}, inside{};
+  ASSERT_EQ(cuIpcGetMemHandle(&at_base, d), CUDA_SUCCESS);
+  ASSERT_EQ(cuIpcGetMemHandle(&inside, d + 256), CUDA_SUCCESS);
+  EXPECT_EQ(std::memcmp(&at_base, &inside, sizeof(at_base)), 0);
+  CUdeviceptr mapped = 0;
+  ASSERT_EQ(
+      cuIpcOpenMemHandle(&mapped, inside, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+      CUDA_SUCCESS);
+  EXPECT_EQ(mapped, d);  // the whole allocation, at its base
+  EXPECT_EQ(cuIpcCloseMemHandle(mapped + 256), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuIpcCloseMemHandle(mapped), CUDA_SUCCESS);
+  CUipcMemHandle refused{};
+  EXPECT_EQ(cuIpcGetMemHandle(&refused, managed), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuIpcGetMemHandle(&refused, pooled), CUDA_ERROR_INVALID_VALUE);
+
+  EXPECT_EQ(cuMemFree(d), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFreeAsync(pooled, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree(managed), CUDA_SUCCESS);
+}
+
 TEST_F(FakeDriverTest, PitchAndInfo) {
   CUdeviceptr d = 0;
   size_t pitch = 0;

@@ -43,8 +43,14 @@ inline constexpr size_t kVmmGranularity = size_t{2} << 20;
 // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT of both devices.
 inline constexpr int kMultiprocessorCount = 4;
 
+// `value` rounded up to a multiple of `to`; SIZE_MAX when that does not fit.
+// A size near SIZE_MAX must never wrap to a small block: CUDA answers such
+// requests out of memory (cuMemAlloc, cuMemAllocManaged, cuMemAllocAsync,
+// cuMemAllocHost of SIZE_MAX; measured on an H200, driver 580).
 inline size_t RoundUp(size_t value, size_t to) {
-  return (value + to - 1) / to * to;
+  size_t sum = 0;
+  if (__builtin_add_overflow(value, to - 1, &sum)) return SIZE_MAX;
+  return sum / to * to;
 }
 
 // A context: the primary context of a device or one made by cuCtxCreate.
@@ -71,6 +77,12 @@ bool IsLiveContext(CUcontext ctx);
 void FreeContextMemory(const Context* ctx);
 // Device bytes in use on `device` (for cuMemGetInfo).
 size_t DeviceBytesInUse(int device);
+// Whether cuIpcGetMemHandle may export the block holding `address`: memory
+// from cuMemAlloc / cuMemAllocPitch only. Managed memory and stream-ordered
+// (pool) allocations are refused with CUDA_ERROR_INVALID_VALUE by the real
+// driver (measured); an interior address of a device block is accepted and
+// names the whole block (measured: the same handle as its base).
+bool IpcExportable(uintptr_t address);
 // Accounts VMM physical memory against a device's capacity. False when the
 // device has no room (the caller returns CUDA_ERROR_OUT_OF_MEMORY).
 bool ChargeDevice(int device, size_t bytes);

@@ -30,6 +30,7 @@ struct Block {
   const Context* ctx = nullptr;
   void* memory = nullptr;  // arrays: the backing store behind the handle
   bool graph = false;      // a graph alloc node's: the backing stays
+  bool pool = false;       // stream-ordered: from a memory pool
 };
 
 // A default memory pool; CUmemoryPool values are pointers to these.
@@ -66,7 +67,8 @@ std::map<uintptr_t, Block>::iterator Containing(
 // Charges `bytes` to `device` under T().mu; false when it does not fit.
 bool ChargeLocked(int device, size_t bytes) {
   Tables& t = T();
-  if (t.in_use[device] + bytes > kDeviceBytes) return false;
+  // Written so that a huge request cannot wrap the sum past the capacity.
+  if (bytes > kDeviceBytes - t.in_use[device]) return false;
   t.in_use[device] += bytes;
   return true;
 }
@@ -101,8 +103,9 @@ CUresult AllocDevice(CUdeviceptr* dptr, size_t bytes, Kind kind,
     T().in_use[device] -= reserved;
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  T().device[reinterpret_cast<uintptr_t>(p)] =
-      Block{bytes, reserved, kind, device, owner, nullptr};
+  Block& block = T().device[reinterpret_cast<uintptr_t>(p)];
+  block = Block{bytes, reserved, kind, device, owner, nullptr};
+  block.pool = async;
   *dptr = reinterpret_cast<CUdeviceptr>(p);
   // CUPTI's memory record of it.
   FakeMemoryRecord record;
@@ -274,6 +277,13 @@ CUresult CheckMemoryRange(uintptr_t address, size_t bytes, bool need_device) {
   return CheckRange(address, bytes, need_device);
 }
 
+bool IpcExportable(uintptr_t address) {
+  std::lock_guard<std::mutex> lock(T().mu);
+  auto it = Containing(T().device, address);
+  return it != T().device.end() && it->second.kind == Kind::kDevice &&
+         !it->second.pool && !it->second.graph;
+}
+
 size_t DeviceBytesInUse(int device) {
   std::lock_guard<std::mutex> lock(T().mu);
   return T().in_use[device];
@@ -314,8 +324,15 @@ FAKE_CU_API(cuMemAllocPitch_v2,
     return fake_cuda::Initialized() ? CUDA_ERROR_INVALID_VALUE
                                     : CUDA_ERROR_NOT_INITIALIZED;
   }
+  // A block past what the device can address is refused as a bad shape, not
+  // out of memory (measured: width SIZE_MAX, or height 2^50 rows of 1 MiB).
   size_t row = fake_cuda::RoundUp(width, fake_cuda::kPitchAlignment);
-  CUresult r = fake_cuda::AllocDevice(dptr, row * height, Kind::kDevice);
+  size_t bytes = 0;
+  if (row == SIZE_MAX || __builtin_mul_overflow(row, height, &bytes)) {
+    return fake_cuda::Initialized() ? CUDA_ERROR_INVALID_VALUE
+                                    : CUDA_ERROR_NOT_INITIALIZED;
+  }
+  CUresult r = fake_cuda::AllocDevice(dptr, bytes, Kind::kDevice);
   if (r == CUDA_SUCCESS) *pitch = row;
   return r;
 }
@@ -525,8 +542,14 @@ FAKE_CU_API(cuArrayCreate_v2,
       desc->NumChannels == 0 || fake_cuda::FormatBytes(desc->Format) == 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  size_t bytes = desc->Width * (desc->Height == 0 ? 1 : desc->Height) *
-                 desc->NumChannels * fake_cuda::FormatBytes(desc->Format);
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(desc->Width, desc->Height == 0 ? 1 : desc->Height,
+                             &bytes) ||
+      __builtin_mul_overflow(
+          bytes, desc->NumChannels * fake_cuda::FormatBytes(desc->Format),
+          &bytes)) {
+    return CUDA_ERROR_INVALID_VALUE;  // past any array dimension CUDA allows
+  }
   if (fake_cuda::InjectAllocationFailure()) return CUDA_ERROR_OUT_OF_MEMORY;
   size_t reserved = fake_cuda::RoundUp(bytes, fake_cuda::kAlignment);
   if (!fake_cuda::ChargeDevice(ctx->device, reserved)) {

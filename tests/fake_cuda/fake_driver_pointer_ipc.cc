@@ -11,9 +11,12 @@
 //                           gives zeros and CUDA_SUCCESS, as documented.
 // IPC, within one process (the double has no second one): a handle carries
 // the base of the block holding the exported address (the real driver maps
-// the whole allocation in the peer); opening it "maps" that same base, which
-// must still be live; closing takes an address opened before. Opening twice
-// without closing is allowed and needs two closes.
+// the whole allocation in the peer, and an interior address gives the same
+// handle as the base: measured); only cuMemAlloc memory can be exported
+// (managed and pool memory: CUDA_ERROR_INVALID_VALUE, measured); opening it
+// "maps" that same base, which must still be live; closing takes exactly an
+// address opened before (base + 256: CUDA_ERROR_INVALID_VALUE, measured).
+// Opening twice without closing is allowed and needs two closes.
 //
 // Defined weak (fake_weak.h): where another file of the double defines the
 // same entry point, that one is kept.
@@ -145,7 +148,10 @@ FAKE_CU_API_WEAK(cuIpcGetMemHandle,
   fake_cuda::Context* ctx = nullptr;
   if (CUresult r = fake_cuda::RequireContext(&ctx); r != CUDA_SUCCESS) return r;
   Range range;
-  if (handle == nullptr || !Find(ptr, &range)) return CUDA_ERROR_INVALID_VALUE;
+  if (handle == nullptr || !Find(ptr, &range) ||
+      !fake_cuda::IpcExportable(ptr)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   std::memset(handle, 0, sizeof(*handle));
   std::memcpy(handle->reserved, &range.base, sizeof(range.base));
   return CUDA_SUCCESS;
