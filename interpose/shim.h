@@ -46,40 +46,6 @@ const char* RuntimeResultName(cudaError_t result);
 // next (runtime_error_state_shims.cc; also declared in guard_shim_util.h).
 void NoteRuntimeError(cudaError_t error);
 
-// The shared free protocol (see Engine): remove, call, confirm or restore.
-// `call(pointer)` frees `pointer` with CUDA: the raw block of a guarded one.
-// A block the tool keeps in quarantine is not handed to CUDA at all.
-template <typename Call>
-auto TrackedFree(Api api, uint64_t address, Call&& call, bool driver,
-                 uint64_t stream = 0) {
-  Engine& engine = Engine::Get();
-  StackId stack = engine.CaptureCallStack();
-  FreeTicket ticket = engine.BeginFree(api, address, stack, stream);
-  if (ticket.held) {
-    engine.EndFree(ticket, true, 0, driver ? "CUDA_SUCCESS" : "cudaSuccess");
-    return decltype(call(uint64_t{0})){};
-  }
-  if (ticket.rejected) {
-    // See FreeTicket::rejected: CUDA's answer without the tool.
-    using Result = decltype(call(uint64_t{0}));
-    const int invalid = driver ? static_cast<int>(CUDA_ERROR_INVALID_VALUE)
-                               : static_cast<int>(cudaErrorInvalidValue);
-    if (!driver) NoteRuntimeError(cudaErrorInvalidValue);
-    engine.EndFree(
-        ticket, false, invalid,
-        driver ? "CUDA_ERROR_INVALID_VALUE" : "cudaErrorInvalidValue");
-    return static_cast<Result>(invalid);
-  }
-  auto result = call(ticket.real_address);
-  const bool ok = static_cast<int>(result) == 0;
-  const char* name =
-      ok ? (driver ? "CUDA_SUCCESS" : "cudaSuccess")
-         : (driver ? DriverResultName(static_cast<CUresult>(result))
-                   : RuntimeResultName(static_cast<cudaError_t>(result)));
-  engine.EndFree(ticket, ok, static_cast<int>(result), name);
-  return result;
-}
-
 }  // namespace gmt
 
 #endif  // GMT_INTERPOSE_SHIM_H_

@@ -72,6 +72,24 @@ void Problem(Engine* engine, NvtxMemProblem problem) {
   if (engine != nullptr) engine->NoteNvtxMemProblem(problem);
 }
 
+// The opening every batch handler shares: whether `batch` is one the tool
+// can read (present, as long as the fields it reads, and, where it names a
+// region type, of virtual addresses). A bad one is counted.
+template <typename Batch>
+bool UsableBatch(Engine* engine, const Batch* batch) {
+  if (batch == nullptr || !LongEnough(batch->structSize, sizeof(*batch))) {
+    Problem(engine, NvtxMemProblem::kBadDescriptor);
+    return false;
+  }
+  if constexpr (requires { batch->regionType; }) {
+    if (batch->regionType != NVTX_MEM_TYPE_VIRTUAL_ADDRESS) {
+      Problem(engine, NvtxMemProblem::kUnsupportedType);
+      return false;
+    }
+  }
+  return true;
+}
+
 // Walks a batch's array of `count` elements of type T laid out
 // `element_size` bytes apart (0: sizeof(T)), calling visit(index, element)
 // until it returns false. A missing array, or elements too small to hold a
@@ -142,16 +160,9 @@ void HeapReset(nvtxDomainHandle_t, nvtxMemHeapHandle_t heap) {
 void RegionsRegister(nvtxDomainHandle_t,
                      const nvtxMemRegionsRegisterBatch_t* batch) {
   InterceptScope scope;
+  // Not recorded, the handles are still handed out.
   Engine* engine = Recording(scope);
-  if (batch == nullptr || !LongEnough(batch->structSize, sizeof(*batch))) {
-    Problem(engine, NvtxMemProblem::kBadDescriptor);
-    return;
-  }
-  if (batch->regionType != NVTX_MEM_TYPE_VIRTUAL_ADDRESS) {
-    Problem(engine, NvtxMemProblem::kUnsupportedType);
-    return;
-  }
-  if (batch->regionCount == 0) return;
+  if (!UsableBatch(engine, batch) || batch->regionCount == 0) return;
   // One stack for the batch: the pool's caller, captured once.
   const gmt::StackId stack =
       engine != nullptr ? engine->CaptureCallStack() : gmt::kNoStack;
@@ -177,15 +188,7 @@ void RegionsResize(nvtxDomainHandle_t,
                    const nvtxMemRegionsResizeBatch_t* batch) {
   InterceptScope scope;
   Engine* engine = Recording(scope);
-  if (engine == nullptr) return;
-  if (batch == nullptr || !LongEnough(batch->structSize, sizeof(*batch))) {
-    Problem(engine, NvtxMemProblem::kBadDescriptor);
-    return;
-  }
-  if (batch->regionType != NVTX_MEM_TYPE_VIRTUAL_ADDRESS) {
-    Problem(engine, NvtxMemProblem::kUnsupportedType);
-    return;
-  }
+  if (engine == nullptr || !UsableBatch(engine, batch)) return;
   ForEachElement<nvtxMemVirtualRangeDesc_t>(
       engine, batch->regionDescElements, batch->regionDescCount,
       batch->regionDescElementSize,
@@ -216,11 +219,7 @@ void RegionsUnregister(nvtxDomainHandle_t,
                        const nvtxMemRegionsUnregisterBatch_t* batch) {
   InterceptScope scope;
   Engine* engine = Recording(scope);
-  if (engine == nullptr) return;
-  if (batch == nullptr || !LongEnough(batch->structSize, sizeof(*batch))) {
-    Problem(engine, NvtxMemProblem::kBadDescriptor);
-    return;
-  }
+  if (engine == nullptr || !UsableBatch(engine, batch)) return;
   // A reference type it cannot read stops the batch: every element has it.
   ForEachElement<nvtxMemRegionRef_t>(
       engine, batch->refElements, batch->refCount, batch->refElementSize,
@@ -238,11 +237,7 @@ void RegionsUnregister(nvtxDomainHandle_t,
 void RegionsName(nvtxDomainHandle_t, const nvtxMemRegionsNameBatch_t* batch) {
   InterceptScope scope;
   Engine* engine = Recording(scope);
-  if (engine == nullptr) return;
-  if (batch == nullptr || !LongEnough(batch->structSize, sizeof(*batch))) {
-    Problem(engine, NvtxMemProblem::kBadDescriptor);
-    return;
-  }
+  if (engine == nullptr || !UsableBatch(engine, batch)) return;
   // Each name carries its own reference type: a bad one skips that name.
   ForEachElement<nvtxMemRegionNameDesc_t>(
       engine, batch->regionElements, batch->regionCount,

@@ -1,6 +1,6 @@
 // Driver API allocation shims: forward, and record what came back.
 #include "interpose/resolve/driver_hooks.h"
-#include "interpose/guarded_alloc.h"
+#include "interpose/alloc_shims.h"
 
 using gmt::Api;
 using gmt::InterceptScope;
@@ -11,49 +11,26 @@ uint64_t StreamId(CUstream stream) {
   return reinterpret_cast<uint64_t>(stream);
 }
 
-// Forwards an allocating call; on success records *out as `bytes` of `api`.
 template <typename Out, typename Call>
 CUresult TrackedAlloc(Api api, Out* out, uint64_t bytes, uint64_t stream,
                       Call&& call) {
-  InterceptScope scope;
-  if (!scope.Recording()) return call();
-  gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
-  CUresult result = call();
-  if (result == CUDA_SUCCESS && out != nullptr) {
-    gmt::RecordAlloc(api,
-                     static_cast<uint64_t>(reinterpret_cast<uintptr_t>(
-                         reinterpret_cast<void*>(*out))),
-                     bytes, stream, stack);
-  }
-  return result;
+  return gmt::TrackedAlloc<CUresult>(api, out, bytes, stream, call);
 }
 
 // A guarded linear allocation: `call(bytes, &raw)` makes the real call.
 template <typename Call>
 CUresult GuardedAlloc(Api api, CUdeviceptr* out, uint64_t bytes,
-                      uint64_t stream, Call&& call) {
-  InterceptScope scope;
-  if (!scope.Recording() || out == nullptr) return call(bytes, out);
-  gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
-  uint64_t user = 0;
-  CUresult result = gmt::GuardedLinearAlloc(api, bytes, stream, stack, &user,
-                                            [&](uint64_t n, uint64_t* raw) {
-                                              CUdeviceptr p = 0;
-                                              CUresult r = call(n, &p);
-                                              *raw = p;
-                                              return r;
-                                            });
-  if (result == CUDA_SUCCESS) *out = user;
-  return result;
+                      uint64_t stream, Call&& call,
+                      CUmemoryPool pool = nullptr) {
+  return gmt::GuardedAlloc<CUresult>(api, out, bytes, stream, call,
+                                     gmt::AddressOf(pool));
 }
 
 // `call(pointer)` frees with CUDA (the raw block when guarded).
 template <typename Call>
 CUresult ForwardFree(Api api, uint64_t address, Call&& call,
                      uint64_t stream = 0) {
-  InterceptScope scope;
-  if (!scope.Recording()) return call(address);
-  return gmt::TrackedFree(api, address, call, /*driver=*/true, stream);
+  return gmt::TrackedFree<CUresult>(api, address, call, stream);
 }
 
 }  // namespace
@@ -74,12 +51,11 @@ CUresult Shim_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width,
   if (!scope.Recording() || dptr == nullptr || pitch == nullptr || width == 0) {
     return real(dptr, pitch, width, height, element_size);
   }
-  gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
   uint64_t user = 0;
   uint64_t row = 0;
-  CUresult result = gmt::GuardedRowsAlloc(
-      Api::kCuMemAllocPitch, height, (uint64_t{width} + 511) / 512 * 512, stack,
-      &user, &row, [&](uint64_t rows, uint64_t* raw, uint64_t* row_bytes) {
+  CUresult result = gmt::GuardedRowsAlloc<CUresult>(
+      Api::kCuMemAllocPitch, height, gmt::LeastPitch(width), &user, &row,
+      [&](uint64_t rows, uint64_t* raw, uint64_t* row_bytes) {
         CUdeviceptr q = 0;
         size_t got_pitch = 0;
         CUresult r = real(&q, &got_pitch, width, rows, element_size);
@@ -134,7 +110,8 @@ CUresult Shim_cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytes,
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   return GuardedAlloc(
       Api::kCuMemAllocFromPoolAsync, dptr, bytes, StreamId(stream),
-      [&](uint64_t n, CUdeviceptr* out) { return real(out, n, pool, stream); });
+      [&](uint64_t n, CUdeviceptr* out) { return real(out, n, pool, stream); },
+      pool);
 }
 
 CUresult Shim_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytes,
@@ -143,7 +120,8 @@ CUresult Shim_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytes,
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   return GuardedAlloc(
       Api::kCuMemAllocFromPoolAsync, dptr, bytes, StreamId(stream),
-      [&](uint64_t n, CUdeviceptr* out) { return real(out, n, pool, stream); });
+      [&](uint64_t n, CUdeviceptr* out) { return real(out, n, pool, stream); },
+      pool);
 }
 
 CUresult Shim_cuMemFreeAsync(CUdeviceptr dptr, CUstream stream) {
@@ -179,9 +157,9 @@ CUresult Shim_cuMemAllocHost_v2(void** pp, size_t bytes) {
 CUresult Shim_cuMemFreeHost(void* p) {
   auto real = gmt::g_real_cuMemFreeHost.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  return ForwardFree(
-      Api::kCuMemFreeHost, reinterpret_cast<uintptr_t>(p),
-      [&](uint64_t q) { return real(reinterpret_cast<void*>(q)); });
+  return ForwardFree(Api::kCuMemFreeHost, gmt::AddressOf(p), [&](uint64_t q) {
+    return real(gmt::FromAddress<void*>(q));
+  });
 }
 
 CUresult Shim_cuMemHostRegister_v2(void* p, size_t bytes, unsigned int flags) {
@@ -192,8 +170,8 @@ CUresult Shim_cuMemHostRegister_v2(void* p, size_t bytes, unsigned int flags) {
   gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
   CUresult result = real(p, bytes, flags);
   if (result == CUDA_SUCCESS) {
-    gmt::RecordAlloc(Api::kCuMemHostRegister, reinterpret_cast<uintptr_t>(p),
-                     bytes, 0, stack);
+    gmt::RecordAlloc(Api::kCuMemHostRegister, gmt::AddressOf(p), bytes, 0,
+                     stack);
   }
   return result;
 }
@@ -201,7 +179,6 @@ CUresult Shim_cuMemHostRegister_v2(void* p, size_t bytes, unsigned int flags) {
 CUresult Shim_cuMemHostUnregister(void* p) {
   auto real = gmt::g_real_cuMemHostUnregister.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  return ForwardFree(
-      Api::kCuMemHostUnregister, reinterpret_cast<uintptr_t>(p),
-      [&](uint64_t q) { return real(reinterpret_cast<void*>(q)); });
+  return ForwardFree(Api::kCuMemHostUnregister, gmt::AddressOf(p),
+                     [&](uint64_t q) { return real(gmt::FromAddress<void*>(q)); });
 }

@@ -1,6 +1,7 @@
 // Virtual memory management shims. Physical memory is a cuMemCreate handle;
 // it is gone only after cuMemRelease *and* the unmap of its last mapping
 // (the engine keeps that bookkeeping).
+#include "interpose/alloc_shims.h"
 #include "interpose/resolve/driver_hooks.h"
 
 using gmt::Api;
@@ -28,11 +29,8 @@ CUresult Shim_cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
 CUresult Shim_cuMemRelease(CUmemGenericAllocationHandle handle) {
   auto real = gmt::g_real_cuMemRelease.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  InterceptScope scope;
-  if (!scope.Recording()) return real(handle);
-  return gmt::TrackedFree(
-      Api::kCuMemRelease, handle, [&](uint64_t) { return real(handle); },
-      /*driver=*/true);
+  return gmt::TrackedFree<CUresult>(Api::kCuMemRelease, handle,
+                                    [&](uint64_t) { return real(handle); });
 }
 
 CUresult Shim_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
@@ -64,22 +62,14 @@ CUresult Shim_cuMemAddressReserve(CUdeviceptr* ptr, size_t size,
                                   unsigned long long flags) {
   auto real = gmt::g_real_cuMemAddressReserve.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  InterceptScope scope;
-  if (!scope.Recording()) return real(ptr, size, alignment, addr, flags);
-  gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
-  CUresult result = real(ptr, size, alignment, addr, flags);
-  if (result == CUDA_SUCCESS && ptr != nullptr) {
-    gmt::RecordAlloc(Api::kCuMemAddressReserve, *ptr, size, 0, stack);
-  }
-  return result;
+  return gmt::TrackedAlloc<CUresult>(
+      Api::kCuMemAddressReserve, ptr, size, 0,
+      [&] { return real(ptr, size, alignment, addr, flags); });
 }
 
 CUresult Shim_cuMemAddressFree(CUdeviceptr ptr, size_t size) {
   auto real = gmt::g_real_cuMemAddressFree.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  InterceptScope scope;
-  if (!scope.Recording()) return real(ptr, size);
-  return gmt::TrackedFree(
-      Api::kCuMemAddressFree, ptr, [&](uint64_t) { return real(ptr, size); },
-      /*driver=*/true);
+  return gmt::TrackedFree<CUresult>(
+      Api::kCuMemAddressFree, ptr, [&](uint64_t) { return real(ptr, size); });
 }

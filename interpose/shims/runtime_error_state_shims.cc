@@ -7,6 +7,11 @@
 // If both the runtime and the tool hold an error, the tool's is returned: a
 // program reads the last error right after the failing call, and the tool's
 // refusal is then the newer one. Both are cleared by cudaGetLastError.
+//
+// A guarded allocation that took a second call (RuntimeLastErrorGuard,
+// interpose/alloc_shims.h) clears the runtime's error its first call left,
+// and puts back, as the tool's, the error the runtime held before it.
+#include "interpose/alloc_shims.h"
 #include "interpose/guard_shim_util.h"
 #include "interpose/resolve/runtime_hooks.h"
 
@@ -16,6 +21,18 @@ thread_local cudaError_t t_tool_error = cudaSuccess;
 }  // namespace
 
 void NoteRuntimeError(cudaError_t error) { t_tool_error = error; }
+
+RuntimeLastErrorGuard::RuntimeLastErrorGuard() {
+  if (auto peek = g_real_cudaPeekAtLastError.Get()) before_ = peek();
+}
+
+void RuntimeLastErrorGuard::RestoreAfterRetry() {
+  if (auto get = g_real_cudaGetLastError.Get()) get();
+  // A refusal of the tool's own, still unread, is newer and wins anyway.
+  if (before_ != cudaSuccess && t_tool_error == cudaSuccess) {
+    t_tool_error = before_;
+  }
+}
 
 }  // namespace gmt
 

@@ -1,7 +1,7 @@
 // Runtime API allocation shims: forward, and record what came back. The
 // driver calls these make inside cudart run nested and are not recorded again.
 #include "interpose/guard_shim_util.h"
-#include "interpose/guarded_alloc.h"
+#include "interpose/alloc_shims.h"
 #include "interpose/resolve/runtime_hooks.h"
 #include "lib/core/log.h"
 
@@ -14,57 +14,27 @@ uint64_t StreamId(cudaStream_t stream) {
   return reinterpret_cast<uint64_t>(stream);
 }
 
-// The least pitch CUDA picks for a row of `width` bytes (512-byte pitch
-// alignment on current GPUs; a larger real pitch only grows the redzones).
-uint64_t RoundUp512(uint64_t width) { return (width + 511) / 512 * 512; }
-
 template <typename Call>
 cudaError_t TrackedAlloc(Api api, void** out, uint64_t bytes, uint64_t stream,
                          Call&& call) {
-  InterceptScope scope;
-  if (!scope.Recording()) return call();
-  gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
-  cudaError_t result = call();
-  if (result == cudaSuccess && out != nullptr) {
-    gmt::RecordAlloc(api, reinterpret_cast<uintptr_t>(*out), bytes, stream,
-                     stack);
-  }
-  return result;
+  return gmt::TrackedAlloc<cudaError_t>(api, out, bytes, stream, call);
 }
 
 // A guarded linear allocation: `call(bytes, &raw)` makes the real call.
 template <typename Call>
 cudaError_t GuardedAlloc(Api api, void** out, uint64_t bytes, uint64_t stream,
-                         Call&& call) {
-  InterceptScope scope;
-  if (!scope.Recording() || out == nullptr) {
-    void* raw = nullptr;
-    cudaError_t r = call(bytes, out != nullptr ? out : &raw);
-    return r;
-  }
-  gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
-  uint64_t user = 0;
-  cudaError_t result = gmt::GuardedLinearAlloc(
-      api, bytes, stream, stack, &user, [&](uint64_t n, uint64_t* raw) {
-        void* p = nullptr;
-        cudaError_t r = call(n, &p);
-        *raw = reinterpret_cast<uintptr_t>(p);
-        return r;
-      });
-  if (result == cudaSuccess) *out = reinterpret_cast<void*>(user);
-  return result;
+                         Call&& call, cudaMemPool_t pool = nullptr) {
+  return gmt::GuardedAlloc<cudaError_t>(api, out, bytes, stream, call,
+                                        gmt::AddressOf(pool));
 }
 
 // `call(pointer)` frees with CUDA (the raw block when guarded).
 template <typename Call>
 cudaError_t ForwardFree(Api api, const void* p, Call&& call,
                         uint64_t stream = 0) {
-  InterceptScope scope;
-  if (!scope.Recording()) return call(const_cast<void*>(p));
-  return gmt::TrackedFree(
-      api, reinterpret_cast<uintptr_t>(p),
-      [&](uint64_t ptr) { return call(reinterpret_cast<void*>(ptr)); },
-      /*driver=*/false, stream);
+  return gmt::TrackedFree<cudaError_t>(
+      api, gmt::AddressOf(p),
+      [&](uint64_t q) { return call(gmt::FromAddress<void*>(q)); }, stream);
 }
 
 }  // namespace
@@ -114,7 +84,8 @@ cudaError_t Shim_cudaMallocFromPoolAsync(void** p, size_t bytes,
   if (real == nullptr) return gmt::NoRuntimeError();
   return GuardedAlloc(
       Api::kCudaMallocFromPoolAsync, p, bytes, StreamId(stream),
-      [&](uint64_t n, void** out) { return real(out, n, pool, stream); });
+      [&](uint64_t n, void** out) { return real(out, n, pool, stream); },
+      pool);
 }
 
 cudaError_t Shim_cudaMallocFromPoolAsync_ptsz(void** p, size_t bytes,
@@ -124,7 +95,8 @@ cudaError_t Shim_cudaMallocFromPoolAsync_ptsz(void** p, size_t bytes,
   if (real == nullptr) return gmt::NoRuntimeError();
   return GuardedAlloc(
       Api::kCudaMallocFromPoolAsync, p, bytes, StreamId(stream),
-      [&](uint64_t n, void** out) { return real(out, n, pool, stream); });
+      [&](uint64_t n, void** out) { return real(out, n, pool, stream); },
+      pool);
 }
 
 cudaError_t Shim_cudaFreeAsync(void* p, cudaStream_t stream) {
@@ -151,21 +123,20 @@ cudaError_t Shim_cudaMallocPitch(void** p, size_t* pitch, size_t width,
   if (!scope.Recording() || p == nullptr || pitch == nullptr || width == 0) {
     return real(p, pitch, width, height);
   }
-  gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
   uint64_t user = 0;
   uint64_t row = 0;
-  cudaError_t result = gmt::GuardedRowsAlloc(
-      Api::kCudaMallocPitch, height, RoundUp512(width), stack, &user, &row,
+  cudaError_t result = gmt::GuardedRowsAlloc<cudaError_t>(
+      Api::kCudaMallocPitch, height, gmt::LeastPitch(width), &user, &row,
       [&](uint64_t rows, uint64_t* raw, uint64_t* row_bytes) {
         void* q = nullptr;
         size_t got_pitch = 0;
         cudaError_t r = real(&q, &got_pitch, width, rows);
-        *raw = reinterpret_cast<uintptr_t>(q);
+        *raw = gmt::AddressOf(q);
         *row_bytes = got_pitch;
         return r;
       });
   if (result == cudaSuccess) {
-    *p = reinterpret_cast<void*>(user);
+    *p = gmt::FromAddress<void*>(user);
     *pitch = row;
   }
   return result;
@@ -179,25 +150,31 @@ cudaError_t Shim_cudaMalloc3D(cudaPitchedPtr* pitched, cudaExtent extent) {
       extent.height == 0 || extent.depth == 0) {
     return real(pitched, extent);
   }
-  gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
-  // Slices are the rows here: the block grows by whole slices.
+  // Slices are the rows here: the block grows by whole slices. A slice size
+  // that overflows is never guarded (CUDA refuses such an extent itself).
+  uint64_t least_slice = 0;
+  if (__builtin_mul_overflow(gmt::LeastPitch(extent.width),
+                             uint64_t{extent.height}, &least_slice)) {
+    least_slice = 0;
+  }
   uint64_t user = 0;
   uint64_t slice = 0;
   cudaPitchedPtr got{};
-  cudaError_t result = gmt::GuardedRowsAlloc(
-      Api::kCudaMalloc3D, extent.depth,
-      RoundUp512(extent.width) * extent.height, stack, &user, &slice,
+  cudaError_t result = gmt::GuardedRowsAlloc<cudaError_t>(
+      Api::kCudaMalloc3D, extent.depth, least_slice, &user, &slice,
       [&](uint64_t slices, uint64_t* raw, uint64_t* slice_bytes) {
         cudaExtent e = extent;
         e.depth = slices;
+        got = cudaPitchedPtr{};
         cudaError_t r = real(&got, e);
-        *raw = reinterpret_cast<uintptr_t>(got.ptr);
+        *raw = gmt::AddressOf(got.ptr);
+        // CUDA made `slices` slices of this size: it fits.
         *slice_bytes = static_cast<uint64_t>(got.pitch) * extent.height;
         return r;
       });
   if (result == cudaSuccess) {
     *pitched = got;
-    pitched->ptr = reinterpret_cast<void*>(user);
+    pitched->ptr = gmt::FromAddress<void*>(user);
   }
   return result;
 }
@@ -230,8 +207,8 @@ cudaError_t Shim_cudaHostRegister(void* p, size_t bytes, unsigned int flags) {
   gmt::StackId stack = gmt::Engine::Get().CaptureCallStack();
   cudaError_t result = real(p, bytes, flags);
   if (result == cudaSuccess) {
-    gmt::RecordAlloc(Api::kCudaHostRegister, reinterpret_cast<uintptr_t>(p),
-                     bytes, 0, stack);
+    gmt::RecordAlloc(Api::kCudaHostRegister, gmt::AddressOf(p), bytes, 0,
+                     stack);
   }
   return result;
 }
@@ -258,8 +235,8 @@ cudaError_t Shim_cudaMallocArray(cudaArray_t* array,
     const uint64_t element =
         (static_cast<uint64_t>(desc->x) + desc->y + desc->z + desc->w + 7) / 8;
     const uint64_t bytes = element * width * (height ? height : 1);
-    gmt::RecordAlloc(Api::kCudaMallocArray, reinterpret_cast<uintptr_t>(*array),
-                     bytes, 0, stack);
+    gmt::RecordAlloc(Api::kCudaMallocArray, gmt::AddressOf(*array), bytes, 0,
+                     stack);
   }
   return result;
 }

@@ -69,7 +69,11 @@ GuardLayout PlanLinear(const GuardPolicy& policy, uint64_t bytes) {
 uint64_t PlanExtraRows(const GuardPolicy& policy, uint64_t row_bytes_estimate,
                        uint64_t rows) {
   const uint64_t row = std::max<uint64_t>(row_bytes_estimate, 1);
-  const uint64_t zone = TailZoneBytes(policy, row * rows);
+  uint64_t bytes = 0;
+  // A block whose size overflows is not one CUDA makes: left unguarded, so
+  // CUDA refuses the program's own request.
+  if (__builtin_mul_overflow(row, rows, &bytes)) return 0;
+  const uint64_t zone = TailZoneBytes(policy, bytes);
   return CeilDiv(policy.front, row) + std::max<uint64_t>(CeilDiv(zone, row), 1);
 }
 

@@ -58,6 +58,7 @@ GuardLayout PlanLinear(const GuardPolicy& policy, uint64_t bytes);
 // Pitched: ask for `height + extra_rows` rows; `row_bytes_estimate` is the
 // least pitch CUDA may choose (the width rounded up to 512, CUDA's pitch
 // alignment on current GPUs). Also used for 3-D with "rows" being slices.
+// 0 when rows of that size cannot be represented (never guarded then).
 uint64_t PlanExtraRows(const GuardPolicy& policy, uint64_t row_bytes_estimate,
                        uint64_t rows);
 // With the pitch CUDA chose: rows to leave in front (so front >= policy.front

@@ -30,6 +30,31 @@ TEST_F(OomTest, ProgramGetsTheOriginalErrorWithAndWithoutTheTool) {
       << with.out;
 }
 
+// The tool's first, enlarged attempt fails for lack of memory and its
+// unguarded retry succeeds: the program sees success, and the runtime's last
+// error is what it was before the call (the first attempt's failure used to
+// stay there for cudaGetLastError to find).
+TEST_F(OomTest, RetryWithoutRedzonesLeavesTheLastErrorAsItWas) {
+  RunResult without = RunPlain(GMT_OOM_PROGRAM, {"near-full"});
+  RunResult with = Run(GMT_OOM_PROGRAM, {"near-full"});
+  ASSERT_EQ(without.exit_code, 0) << without.Describe();
+  ASSERT_EQ(with.exit_code, 0) << with.Describe();
+  EXPECT_NE(without.out.find("cudaMalloc(nearly all) -> 0 cudaSuccess\n"
+                             "cudaGetLastError -> 0 cudaSuccess"),
+            std::string::npos)
+      << without.out;
+  EXPECT_EQ(with.out, without.out);
+  ASSERT_TRUE(with.has_report) << with.Describe();
+  // The blocks got no redzones, and the report says so; the only
+  // out-of-memory error is the program's own 64 GiB request.
+  EXPECT_GE(with.report["guard"].value("unguarded_oom", 0), 3)
+      << with.report["guard"].dump();
+  for (const json& e : ErrorsOfKind(with.report, "oom")) {
+    EXPECT_EQ(e.value("requested", uint64_t{0}), uint64_t{64} << 30)
+        << e.dump(1);
+  }
+}
+
 TEST_F(OomTest, OneReportPerBurstWithHoldersLargestFirst) {
   RunResult r = Run(GMT_OOM_PROGRAM);
   ASSERT_EQ(r.exit_code, 0) << r.Describe();
