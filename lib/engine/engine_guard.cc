@@ -21,6 +21,34 @@ std::optional<GuardLayout> Engine::PlanGuard(Api api, uint64_t bytes,
   return PlanLinear(guard_.policy(), bytes);
 }
 
+GuardedAllocation Engine::AllocateLinear(Api api, uint64_t bytes,
+                                         uint64_t stream, RawLinearAlloc alloc,
+                                         bool may_guard) {
+  std::optional<GuardLayout> layout;
+  if (may_guard) {
+    layout = PlanGuard(api, bytes, stream);
+  } else if (guard_.Guards(api) && bytes > 0) {
+    guard_.NoteUnguardedShareable();
+  }
+  GuardedAllocation a = gmt::AllocateLinear(
+      layout, bytes, alloc, [this] { return ReleaseQuarantine(); });
+  if (a.enlarged_error != 0) guard_.NoteUnguarded(a.enlarged_error);
+  return a;
+}
+
+GuardedAllocation Engine::AllocateRows(Api api, uint64_t rows,
+                                       uint64_t least_row_bytes,
+                                       RawRowsAlloc alloc) {
+  uint64_t extra = 0;
+  if (guard_.Guards(api) && rows > 0 && least_row_bytes > 0) {
+    extra = PlanExtraRows(guard_.policy(), least_row_bytes, rows);
+  }
+  GuardedAllocation a = gmt::AllocateRows(
+      guard_.policy(), rows, extra, alloc, [this] { return ReleaseQuarantine(); });
+  if (a.enlarged_error != 0) guard_.NoteUnguarded(a.enlarged_error);
+  return a;
+}
+
 bool Engine::ReleaseQuarantine() {
   std::vector<GuardFinding> findings;
   uint64_t released = guard_.ReleaseQuarantine(&findings);
@@ -102,32 +130,18 @@ void Engine::AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel) {
   ReportFindings(findings);
 }
 
-// Inside a CUPTI exit callback the program's launch call is still
-// in progress in the driver, and the tool makes no CUDA call there (check=
-// kernel under injection alone hung on the H200 when it did): bookkeeping
-// only. The owed check is enqueued by SettleOwedChecks.
+// Inside a CUPTI exit callback the program's launch call is still in
+// progress in the driver, and the tool makes no CUDA call there (check=kernel
+// under injection alone hung on the H200 when it did): bookkeeping only.
 void Engine::AfterLaunchDeferred(uint64_t context, uint64_t stream,
                                  uint32_t kernel) {
   recent_launches_.Record(kernel, stream, context, NowNs());
-  guard_.NoteLaunch(context, kernel);
-  if (!guard_.ChecksEachKernel()) return;
-  absl::MutexLock lock(&owed_mu_);
-  owed_.push_back(OwedCheck{context, stream, kernel});
-  owed_count_.fetch_add(1, std::memory_order_release);
+  guard_.NoteLaunchDeferred(context, stream, kernel);
 }
 
 void Engine::SettleOwedChecks() {
-  if (owed_count_.load(std::memory_order_acquire) == 0) return;
-  std::vector<OwedCheck> owed;
-  {
-    absl::MutexLock lock(&owed_mu_);
-    owed.swap(owed_);
-    owed_count_.store(0, std::memory_order_release);
-  }
   std::vector<GuardFinding> findings;
-  for (const OwedCheck& o : owed) {
-    guard_.CheckAfterLaunch(o.context, o.stream, o.kernel, &findings);
-  }
+  guard_.SettleOwedChecks(&findings);
   ReportFindings(findings);
 }
 
@@ -162,9 +176,14 @@ void Engine::CheckAllZones(absl::string_view reason) {
   ReportFindings(findings);
 }
 
-uint64_t Engine::PrepareIpcExport(uint64_t user_address) {
-  std::optional<AllocationRecord> r = pointers_.Find(user_address);
-  if (!r || !r->guarded()) return user_address;
+std::optional<uint64_t> Engine::PrepareIpcExport(uint64_t address) {
+  std::optional<AllocationRecord> r = pointers_.FindContaining(address);
+  if (!r || !r->guarded()) return address;
+  // CUDA exports the whole allocation for any address inside it; one in a
+  // redzone is in no allocation of the program's.
+  if (address < r->address || address - r->address >= r->bytes) {
+    return std::nullopt;
+  }
   return guard_.PrepareIpcExport(*r);
 }
 

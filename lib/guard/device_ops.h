@@ -21,7 +21,11 @@
 //   * a zone table passed in is copied before the call returns (the caller
 //     may reuse its memory at once).
 //
-// Thread safety: callers serialize all calls (GuardManager holds one mutex).
+// Thread safety: implementations must be thread-safe: GuardManager calls
+// them from several threads at once, and makes the calls that wait
+// (PollCheck with `wait`, SynchronizeContext, Release, Read, Write, Check)
+// without its own lock, so none of them may wait while holding a lock that
+// an enqueueing call needs.
 // Implementations must never call back into the engine, and must make their
 // CUDA calls through the real functions (no shim, no recording).
 #ifndef GMT_LIB_GUARD_DEVICE_OPS_H_

@@ -176,7 +176,7 @@ void GuardManager::CollectResults(uint64_t context, Context& c,
                                   const Table& table,
                                   const std::vector<GmtZoneResult>& results,
                                   absl::string_view check, uint32_t kernel,
-                                  const Block* owned,
+                                  const Block* owned, uint64_t since,
                                   std::vector<GuardFinding>* findings) {
   std::vector<uint32_t> kernels;
   uint64_t omitted = 0;
@@ -211,7 +211,7 @@ void GuardManager::CollectResults(uint64_t context, Context& c,
       f.kernels = {kernel};
     } else {
       if (!kernels_known) {
-        kernels = KernelsSince(context, c.clean_sequence, &omitted);
+        kernels = KernelsSince(context, since, &omitted);
         kernels_known = true;
       }
       f.kernels = kernels;
@@ -236,13 +236,25 @@ void GuardManager::CollectResults(uint64_t context, Context& c,
   }
 }
 
-void GuardManager::CheckTableLocked(uint64_t context, Context& c,
-                                    const Table& table, absl::string_view check,
-                                    uint32_t kernel, const Block* owned,
+void GuardManager::CheckTableLocked(uint64_t context,
+                                    std::shared_ptr<const Table> table,
+                                    absl::string_view check,
+                                    std::optional<Block> owned,
+                                    uint64_t since, uint64_t sequence,
                                     std::vector<GuardFinding>* findings) {
-  if (table.zones.empty()) return;
+  if (table->zones.empty()) return;
+  // Enqueued on the tool's stream under the lock; waited for without it, so
+  // no thread of the program queues behind the GPU (a host callback that
+  // waits for a program lock could otherwise close a cycle through it).
+  const uint64_t ticket = ops_->CheckAsync(context, 0, table->zones);
   std::vector<GmtZoneResult> results;
-  if (!ops_->Check(context, 0, table.zones, &results)) {
+  DeviceOps::Poll state = DeviceOps::Poll::kFailed;
+  if (ticket != 0) {
+    mu_.Unlock();
+    state = ops_->PollCheck(ticket, /*wait=*/true, &results);
+    mu_.Lock();
+  }
+  if (state != DeviceOps::Poll::kDone) {
     ++stats_.check_failures;
     if (!check_failure_said_) {
       check_failure_said_ = true;
@@ -253,28 +265,47 @@ void GuardManager::CheckTableLocked(uint64_t context, Context& c,
     return;
   }
   ++stats_.checks;
-  for (const GmtZone& z : table.zones) stats_.bytes_checked += z.bytes;
-  CollectResults(context, c, table, results, check, kernel, owned, findings);
+  for (const GmtZone& z : table->zones) stats_.bytes_checked += z.bytes;
+  auto it = contexts_.find(context);
+  if (it == contexts_.end()) return;  // torn down meanwhile
+  CollectResults(context, it->second, *table, results, check, 0,
+                 owned ? &*owned : nullptr, since, findings);
+  if (sequence > it->second.clean_sequence) {
+    it->second.clean_sequence = sequence;
+  }
 }
 
 void GuardManager::PollPendingLocked(bool wait,
                                      std::vector<GuardFinding>* findings) {
   while (!pending_.empty()) {
-    PendingCheck& p = pending_.front();
     std::vector<GmtZoneResult> results;
-    DeviceOps::Poll state = ops_->PollCheck(p.ticket, wait, &results);
-    if (state == DeviceOps::Poll::kPending) return;
+    DeviceOps::Poll state = DeviceOps::Poll::kPending;
+    PendingCheck p;
+    if (!wait) {
+      state = ops_->PollCheck(pending_.front().ticket, false, &results);
+      if (state == DeviceOps::Poll::kPending) return;
+      p = std::move(pending_.front());
+      pending_.pop_front();
+    } else {
+      // Out of the queue first: another thread may poll it while this one
+      // waits, without the lock, for the GPU.
+      p = std::move(pending_.front());
+      pending_.pop_front();
+      mu_.Unlock();
+      state = ops_->PollCheck(p.ticket, true, &results);
+      mu_.Lock();
+    }
     if (state == DeviceOps::Poll::kDone) {
       ++stats_.checks;
       auto it = contexts_.find(p.context);
       if (it != contexts_.end()) {
         CollectResults(p.context, it->second, *p.table, results, p.check,
-                       p.kernel, p.owned ? &*p.owned : nullptr, findings);
+                       p.kernel, p.owned ? &*p.owned : nullptr,
+                       it->second.clean_sequence, findings);
       }
     } else {
       ++stats_.check_failures;
     }
-    pending_.pop_front();
   }
 }
 
@@ -292,8 +323,8 @@ void GuardManager::CheckContextLocked(uint64_t context, Context& c,
   }
   const uint64_t sequence = LaunchSequence();
   std::shared_ptr<const Table> table = BuildTable(c, stream, device_wide);
-  CheckTableLocked(context, c, *table, check, 0, nullptr, findings);
-  c.clean_sequence = sequence;
+  CheckTableLocked(context, std::move(table), check, std::nullopt,
+                   c.clean_sequence, sequence, findings);
 }
 
 void GuardManager::BeforeLaunch(uint64_t context, uint64_t stream) {
@@ -337,14 +368,17 @@ void GuardManager::CheckAfterLaunch(uint64_t context, uint64_t stream,
   if (it == contexts_.end() || ops_->StreamCapturing(ProgramStream(stream))) {
     return;
   }
-  Context& c = it->second;
   // Answers first: a zone they report is re-armed by the flush below, before
   // this kernel's check runs.
   PollPendingLocked(/*wait=*/false, findings);
   if (pending_.size() >= kMaxPendingChecks) {
-    // Bound the work in flight: wait for the oldest.
+    // Bound the work in flight: wait for the oldest (the lock is let go
+    // meanwhile, so the context is looked up again after).
     PollPendingLocked(/*wait=*/true, findings);
+    it = contexts_.find(context);
+    if (it == contexts_.end()) return;
   }
+  Context& c = it->second;
   FlushFillsLocked(context, c);
   if (!c.table) c.table = BuildTable(c, stream, /*device_wide=*/false);
   std::shared_ptr<const Table> table = c.table;
@@ -380,14 +414,30 @@ void GuardManager::OnSynchronized(uint64_t context, uint64_t stream,
                      findings);
 }
 
+// Synchronizes `context` with the lock let go (the GPU may be waiting for a
+// host callback that waits for a program thread that waits for this lock),
+// then checks all its zones if it still exists and answered.
+void GuardManager::SyncAndCheckLocked(uint64_t context, absl::string_view check,
+                                      std::vector<GuardFinding>* findings) {
+  mu_.Unlock();
+  const int synced = ops_->SynchronizeContext(context);
+  mu_.Lock();
+  if (synced != 0) return;
+  auto it = contexts_.find(context);
+  if (it == contexts_.end()) return;
+  CheckContextLocked(context, it->second, 0, /*device_wide=*/true, check,
+                     findings);
+}
+
 void GuardManager::CheckAll(absl::string_view reason,
                             std::vector<GuardFinding>* findings) {
   if (ops_ == nullptr || level_ == CheckLevel::kNone) return;
   absl::MutexLock lock(&mu_);
   PollPendingLocked(/*wait=*/true, findings);
-  for (auto& [context, c] : contexts_) {
-    if (ops_->SynchronizeContext(context) != 0) continue;
-    CheckContextLocked(context, c, 0, /*device_wide=*/true, reason, findings);
+  std::vector<uint64_t> contexts;
+  for (const auto& [context, c] : contexts_) contexts.push_back(context);
+  for (uint64_t context : contexts) {
+    SyncAndCheckLocked(context, reason, findings);
   }
 }
 
@@ -403,13 +453,12 @@ void GuardManager::BeforeTeardown(int device, uint64_t context,
     }
   }
   for (uint64_t ctx : doomed) {
-    Context& c = contexts_[ctx];
-    if (level_ != CheckLevel::kNone && ops_->SynchronizeContext(ctx) == 0) {
-      CheckContextLocked(ctx, c, 0, /*device_wide=*/true, "teardown", findings);
-    }
-    if (c.fills_pending) contexts_with_fills_.fetch_sub(1);
+    if (level_ != CheckLevel::kNone) SyncAndCheckLocked(ctx, "teardown", findings);
+    auto it = contexts_.find(ctx);
+    if (it == contexts_.end()) continue;
+    if (it->second.fills_pending) contexts_with_fills_.fetch_sub(1);
     ops_->ForgetContext(ctx);
-    contexts_.erase(ctx);
+    contexts_.erase(it);
   }
 }
 
@@ -422,17 +471,19 @@ bool GuardManager::TryHold(const AllocationRecord& block,
   if (ops_ == nullptr || quarantine_budget_ == 0 || StreamOrdered(block.api)) {
     return false;
   }
+  // cudaFree waits for the device; so must a free the tool keeps, both for
+  // the program's sake and so no kernel still writes the block when it is
+  // filled. An error from earlier work: let CUDA's own free report it.
+  // Without the lock: the wait may be long, and other threads must not
+  // queue behind it.
+  if (ops_->SynchronizeContext(block.context) != 0) return false;
+  (void)findings;
   absl::MutexLock lock(&mu_);
   auto cit = contexts_.find(block.context);
   if (cit == contexts_.end()) return false;
   Context& c = cit->second;
   auto it = c.blocks.find(block.raw_address);
   if (it == c.blocks.end()) return false;
-  // cudaFree waits for the device; so must a free the tool keeps, both for
-  // the program's sake and so no kernel still writes the block when it is
-  // filled. An error from earlier work: let CUDA's own free report it.
-  if (ops_->SynchronizeContext(block.context) != 0) return false;
-  (void)findings;
   Block& b = it->second;
   b.held = true;
   b.freed = freed;
@@ -447,11 +498,14 @@ bool GuardManager::TryHold(const AllocationRecord& block,
   return true;
 }
 
-uint64_t GuardManager::EvictLocked(uint64_t context, Context& c, size_t count,
+uint64_t GuardManager::EvictLocked(uint64_t context, size_t count,
                                    std::vector<GuardFinding>* findings) {
   // In-flight per-kernel checks may read these blocks: let them finish.
   PollPendingLocked(/*wait=*/true, findings);
-  Table batch;
+  auto cit = contexts_.find(context);
+  if (cit == contexts_.end()) return 0;
+  Context& c = cit->second;
+  auto batch = std::make_shared<Table>();
   std::vector<uint64_t> raws;
   for (size_t i = 0; i < count && !c.quarantine.empty(); ++i) {
     uint64_t raw = c.quarantine.front();
@@ -460,37 +514,55 @@ uint64_t GuardManager::EvictLocked(uint64_t context, Context& c, size_t count,
     if (it == c.blocks.end()) continue;
     // Only what was written can be checked: a block freed before any launch
     // was never filled, and costs no GPU work at all.
-    AppendArmedZones(it->second, &batch);
+    AppendArmedZones(it->second, batch.get());
     raws.push_back(raw);
   }
   uint64_t chunk = 0;
-  for (GmtZone& z : batch.zones) {
+  for (GmtZone& z : batch->zones) {
     z.chunk_begin = chunk;
     chunk += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
   }
-  CheckTableLocked(context, c, batch, "quarantine", 0, nullptr, findings);
+  CheckTableLocked(context, std::move(batch), "quarantine", std::nullopt,
+                   c.clean_sequence, 0, findings);
+  // The lock was let go during the check: find the context again.
+  cit = contexts_.find(context);
+  if (cit == contexts_.end()) return 0;
+  Context& after = cit->second;
+  struct Doomed {
+    Api api;
+    uint64_t raw;
+  };
+  std::vector<Doomed> doomed;
   uint64_t released = 0;
   for (uint64_t raw : raws) {
-    auto it = c.blocks.find(raw);
-    if (it == c.blocks.end()) continue;
+    auto it = after.blocks.find(raw);
+    if (it == after.blocks.end()) continue;
     const AllocationRecord& r = it->second.record;
-    int rc = ops_->Release(r.api, context, raw);
-    if (rc != 0) {
-      LogNote(1, "releasing quarantined 0x%llx failed (%d)",
-              static_cast<unsigned long long>(raw), rc);
-    }
-    c.held_bytes -= std::min(c.held_bytes, r.raw_bytes);
+    doomed.push_back(Doomed{r.api, raw});
+    after.held_bytes -= std::min(after.held_bytes, r.raw_bytes);
     released += r.raw_bytes;
     ++stats_.evicted;
-    c.blocks.erase(it);
+    after.blocks.erase(it);
   }
-  c.table.reset();
+  after.table.reset();
+  // CUDA's free synchronizes the device: never under the lock.
+  mu_.Unlock();
+  for (const Doomed& d : doomed) {
+    int rc = ops_->Release(d.api, context, d.raw);
+    if (rc != 0) {
+      LogNote(1, "releasing quarantined 0x%llx failed (%d)",
+              static_cast<unsigned long long>(d.raw), rc);
+    }
+  }
+  mu_.Lock();
   return released;
 }
 
 void GuardManager::EvictOverBudget(std::vector<GuardFinding>* findings) {
   if (ops_ == nullptr) return;
   absl::MutexLock lock(&mu_);
+  // What to evict per context first: eviction lets the lock go.
+  std::vector<std::pair<uint64_t, size_t>> evictions;
   for (auto& [context, c] : contexts_) {
     if (c.held_bytes <= quarantine_budget_) continue;
     // Evict in batches down to 3/4 of the budget: one check launch for many
@@ -504,7 +576,10 @@ void GuardManager::EvictOverBudget(std::vector<GuardFinding>* findings) {
       if (it != c.blocks.end()) bytes -= it->second.record.raw_bytes;
       ++count;
     }
-    EvictLocked(context, c, count, findings);
+    evictions.emplace_back(context, count);
+  }
+  for (const auto& [context, count] : evictions) {
+    EvictLocked(context, count, findings);
   }
 }
 
@@ -521,10 +596,13 @@ bool GuardManager::HoldsRaw(uint64_t raw_address) const {
 uint64_t GuardManager::ReleaseQuarantine(std::vector<GuardFinding>* findings) {
   if (ops_ == nullptr) return 0;
   absl::MutexLock lock(&mu_);
+  std::vector<std::pair<uint64_t, size_t>> evictions;
+  for (const auto& [context, c] : contexts_) {
+    if (!c.quarantine.empty()) evictions.emplace_back(context, c.quarantine.size());
+  }
   uint64_t released = 0;
-  for (auto& [context, c] : contexts_) {
-    if (c.quarantine.empty()) continue;
-    released += EvictLocked(context, c, c.quarantine.size(), findings);
+  for (const auto& [context, count] : evictions) {
+    released += EvictLocked(context, count, findings);
   }
   return released;
 }
@@ -536,17 +614,21 @@ void GuardManager::BeforeRealFree(const AllocationRecord& block,
   absl::MutexLock lock(&mu_);
   auto cit = contexts_.find(block.context);
   if (cit == contexts_.end()) return;
-  Context& c = cit->second;
-  auto it = c.blocks.find(block.raw_address);
-  if (it == c.blocks.end()) return;
+  auto it = cit->second.blocks.find(block.raw_address);
+  if (it == cit->second.blocks.end()) return;
   // The caller frees the block with CUDA as soon as this returns, and only
   // then calls AfterRealFree: out of other threads' tables and fills from now
   // on (see Block::freeing). This free's own check below still covers it.
   it->second.freeing = true;
-  c.table.reset();
+  cit->second.table.reset();
   if (level_ == CheckLevel::kNone) return;
-  // Checks in flight may read this block; CUDA is about to free it.
+  // Checks in flight may read this block; CUDA is about to free it. (The
+  // lock is let go while they finish: look the block up again after.)
   PollPendingLocked(/*wait=*/true, findings);
+  cit = contexts_.find(block.context);
+  if (cit == contexts_.end()) return;
+  it = cit->second.blocks.find(block.raw_address);
+  if (it == cit->second.blocks.end()) return;
   auto table = std::make_shared<Table>();
   AppendArmedZones(it->second, table.get());
   uint64_t chunk = 0;
@@ -567,9 +649,14 @@ void GuardManager::BeforeRealFree(const AllocationRecord& block,
         PendingCheck{ticket, block.context, table, 0, "free", it->second});
     return;
   }
-  if (ops_->SynchronizeContext(block.context) != 0) return;
   Block owned = it->second;
-  CheckTableLocked(block.context, c, *table, "free", 0, &owned, findings);
+  const uint64_t since = cit->second.clean_sequence;
+  mu_.Unlock();
+  const int synced = ops_->SynchronizeContext(block.context);
+  mu_.Lock();
+  if (synced != 0) return;
+  CheckTableLocked(block.context, std::move(table), "free", std::move(owned),
+                   since, 0, findings);
 }
 
 void GuardManager::AfterRealFree(const AllocationRecord& block, bool freed) {
@@ -596,26 +683,27 @@ void GuardManager::AfterRealFree(const AllocationRecord& block, bool freed) {
 
 uint64_t GuardManager::PrepareIpcExport(const AllocationRecord& block) {
   if (ops_ == nullptr || !block.guarded()) return block.address;
-  absl::MutexLock lock(&mu_);
-  auto cit = contexts_.find(block.context);
-  if (cit == contexts_.end()) return block.raw_address;
-  auto it = cit->second.blocks.find(block.raw_address);
   const uint64_t front = block.address - block.raw_address;
-  if (it == cit->second.blocks.end() || front < kIpcHeaderBytes) {
-    return block.raw_address;
-  }
-  uint64_t header[kIpcHeaderBytes / 8] = {kIpcMagic, front, block.bytes};
-  if (ops_->Write(block.context, block.raw_address, header, sizeof(header))) {
-    // The header is not canary: keep it out of the front zone's checks.
+  if (front < kIpcHeaderBytes) return block.raw_address;
+  {
+    absl::MutexLock lock(&mu_);
+    auto cit = contexts_.find(block.context);
+    if (cit == contexts_.end()) return block.raw_address;
+    auto it = cit->second.blocks.find(block.raw_address);
+    if (it == cit->second.blocks.end()) return block.raw_address;
+    // The header is not canary: out of the front zone's checks before it is
+    // written (a check in between only checks fewer bytes).
     it->second.front_begin = block.raw_address + kIpcHeaderBytes;
     cit->second.table.reset();
   }
+  // A synchronous copy: without the lock.
+  uint64_t header[kIpcHeaderBytes / 8] = {kIpcMagic, front, block.bytes};
+  ops_->Write(block.context, block.raw_address, header, sizeof(header));
   return block.raw_address;
 }
 
 uint64_t GuardManager::IpcUserAddress(uint64_t context, uint64_t raw_base) {
   if (ops_ == nullptr) return raw_base;
-  absl::MutexLock lock(&mu_);
   uint64_t header[3] = {};
   if (!ops_->Read(context, raw_base, header, sizeof(header))) return raw_base;
   if (header[0] != kIpcMagic || header[1] % 256 != 0 ||
@@ -625,14 +713,48 @@ uint64_t GuardManager::IpcUserAddress(uint64_t context, uint64_t raw_base) {
   return raw_base + header[1];
 }
 
+uint64_t GuardManager::HeldBytes(int device) const {
+  if (ops_ == nullptr) return 0;
+  absl::MutexLock lock(&mu_);
+  uint64_t held = 0;
+  for (const auto& [context, c] : contexts_) {
+    if (c.device == device) held += c.held_bytes;
+  }
+  return held;
+}
+
 GuardStats GuardManager::Stats() const {
   absl::MutexLock lock(&mu_);
   GuardStats s = stats_;
   s.unguarded_oom = unguarded_oom_.load();
+  s.unguarded_refused = unguarded_refused_.load();
+  s.unguarded_shareable = unguarded_shareable_.load();
   s.unguarded_capture = unguarded_capture_.load();
   s.held_bytes = 0;
   for (const auto& [context, c] : contexts_) s.held_bytes += c.held_bytes;
   return s;
+}
+
+void GuardManager::NoteLaunchDeferred(uint64_t context, uint64_t stream,
+                                      uint32_t kernel) {
+  NoteLaunch(context, kernel);
+  if (!ChecksEachKernel()) return;
+  absl::MutexLock lock(&owed_mu_);
+  owed_.push_back(OwedCheck{context, stream, kernel});
+  owed_count_.fetch_add(1, std::memory_order_release);
+}
+
+void GuardManager::SettleOwedChecks(std::vector<GuardFinding>* findings) {
+  if (owed_count_.load(std::memory_order_acquire) == 0) return;
+  std::vector<OwedCheck> owed;
+  {
+    absl::MutexLock lock(&owed_mu_);
+    owed.swap(owed_);
+    owed_count_.store(0, std::memory_order_release);
+  }
+  for (const OwedCheck& o : owed) {
+    CheckAfterLaunch(o.context, o.stream, o.kernel, findings);
+  }
 }
 
 }  // namespace gmt

@@ -47,6 +47,7 @@
 #include "lib/guard/device_ops.h"
 #include "lib/core/error_kind.h"
 #include "lib/guard/guard_layout.h"
+#include "lib/guard/guarded_alloc.h"
 #include "lib/core/options.h"
 #include "lib/registry/registry.h"
 
@@ -71,7 +72,11 @@ struct GuardFinding {
 struct GuardStats {
   uint64_t guarded = 0;            // blocks that got redzones
   uint64_t unguarded_oom = 0;      // blocks that fell back (no memory)
+  // Blocks that fell back because CUDA refused the enlarged size for
+  // another reason (a limit the program's own size stays under).
+  uint64_t unguarded_refused = 0;
   uint64_t unguarded_capture = 0;  // made during stream capture
+  uint64_t unguarded_shareable = 0;  // from a pool shared with other processes
   uint64_t checks = 0;             // check launches that completed
   uint64_t check_failures = 0;     // checks that could not run
   // Canary fills that could not run (before this count, a tool whose
@@ -99,8 +104,18 @@ class GuardManager {
   // A guarded block came back from CUDA (block.guarded()). Canaries are
   // pending; a stream-ordered block is filled on its stream now.
   void Arm(const AllocationRecord& block);
-  void NoteUnguardedOom() { unguarded_oom_.fetch_add(1); }
+  // CUDA refused a block enlarged for redzones with `cuda_result` and the
+  // program's own request was made instead (lib/guard/guarded_alloc.h).
+  void NoteUnguarded(int cuda_result) {
+    (IsOutOfMemory(cuda_result) ? unguarded_oom_ : unguarded_refused_)
+        .fetch_add(1, std::memory_order_relaxed);
+  }
   void NoteUnguardedCapture() { unguarded_capture_.fetch_add(1); }
+  // A block of a pool shared with other processes: left unguarded, since a
+  // peer the tool does not run in would read it from its raw start.
+  void NoteUnguardedShareable() {
+    unguarded_shareable_.fetch_add(1, std::memory_order_relaxed);
+  }
 
   // ---- Free --------------------------------------------------------------
   // A guarded block is being freed by `free_api` (it has left the registry).
@@ -134,6 +149,14 @@ class GuardManager {
   // With check=kernel, enqueues the check of what `kernel` did on `stream`.
   void CheckAfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel,
                         std::vector<GuardFinding>* findings);
+  // A launch seen from inside the driver's own call (a CUPTI exit callback):
+  // no CUDA call may be made there. The launch is logged for attribution
+  // and, with check=kernel, its check is owed: enqueued on its stream by
+  // SettleOwedChecks, which the engine calls before the next launch (so a
+  // report still names exactly this kernel) and at the next
+  // synchronization, zone check or teardown, whichever comes first.
+  void NoteLaunchDeferred(uint64_t context, uint64_t stream, uint32_t kernel);
+  void SettleOwedChecks(std::vector<GuardFinding>* findings);
   // Whether CheckAfterLaunch does anything (check=kernel, zones on).
   bool ChecksEachKernel() const {
     return ops_ != nullptr && level_ == CheckLevel::kKernel;
@@ -154,6 +177,8 @@ class GuardManager {
   uint64_t IpcUserAddress(uint64_t context, uint64_t raw_base);
 
   GuardStats Stats() const;
+  // Raw bytes of `device` held in quarantine now.
+  uint64_t HeldBytes(int device) const;
 
  private:
   enum class Role : uint8_t { kFront, kTail, kFreedUser };
@@ -223,26 +248,38 @@ class GuardManager {
   // Every checkable zone of the context (see Block::confirmed).
   std::shared_ptr<const Table> BuildTable(const Context& c, uint64_t stream,
                                           bool device_wide) const;
-  // Runs a synchronous check of `table` on the tool's stream and turns
-  // changed zones into findings; re-arms what it reports.
-  void CheckTableLocked(uint64_t context, Context& c, const Table& table,
-                        absl::string_view check, uint32_t kernel,
-                        const Block* owned, std::vector<GuardFinding>* findings)
+  // Checks `table` on the tool's stream and turns changed zones into
+  // findings (kernels since launch `since` named); re-arms what it reports;
+  // then the context counts as clean up to launch `sequence` (0: unchanged).
+  // Waits for the GPU with mu_ let go: references into contexts_ are stale
+  // afterwards.
+  void CheckTableLocked(uint64_t context, std::shared_ptr<const Table> table,
+                        absl::string_view check, std::optional<Block> owned,
+                        uint64_t since, uint64_t sequence,
+                        std::vector<GuardFinding>* findings)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // SynchronizeContext with mu_ let go, then every zone of `context`.
+  void SyncAndCheckLocked(uint64_t context, absl::string_view check,
+                          std::vector<GuardFinding>* findings)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CollectResults(uint64_t context, Context& c, const Table& table,
                       const std::vector<GmtZoneResult>& results,
                       absl::string_view check, uint32_t kernel,
-                      const Block* owned, std::vector<GuardFinding>* findings)
+                      const Block* owned, uint64_t since,
+                      std::vector<GuardFinding>* findings)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Answers finished asynchronous checks; all of them when `wait`.
+  // Answers finished asynchronous checks; all of them when `wait` (waiting
+  // with mu_ let go).
   void PollPendingLocked(bool wait, std::vector<GuardFinding>* findings)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Checks every zone of `c` (CheckTableLocked: lets mu_ go meanwhile).
   void CheckContextLocked(uint64_t context, Context& c, uint64_t stream,
                           bool device_wide, absl::string_view check,
                           std::vector<GuardFinding>* findings)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Checks and releases the `count` oldest held blocks of a context.
-  uint64_t EvictLocked(uint64_t context, Context& c, size_t count,
+  // Checks and releases the `count` oldest held blocks of a context (CUDA's
+  // free called with mu_ let go). Returns the raw bytes released.
+  uint64_t EvictLocked(uint64_t context, size_t count,
                        std::vector<GuardFinding>* findings)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Kernels launched in `context` after `since`, oldest first.
@@ -257,6 +294,10 @@ class GuardManager {
   const uint64_t quarantine_budget_;
   DeviceOps* const ops_;
 
+  // Held for bookkeeping only, never across a wait for the GPU (a check's
+  // result, a synchronization, CUDA's own free, a synchronous copy): the
+  // functions that wait let it go and look their state up again after, so a
+  // program thread never queues behind the device on it.
   mutable absl::Mutex mu_;
   absl::flat_hash_map<uint64_t, Context> contexts_ ABSL_GUARDED_BY(mu_);
   std::deque<PendingCheck> pending_ ABSL_GUARDED_BY(mu_);
@@ -267,7 +308,19 @@ class GuardManager {
   std::atomic<int> contexts_with_fills_{0};
   std::atomic<uint64_t> launch_sequence_{0};
   LaunchEntry launches_[kLaunchLog];
+  // Per-kernel checks owed by NoteLaunchDeferred. The count lets every
+  // launch and synchronization skip the lock when nothing is owed.
+  struct OwedCheck {
+    uint64_t context;
+    uint64_t stream;
+    uint32_t kernel;
+  };
+  absl::Mutex owed_mu_;
+  std::vector<OwedCheck> owed_ ABSL_GUARDED_BY(owed_mu_);
+  std::atomic<uint32_t> owed_count_{0};
   std::atomic<uint64_t> unguarded_oom_{0};
+  std::atomic<uint64_t> unguarded_refused_{0};
+  std::atomic<uint64_t> unguarded_shareable_{0};
   std::atomic<uint64_t> unguarded_capture_{0};
 };
 

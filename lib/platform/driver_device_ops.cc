@@ -166,7 +166,18 @@ bool DriverDeviceOps::Check(uint64_t context, uint64_t stream,
                     work.total_chunks)) {
     return false;
   }
-  const CUresult r = d.event_synchronize(work.slot->done);
+  // The slot is held across the wait, made without the lock (see the
+  // header): no other thread reuses it meanwhile.
+  work.slot->held = true;
+  const CUevent done = work.slot->done;
+  mu_.Unlock();
+  const CUresult r = d.event_synchronize(done);
+  mu_.Lock();
+  auto state_it = contexts_.find(work.scope->context());
+  if (state_it == contexts_.end() || state_it->second.get() != work.state) {
+    return false;  // the context was forgotten meanwhile
+  }
+  work.slot->held = false;
   if (r != CUDA_SUCCESS) {
     DropSlot(work.state, work.slot);
     return Failed(&d, "waiting for a guard-zone check", r);
@@ -211,12 +222,24 @@ DeviceOps::Poll DriverDeviceOps::PollCheck(
     tickets_.erase(it);
     return Poll::kFailed;
   }
-  ContextState* state = state_it->second.get();
   // Events belong to their context: no need to make it current to wait.
-  const CUresult r =
-      wait ? d->event_synchronize(t.slot->done) : d->event_query(t.slot->done);
-  if (!wait && r == CUDA_ERROR_NOT_READY) return Poll::kPending;
-  tickets_.erase(it);
+  // A wait is made without the lock, the ticket out of the table meanwhile
+  // (its slot stays held, so nothing reuses it).
+  CUresult r = CUDA_SUCCESS;
+  if (wait) {
+    tickets_.erase(it);
+    const CUevent done = t.slot->done;
+    mu_.Unlock();
+    r = d->event_synchronize(done);
+    mu_.Lock();
+    state_it = contexts_.find(t.context);
+    if (state_it == contexts_.end()) return Poll::kFailed;  // forgotten
+  } else {
+    r = d->event_query(t.slot->done);
+    if (r == CUDA_ERROR_NOT_READY) return Poll::kPending;
+    tickets_.erase(it);
+  }
+  ContextState* state = state_it->second.get();
   if (r != CUDA_SUCCESS) {
     DropSlot(state, t.slot);
     Failed(d, "waiting for a guard-zone check", r);
@@ -233,8 +256,12 @@ DeviceOps::Poll DriverDeviceOps::PollCheck(
 }
 
 int DriverDeviceOps::SynchronizeContext(uint64_t context) {
-  absl::MutexLock lock(&mu_);
-  const ToolDriver* d = Driver();
+  const ToolDriver* d = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    d = Driver();
+  }
+  // The wait itself without the lock: other threads' fills go on.
   if (d == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   ToolContextScope scope(*d, context);
   if (scope.result() != CUDA_SUCCESS) return scope.result();
@@ -243,8 +270,12 @@ int DriverDeviceOps::SynchronizeContext(uint64_t context) {
 
 int DriverDeviceOps::Release(Api alloc_api, uint64_t context,
                              uint64_t raw_address) {
-  absl::MutexLock lock(&mu_);
-  const ToolDriver* d = Driver();
+  const ToolDriver* d = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    d = Driver();
+  }
+  // CUDA's free synchronizes the device: without the lock.
   if (d == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   ToolContextScope scope(*d, context);
   if (scope.result() != CUDA_SUCCESS) return scope.result();
@@ -344,7 +375,14 @@ bool DriverDeviceOps::CopyOnToolStream(
   // earlier never overwrites what is written now, and it does not wait for
   // the program's own work.
   CUresult r = enqueue(*d, state->stream);
-  if (r == CUDA_SUCCESS) r = d->stream_synchronize(state->stream);
+  if (r == CUDA_SUCCESS) {
+    // The wait without the lock; the tool's stream lives as long as the
+    // context.
+    const CUstream stream = state->stream;
+    mu_.Unlock();
+    r = d->stream_synchronize(stream);
+    mu_.Lock();
+  }
   return r == CUDA_SUCCESS || Failed(d, what, r);
 }
 

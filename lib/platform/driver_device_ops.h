@@ -23,8 +23,10 @@
 // that is said once and Fill/Check/CheckAsync fail from then on; Release,
 // Read, Write and the rest keep working.
 //
-// Thread safety: all calls are serialized by an internal mutex (the engine
-// serializes them already; the mutex makes that a guarantee).
+// Thread safety: every call is thread-safe. An internal mutex guards the
+// tool's streams, slots and tickets; it is never held while waiting for the
+// GPU (a check's event, a synchronization, a free, a synchronous copy), so a
+// thread that waits never holds up another thread's fill or launch.
 #ifndef GMT_LIB_PLATFORM_DRIVER_DEVICE_OPS_H_
 #define GMT_LIB_PLATFORM_DRIVER_DEVICE_OPS_H_
 

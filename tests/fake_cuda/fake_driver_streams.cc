@@ -232,6 +232,8 @@ FAKE_CU_API(cuEventSynchronize, (CUevent event)) {
   fake_cuda::CheckCallFromLaunchCallback("cuEventSynchronize");
   if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (!fake_cuda::IsValidEvent(event)) return CUDA_ERROR_INVALID_HANDLE;
+  // Reliability tests: FAKE_CUDA_HOLD_TOOL_WAIT (fake_tool_faults.h).
+  fake_cuda::HoldToolWaitIfAsked(__builtin_return_address(0));
   return fake_cuda::StickyError();  // a planted fault (fake_sticky_error.h)
 }
 

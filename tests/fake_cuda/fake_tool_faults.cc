@@ -2,6 +2,11 @@
 #include "tests/fake_cuda/fake_tool_faults.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <string>
 
 #include <cstdlib>
 #include <cstring>
@@ -49,6 +54,33 @@ bool InTool(const void* address) {
 }
 
 }  // namespace
+
+// Creates PATH.held, then waits (at most 30 s) until PATH exists; once per
+// process. A wait that runs out creates PATH.expired, so a test can tell "the
+// program went on while held" from "the program waited for the hold to end".
+static void HoldOnce(const char* variable, std::atomic<bool>* held) {
+  const char* path = std::getenv(variable);
+  if (path == nullptr || *path == '\0' || held->exchange(true)) return;
+  const std::string marker = std::string(path) + ".held";
+  if (FILE* f = std::fopen(marker.c_str(), "w")) std::fclose(f);
+  for (int i = 0; i < 30000; ++i) {
+    if (access(path, F_OK) == 0) return;
+    usleep(1000);
+  }
+  const std::string expired = std::string(path) + ".expired";
+  if (FILE* f = std::fopen(expired.c_str(), "w")) std::fclose(f);
+}
+
+void HoldFillIfAsked() {
+  static std::atomic<bool> held{false};
+  HoldOnce("FAKE_CUDA_HOLD_FILL", &held);
+}
+
+void HoldToolWaitIfAsked(const void* caller) {
+  static std::atomic<bool> held{false};
+  if (!InTool(caller)) return;
+  HoldOnce("FAKE_CUDA_HOLD_TOOL_WAIT", &held);
+}
 
 CUresult InjectToolFailure(ToolCall call, const void* caller) {
   static const ToolFaultPlan plan = ReadToolFaultPlan();

@@ -12,6 +12,15 @@
 //   FAKE_CUDA_FAIL_LAUNCH=1            every launch of a guard kernel fails
 //                                      with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
 //                                      =fill or =check: only that kernel
+//   FAKE_CUDA_HOLD_FILL=PATH           the first launch of the fill kernel
+//                                      creates PATH.held and then waits
+//                                      (at most 30 s) until PATH exists: the
+//                                      tool is kept inside one of its own
+//                                      CUDA calls for as long as a test needs
+//   FAKE_CUDA_HOLD_TOOL_WAIT=PATH      the first cuEventSynchronize called
+//                                      from the tool (a wait for its own
+//                                      check) creates PATH.held and waits (at
+//                                      most 30 s) until PATH exists
 //   FAKE_CUDA_FAIL_STREAM_CREATE=1     cuStreamCreate called from the tool
 //   fails
 //                                      with CUDA_ERROR_OUT_OF_MEMORY
@@ -38,6 +47,12 @@ enum class ToolCall {
 // asks for it. `caller` is __builtin_return_address(0) of the entry point.
 // Thread-safe; reads the environment once.
 CUresult InjectToolFailure(ToolCall call, const void* caller);
+
+// FAKE_CUDA_HOLD_FILL: blocks the first fill launch as described above.
+void HoldFillIfAsked();
+// FAKE_CUDA_HOLD_TOOL_WAIT: blocks the first event wait of the tool's.
+// `caller` as for InjectToolFailure.
+void HoldToolWaitIfAsked(const void* caller);
 
 }  // namespace fake_cuda
 

@@ -264,6 +264,7 @@ FAKE_CU_API(cuLaunchKernel,
             r != CUDA_SUCCESS) {
           return r;
         }
+        if (fill) fake_cuda::HoldFillIfAsked();
         return fill ? fake_cuda::RunFill(params) : fake_cuda::RunCheck(params);
       });
 }

@@ -2,6 +2,8 @@
 // every result unchanged (driver and runtime, plain and per-thread builds).
 #include <string>
 
+#include <filesystem>
+
 #include "tests/interpose/interpose_test_util.h"
 
 namespace gmt_test {
@@ -99,6 +101,37 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{GMT_GUARD_LAUNCH_PTDS_PROGRAM, "driver"},
                     Case{GMT_GUARD_LAUNCH_PTDS_PROGRAM, "runtime"}),
     CaseName);
+
+// While one thread waits (in the tool) for a zone check behind its
+// cudaDeviceSynchronize, another thread allocates, launches and frees: it
+// must go on. The tool once held its guard lock across that wait, so the
+// second thread queued behind the device, and a device that waited for the
+// second thread (a host callback taking a program lock) deadlocked.
+TEST(GuardLaunchLockTest, OtherThreadsDoNotWaitBehindACheck) {
+  ScopedTempDir tmp;
+  RunOptions plain_options;
+  plain_options.preload = false;
+  plain_options.set_gmt_options = false;
+  RunResult plain = RunProgram(GMT_GUARD_LAUNCH_PROGRAM,
+                               {"concurrent", tmp.path() + "/plain"},
+                               tmp.path(), plain_options);
+  ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
+  const std::string hold = tmp.path() + "/hold";
+  RunOptions options;
+  options.env = {{"FAKE_CUDA_HOLD_TOOL_WAIT", hold}};
+  options.timeout_s = 60;
+  std::filesystem::create_directories(tmp.path() + "/tool");
+  RunResult with = RunProgram(GMT_GUARD_LAUNCH_PROGRAM, {"concurrent", hold},
+                              tmp.path() + "/tool", options);
+  ASSERT_FALSE(with.timed_out) << with.Describe();
+  ASSERT_EQ(with.exit_code, 0) << with.Describe();
+  // The check's wait really was held (else this proves nothing).
+  EXPECT_TRUE(std::filesystem::exists(hold + ".held")) << with.Describe();
+  // ... and the other thread went on while it was held: had it queued behind
+  // the check, the hold would have run out (30 s) before it could release it.
+  EXPECT_FALSE(std::filesystem::exists(hold + ".expired")) << with.Describe();
+  EXPECT_EQ(with.out, plain.out);
+}
 
 }  // namespace
 }  // namespace gmt_test

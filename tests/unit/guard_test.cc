@@ -395,8 +395,11 @@ TEST_F(GuardTest, ApiBoundsOnUnguardedBlocksForwardsButReports) {
 TEST_F(GuardTest, IpcHeaderLetsAPeerFindTheUserStart) {
   uint8_t* p = Alloc(4096);
   const uint64_t user = reinterpret_cast<uint64_t>(p);
-  const uint64_t raw = engine_->PrepareIpcExport(user);
+  const uint64_t raw = engine_->PrepareIpcExport(user).value_or(0);
   EXPECT_EQ(raw, user - 256);
+  // Any byte of the block exports it; a redzone byte is in no block.
+  EXPECT_EQ(engine_->PrepareIpcExport(user + 100), std::optional(raw));
+  EXPECT_EQ(engine_->PrepareIpcExport(user - 8), std::nullopt);
   EXPECT_EQ(engine_->IpcUserAddress(kContext, raw), user);
   // The header is not reported as an underflow.
   Launch("k");

@@ -17,8 +17,11 @@ class HostDeviceOps : public DeviceOps {
  public:
   int fills = 0;  // Fill calls
   int zones_filled = 0;
-  int checks = 0;        // Check calls
-  int async_checks = 0;  // CheckAsync calls
+  // Checks on the tool's stream (stream 0: the engine waits for their
+  // answer), and checks on a program's stream (per kernel, at a
+  // stream-ordered free: answered later).
+  int checks = 0;
+  int async_checks = 0;
   int orders = 0;        // OrderAfterFills calls
   int syncs = 0;
   std::vector<uint64_t> released;  // raw addresses given back
@@ -46,9 +49,9 @@ class HostDeviceOps : public DeviceOps {
     *results = Compare(zones);
     return true;
   }
-  uint64_t CheckAsync(uint64_t, uint64_t,
+  uint64_t CheckAsync(uint64_t, uint64_t stream,
                       absl::Span<const GmtZone> zones) override {
-    ++async_checks;
+    ++(stream == 0 ? checks : async_checks);
     if (fail_checks) return 0;
     uint64_t ticket = next_ticket_++;
     tickets_[ticket] = Compare(zones);

@@ -17,7 +17,11 @@
 // CUDA_API_PER_THREAD_DEFAULT_STREAM (the _ptsz entry points). The test
 // double's function handles are pointers to kernel names (see
 // tests/fake_cuda/fake_driver_launch_sync.cc).
+#include <unistd.h>
+
+#include <atomic>
 #include <string>
+#include <thread>
 
 #include "tests/interpose/programs/program_util.h"
 
@@ -165,6 +169,39 @@ NOINLINE void AttributionDriver() {
   Cu("cuMemFree", cuMemFree(d));
 }
 
+// One thread synchronizes the device while the tool checks zones behind
+// that synchronization, and the test double holds the tool's wait for the
+// check (FAKE_CUDA_HOLD_TOOL_WAIT=HOLD) until another thread has allocated,
+// launched and freed. Without the tool nothing holds the first thread. The
+// tool must not make the other thread queue behind the device (it used to
+// keep its guard lock across that wait, and the program never went on).
+NOINLINE void ConcurrentWithACheck(const char* hold) {
+  void* p = nullptr;
+  Rt("cudaMalloc", cudaMalloc(&p, 4096));
+  void* args[] = {&p};
+  Rt("cudaLaunchKernel",
+     cudaLaunchKernel(RuntimeFunction(), dim3(1), dim3(32), args, 0, nullptr));
+  std::atomic<bool> synced{false};
+  std::thread syncing([&] {
+    cudaDeviceSynchronize();
+    synced.store(true);
+  });
+  const std::string held = std::string(hold) + ".held";
+  while (!synced.load() && access(held.c_str(), F_OK) != 0) usleep(1000);
+  void* q = nullptr;
+  Rt("cudaMalloc other", cudaMalloc(&q, 8192));
+  void* other_args[] = {&q};
+  Rt("cudaLaunchKernel other", cudaLaunchKernel(RuntimeFunction(), dim3(1),
+                                                dim3(32), other_args, 0,
+                                                nullptr));
+  Rt("cudaFree other", cudaFree(q));
+  std::printf("the other thread went on\n");
+  std::fflush(stdout);
+  if (FILE* f = std::fopen(hold, "w")) std::fclose(f);
+  syncing.join();
+  Rt("cudaFree", cudaFree(p));
+}
+
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "driver") {
@@ -176,6 +213,8 @@ int main(int argc, char** argv) {
     RuntimeSyncs();
   } else if (mode == "attribution_runtime") {
     AttributionRuntime();
+  } else if (mode == "concurrent" && argc > 2) {
+    ConcurrentWithACheck(argv[2]);
   } else if (mode == "attribution_driver") {
     if (!DriverSetup(0)) return 1;
     AttributionDriver();
