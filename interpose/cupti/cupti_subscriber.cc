@@ -732,6 +732,10 @@ bool ShimsInterposed() {
 void CUPTIAPI CuptiCallback(void* /*userdata*/, CUpti_CallbackDomain domain,
                             CUpti_CallbackId cbid, const void* data) {
   if (t_intercept_depth != 0 || data == nullptr) return;
+  // A fork()ed child records nothing (Engine::tracking).
+  if (Engine* engine = Engine::IfCreated(); engine && engine->forked_child()) {
+    return;
+  }
   // From here on the tool's own CUDA calls (context, names, guard kernels)
   // fire callbacks at depth 1 and are ignored.
   InterceptScope scope;

@@ -5,7 +5,8 @@
 //   cuMemGetAddressRange_v2            user base / size for an address in the
 //   cuPointerGetAttribute(s)           user's bytes; RANGE_START_ADDR and
 //                                      RANGE_SIZE likewise
-//   cudaIpcGetMemHandle, cuIpc...      export the raw block (the engine leaves
+//   cudaIpcGetMemHandle, cuIpc...      export the raw block for any address
+//                                      in the user's bytes (the engine leaves
 //                                      a header in its front redzone)
 //   cudaIpcOpenMemHandle, cuIpc..._v2  hand the peer the user's start
 //   cudaIpcCloseMemHandle, cuIpc...    close what CUDA mapped (the raw start)
@@ -221,7 +222,9 @@ CUresult Shim_cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr ptr) {
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   InterceptScope scope;
   if (!scope.Recording()) return real(handle, ptr);
-  return real(handle, gmt::Engine::Get().PrepareIpcExport(ptr));
+  std::optional<uint64_t> raw = gmt::Engine::Get().PrepareIpcExport(ptr);
+  if (!raw) return CUDA_ERROR_INVALID_VALUE;
+  return real(handle, *raw);
 }
 
 namespace {
@@ -267,9 +270,13 @@ cudaError_t Shim_cudaIpcGetMemHandle(cudaIpcMemHandle_t* handle, void* ptr) {
   if (real == nullptr) return gmt::NoRuntimeError();
   InterceptScope scope;
   if (!scope.Recording()) return real(handle, ptr);
-  const uint64_t raw =
+  std::optional<uint64_t> raw =
       gmt::Engine::Get().PrepareIpcExport(reinterpret_cast<uintptr_t>(ptr));
-  return real(handle, reinterpret_cast<void*>(raw));
+  if (!raw) {
+    gmt::NoteRuntimeError(cudaErrorInvalidValue);
+    return cudaErrorInvalidValue;
+  }
+  return real(handle, reinterpret_cast<void*>(*raw));
 }
 
 cudaError_t Shim_cudaIpcOpenMemHandle(void** ptr, cudaIpcMemHandle_t handle,

@@ -36,6 +36,16 @@ UsageFigures Usage::Get(int device) const {
                       slot.frees.load(std::memory_order_relaxed)};
 }
 
+void Usage::AddRedzones(int device, int64_t delta) {
+  slots_[SlotOf(device)].redzones.fetch_add(delta, std::memory_order_relaxed);
+}
+
+uint64_t Usage::RedzoneBytes(int device) const {
+  const int64_t bytes =
+      slots_[SlotOf(device)].redzones.load(std::memory_order_relaxed);
+  return bytes > 0 ? static_cast<uint64_t>(bytes) : 0;
+}
+
 bool Usage::Used(int device) const {
   return slots_[SlotOf(device)].allocations.load(std::memory_order_relaxed) > 0;
 }

@@ -30,9 +30,14 @@ class Usage {
   UsageFigures Get(int device) const;
   // Whether anything was ever allocated in that slot.
   bool Used(int device) const;
+  // Device bytes the tool added around live blocks (redzones): memory the
+  // program did not ask for, given back in its view of free memory.
+  void AddRedzones(int device, int64_t delta);
+  uint64_t RedzoneBytes(int device) const;
 
  private:
   struct alignas(64) Slot {
+    std::atomic<int64_t> redzones{0};
     std::atomic<uint64_t> live{0};
     std::atomic<uint64_t> peak{0};
     std::atomic<uint64_t> allocations{0};

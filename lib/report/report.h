@@ -133,6 +133,11 @@ struct ReportData {
     uint64_t guarded = 0;
     uint64_t unguarded_oom = 0;
     uint64_t unguarded_capture = 0;
+    // Left unguarded because CUDA refused the enlarged size for another
+    // reason than memory, and because their pool is shared with other
+    // processes (docs/transparency.md).
+    uint64_t unguarded_refused = 0;
+    uint64_t unguarded_shareable = 0;
     uint64_t checks = 0;
     uint64_t check_failures = 0;
     uint64_t fill_failures = 0;  // zones never armed, so never checked

@@ -130,6 +130,13 @@ void AddGuardNotes(const ReportData::Guard& g,
       {g.unguarded_capture,
        " stream-ordered allocations made during graph capture were not "
        "guarded"},
+      {g.unguarded_refused,
+       " allocations got no redzones (CUDA refused the enlarged size) and "
+       "were not guarded"},
+      {g.unguarded_shareable,
+       " allocations from pools shared with other processes were not "
+       "guarded (a process without the tool would read them from their "
+       "raw start)"},
       {g.check_failures,
        " guard-zone checks could not run on the GPU: redzones were not "
        "verified then"},
@@ -140,11 +147,6 @@ void AddGuardNotes(const ReportData::Guard& g,
   for (const auto& [count, what] : unverified) {
     if (count > 0) notes->push_back(absl::StrCat(count, what));
   }
-}
-
-bool HostVisible(MemoryKind kind) {
-  return kind == MemoryKind::kManaged || kind == MemoryKind::kPinnedHost ||
-         kind == MemoryKind::kRegisteredHost;
 }
 
 // The crash section: what the engine recorded, with the live blocks at the
@@ -239,6 +241,11 @@ void AddTimeline(const ReportState& state, ReportData* data,
 }
 
 }  // namespace
+
+bool HostVisible(MemoryKind kind) {
+  return kind == MemoryKind::kManaged || kind == MemoryKind::kPinnedHost ||
+         kind == MemoryKind::kRegisteredHost;
+}
 
 ReportData AssembleReport(ReportState state, StackSymbolizer symbolize) {
   ReportData data;

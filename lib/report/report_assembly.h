@@ -34,6 +34,10 @@ inline constexpr size_t kTimelineSeriesPoints = 2000;
 inline constexpr size_t kMaxCrashListedLive = 32;
 inline constexpr uint64_t kCrashNearBytes = 4096;
 
+// Memory the host can touch (managed, pinned, registered): the blocks a
+// host-side fault address may lie in.
+bool HostVisible(MemoryKind kind);
+
 // The report of `state`:
 //  * devices in index order with their usage, and the summary's totals;
 //  * with leak_check, leak entries (lib/report/leak_groups.h): blocks live or

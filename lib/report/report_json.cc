@@ -224,6 +224,8 @@ std::string RenderJson(const ReportData& data) {
                   {"guarded", data.guard.guarded},
                   {"unguarded_oom", data.guard.unguarded_oom},
                   {"unguarded_capture", data.guard.unguarded_capture},
+                  {"unguarded_refused", data.guard.unguarded_refused},
+                  {"unguarded_shareable", data.guard.unguarded_shareable},
                   {"checks", data.guard.checks},
                   {"check_failures", data.guard.check_failures},
                   {"fill_failures", data.guard.fill_failures},

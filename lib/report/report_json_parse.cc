@@ -1159,6 +1159,8 @@ bool ReportReader::ReadReport(const json& doc) {
         !ReadU64(*g, at, "guarded", &guard.guarded) ||
         !ReadU64(*g, at, "unguarded_oom", &guard.unguarded_oom) ||
         !ReadU64(*g, at, "unguarded_capture", &guard.unguarded_capture) ||
+        !ReadU64(*g, at, "unguarded_refused", &guard.unguarded_refused) ||
+        !ReadU64(*g, at, "unguarded_shareable", &guard.unguarded_shareable) ||
         !ReadU64(*g, at, "checks", &guard.checks) ||
         !ReadU64(*g, at, "check_failures", &guard.check_failures) ||
         !ReadU64(*g, at, "fill_failures", &guard.fill_failures) ||

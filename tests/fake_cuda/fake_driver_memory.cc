@@ -346,6 +346,42 @@ FAKE_CU_API(cuMemAllocManaged,
   return fake_cuda::AllocDevice(dptr, bytes, Kind::kManaged);
 }
 
+// Attaching managed memory to a stream: as CUDA documents it, `dptr` must be
+// a managed allocation's start and `length` zero or its whole size (no part
+// of one can be attached). The double runs all work at once, so the
+// association itself changes nothing it does.
+namespace {
+CUresult AttachManaged(CUstream stream, CUdeviceptr dptr, size_t length,
+                       unsigned int flags) {
+  if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!fake_cuda::IsValidStream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST &&
+      flags != CU_MEM_ATTACH_SINGLE) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  fake_cuda::Tables& t = fake_cuda::T();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto it = t.device.find(static_cast<uintptr_t>(dptr));
+  if (it == t.device.end() || it->second.kind != Kind::kManaged) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (length != 0 && length != it->second.bytes) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+}  // namespace
+
+FAKE_CU_API(cuStreamAttachMemAsync, (CUstream stream, CUdeviceptr dptr,
+                                     size_t length, unsigned int flags)) {
+  return AttachManaged(stream, dptr, length, flags);
+}
+
+FAKE_CU_API(cuStreamAttachMemAsync_ptsz, (CUstream stream, CUdeviceptr dptr,
+                                          size_t length, unsigned int flags)) {
+  return AttachManaged(stream, dptr, length, flags);
+}
+
 FAKE_CU_API(cuMemFree_v2, (CUdeviceptr dptr)) {
   return fake_cuda::WithCuptiCallbacks(
       CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, "cuMemFree_v2", &dptr, nullptr,

@@ -48,6 +48,8 @@
   X(cuMemAlloc, cuMemAlloc_v2, 3020, false)                                \
   X(cuMemAllocPitch, cuMemAllocPitch_v2, 3020, false)                      \
   X(cuMemAllocManaged, cuMemAllocManaged, 6000, false)                     \
+  X(cuStreamAttachMemAsync, cuStreamAttachMemAsync, 6000, false)           \
+  X(cuStreamAttachMemAsync, cuStreamAttachMemAsync_ptsz, 7000, true)       \
   X(cuMemFree, cuMemFree_v2, 3020, false)                                  \
   X(cuMemAllocAsync, cuMemAllocAsync, 11020, false)                        \
   X(cuMemAllocAsync, cuMemAllocAsync_ptsz, 11020, true)                    \

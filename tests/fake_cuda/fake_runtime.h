@@ -54,6 +54,7 @@ struct DriverApi {
   decltype(&::cuMemAlloc_v2) mem_alloc = nullptr;
   decltype(&::cuMemAllocPitch_v2) mem_alloc_pitch = nullptr;
   decltype(&::cuMemAllocManaged) mem_alloc_managed = nullptr;
+  decltype(&::cuStreamAttachMemAsync) stream_attach_mem_async = nullptr;
   decltype(&::cuMemFree_v2) mem_free = nullptr;
   decltype(&::cuMemAllocAsync) mem_alloc_async = nullptr;
   decltype(&::cuMemAllocAsync) mem_alloc_async_ptsz = nullptr;

@@ -66,6 +66,8 @@ DriverApi* LoadDriver() {
        Resolve(get, "cuMemAlloc", kDefault, &d->mem_alloc) &&
        Resolve(get, "cuMemAllocPitch", kDefault, &d->mem_alloc_pitch) &&
        Resolve(get, "cuMemAllocManaged", kDefault, &d->mem_alloc_managed) &&
+       Resolve(get, "cuStreamAttachMemAsync", kDefault,
+               &d->stream_attach_mem_async) &&
        Resolve(get, "cuMemFree", kDefault, &d->mem_free) &&
        Resolve(get, "cuMemAllocAsync", kDefault, &d->mem_alloc_async) &&
        Resolve(get, "cuMemAllocAsync", kPerThread, &d->mem_alloc_async_ptsz) &&

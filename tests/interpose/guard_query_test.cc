@@ -31,6 +31,41 @@ TEST_F(GuardQueryTest, RuntimeIpcAnswersAsWithoutTheTool) {
   EXPECT_EQ(tool.out, plain.out);
 }
 
+// Attaching managed memory to a stream takes the allocation's start, with
+// length 0 or its whole size; under the tool the program's pointer is past the
+// front redzone, so CUDA once refused "start 0" with invalid-value.
+TEST_F(GuardQueryTest, StreamAttachTakesTheWholeGuardedAllocation) {
+  RunResult plain = RunPlain(GMT_GUARD_QUERY_PROGRAM, {"attach"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
+  ASSERT_TRUE(Contains(plain.out,
+                       "cudaStreamAttachMemAsync start 0 -> 0 cudaSuccess"))
+      << plain.out;
+  ASSERT_TRUE(Contains(plain.out,
+                       "cudaStreamAttachMemAsync interior 0 -> 1 "
+                       "cudaErrorInvalidValue"))
+      << plain.out;
+  RunResult tool = Run(GMT_GUARD_QUERY_PROGRAM, {"attach"});
+  ASSERT_EQ(tool.exit_code, 0) << tool.Describe();
+  EXPECT_EQ(tool.out, plain.out);
+  ASSERT_TRUE(tool.has_report) << tool.Describe();
+  EXPECT_EQ(tool.report["guard"].value("guarded", 0), 1)
+      << tool.report["guard"].dump();
+  EXPECT_EQ(tool.report["summary"].value("errors", -1), 0) << tool.Describe();
+}
+
+// Free memory as the program sees it does not count the tool's redzones or
+// its quarantine: a 64 MiB block takes 64 MiB, and freeing it gives them back.
+TEST_F(GuardQueryTest, FreeMemoryIsAsWithoutTheTool) {
+  RunResult plain = RunPlain(GMT_GUARD_QUERY_PROGRAM, {"meminfo"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
+  ASSERT_TRUE(Contains(plain.out, "the block takes 64 MiB")) << plain.out;
+  RunResult tool = Run(GMT_GUARD_QUERY_PROGRAM, {"meminfo"});
+  ASSERT_EQ(tool.exit_code, 0) << tool.Describe();
+  EXPECT_EQ(tool.out, plain.out);
+  ASSERT_TRUE(tool.has_report) << tool.Describe();
+  EXPECT_EQ(tool.report["guard"].value("guarded", 0), 1);
+}
+
 // The values themselves: the block the program allocated, nothing more.
 TEST_F(GuardQueryTest, AddressRangeIsTheUsersBlock) {
   RunResult r = Run(GMT_GUARD_QUERY_PROGRAM, {"driver"});

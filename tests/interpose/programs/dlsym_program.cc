@@ -73,7 +73,7 @@ int main() {
   LeakThroughDlsym();
   LeakThroughDlsymV1();
   for (const char* name : {"cuInit", "cuDeviceGetName", "cuCtxSetCurrent",
-                           "cuMemGetInfo_v2", "cuArrayCreate_v2"}) {
+                           "cuDeviceTotalMem_v2", "cuArrayCreate_v2"}) {
     std::printf("dlsym %s from %s\n", name, ModuleOf(Sym(name)));
   }
   std::printf("dlsym cuNoSuchFunction %s\n",

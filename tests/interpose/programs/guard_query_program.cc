@@ -4,7 +4,11 @@
 // pointers), so a test can check that the tool shows the user's view and
 // returns CUDA's codes.
 //
-//   gmt_guard_query_program MODE     MODE: driver | runtime
+//   gmt_guard_query_program MODE     MODE: driver | runtime | attach | meminfo
+//
+//   attach   managed memory attached to a stream by its start, with length 0
+//            and with its whole size (both mean the whole allocation), and
+//            with what CUDA refuses: an interior pointer, a part of it
 #include <cstdint>
 #include <string>
 
@@ -93,7 +97,9 @@ NOINLINE void PointerAttributes(CUdeviceptr d) {
 }
 
 NOINLINE void DriverIpc(CUdeviceptr d) {
-  for (size_t offset : {size_t{0}, size_t{16}}) {
+  // An interior address first: CUDA exports the whole allocation for it, so
+  // the first export of a block need not name its start.
+  for (size_t offset : {size_t{16}, size_t{0}}) {
     CUipcMemHandle handle{};
     std::string what = "cuIpcGetMemHandle +" + std::to_string(offset);
     if (Cu(what.c_str(), cuIpcGetMemHandle(&handle, d + offset)) !=
@@ -118,6 +124,9 @@ NOINLINE void DriverIpc(CUdeviceptr d) {
   }
   CUipcMemHandle handle{};
   Cu("cuIpcGetMemHandle null", cuIpcGetMemHandle(&handle, 0));
+  // Just outside the block: no allocation there (under the tool: redzones).
+  Cu("cuIpcGetMemHandle before", cuIpcGetMemHandle(&handle, d - 8));
+  Cu("cuIpcGetMemHandle past", cuIpcGetMemHandle(&handle, d + kBytes + 8));
 }
 
 NOINLINE void RuntimeIpc() {
@@ -145,6 +154,54 @@ NOINLINE void RuntimeIpc() {
   Rt("cudaFree", cudaFree(a));
 }
 
+NOINLINE void AttachManaged() {
+  void* m = nullptr;
+  Rt("cudaMallocManaged", cudaMallocManaged(&m, kBytes, cudaMemAttachGlobal));
+  cudaStream_t stream = nullptr;
+  Rt("cudaStreamCreate", cudaStreamCreate(&stream));
+  Rt("cudaStreamAttachMemAsync start 0",
+     cudaStreamAttachMemAsync(stream, m, 0, cudaMemAttachSingle));
+  Rt("cudaStreamAttachMemAsync start whole",
+     cudaStreamAttachMemAsync(stream, m, kBytes, cudaMemAttachSingle));
+  Rt("cudaStreamAttachMemAsync start part",
+     cudaStreamAttachMemAsync(stream, m, kBytes / 2, cudaMemAttachSingle));
+  Rt("cudaStreamAttachMemAsync interior 0",
+     cudaStreamAttachMemAsync(stream, static_cast<char*>(m) + 16, 0,
+                              cudaMemAttachSingle));
+  Cu("cuStreamAttachMemAsync start 0",
+     cuStreamAttachMemAsync(reinterpret_cast<CUstream>(stream),
+                            reinterpret_cast<CUdeviceptr>(m), 0,
+                            CU_MEM_ATTACH_GLOBAL));
+  Rt("cudaStreamSynchronize", cudaStreamSynchronize(stream));
+  Rt("cudaStreamDestroy", cudaStreamDestroy(stream));
+  Rt("cudaFree", cudaFree(m));
+}
+
+// Free memory as the program sees it, in whole MiB: what a 64 MiB block
+// takes, and that freeing it gives it all back (under the tool the block
+// has redzones, and a freed one is held in quarantine; neither is the
+// program's).
+NOINLINE void MemInfo() {
+  auto free_mib = [](const char* what) {
+    size_t free_bytes = 0, total_bytes = 0;
+    Rt(what, cudaMemGetInfo(&free_bytes, &total_bytes));
+    size_t driver_free = 0, driver_total = 0;
+    Cu("cuMemGetInfo", cuMemGetInfo(&driver_free, &driver_total));
+    if (driver_free != free_bytes || driver_total != total_bytes) {
+      std::printf("  runtime and driver disagree\n");
+    }
+    return static_cast<long long>(free_bytes >> 20);
+  };
+  const long long before = free_mib("cudaMemGetInfo before");
+  void* p = nullptr;
+  Rt("cudaMalloc(64 MiB)", cudaMalloc(&p, size_t{64} << 20));
+  const long long held = free_mib("cudaMemGetInfo allocated");
+  std::printf("  the block takes %lld MiB\n", before - held);
+  Rt("cudaFree", cudaFree(p));
+  const long long after = free_mib("cudaMemGetInfo freed");
+  std::printf("  freeing gave back %lld MiB\n", after - held);
+}
+
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "driver") {
@@ -157,6 +214,10 @@ int main(int argc, char** argv) {
     Cu("cuMemFree", cuMemFree(d));
   } else if (mode == "runtime") {
     RuntimeIpc();
+  } else if (mode == "attach") {
+    AttachManaged();
+  } else if (mode == "meminfo") {
+    MemInfo();
   } else {
     std::fprintf(stderr, "unknown mode '%s'\n", mode.c_str());
     return 2;
