@@ -1,6 +1,7 @@
 #include "lib/report/report_output.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -28,6 +29,25 @@ bool WriteAll(int fd, absl::string_view contents) {
     left -= static_cast<size_t>(n);
   }
   return true;
+}
+
+// The process's umask, read without changing it (umask(2) would, for every
+// thread, for a moment): Linux shows it in /proc/self/status. 022 when that
+// cannot be read.
+mode_t CurrentUmask() {
+  mode_t mask = 022;
+  if (FILE* f = std::fopen("/proc/self/status", "re")) {
+    char line[256];
+    while (std::fgets(line, sizeof(line), f) != nullptr) {
+      unsigned value = 0;
+      if (std::sscanf(line, "Umask: %o", &value) == 1) {
+        mask = static_cast<mode_t>(value);
+        break;
+      }
+    }
+    std::fclose(f);
+  }
+  return mask;
 }
 
 }  // namespace
@@ -76,12 +96,34 @@ void WriteVizOutputs(const ReportData& data, const Options& options) {
 
 bool WriteFileAtomically(const std::string& path, absl::string_view contents,
                          std::string* error) {
-  const std::string tmp = absl::StrCat(path, ".tmp");
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    *error = absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno));
+  // A link at the report's own path is someone else's doing (a report path in
+  // a shared folder such as /tmp): never write through it, nor replace it.
+  struct stat existing;
+  if (lstat(path.c_str(), &existing) == 0 && S_ISLNK(existing.st_mode)) {
+    *error = absl::StrCat("refusing to write ", path,
+                          ": it is a symbolic link");
     return false;
   }
+  // A fresh file of a name nobody can guess, made by us (O_EXCL: mkstemp),
+  // in the same folder so that rename() is atomic. A predictable ".tmp" name
+  // let another user plant a link there and have the traced program
+  // truncate any file it could write.
+  const size_t slash = path.rfind('/');
+  const std::string folder =
+      slash == std::string::npos ? "." : path.substr(0, slash);
+  const std::string base =
+      slash == std::string::npos ? path : path.substr(slash + 1);
+  std::string tmp = absl::StrCat(folder.empty() ? "/" : folder, "/.", base,
+                                 ".XXXXXX");
+  int fd = mkostemp(tmp.data(), O_CLOEXEC);
+  if (fd < 0) {
+    *error = absl::StrCat("cannot create a file next to ", path, ": ",
+                          std::strerror(errno));
+    return false;
+  }
+  // mkstemp makes 0600; a report is as readable as any file the program
+  // creates (0666 less its umask).
+  fchmod(fd, 0666 & ~CurrentUmask());
   bool ok = WriteAll(fd, contents);
   int saved = errno;
   if (ok && fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
@@ -94,14 +136,14 @@ bool WriteFileAtomically(const std::string& path, absl::string_view contents,
   }
   if (!ok) {
     unlink(tmp.c_str());
-    *error = absl::StrCat("cannot write ", tmp, ": ", std::strerror(saved));
+    *error = absl::StrCat("cannot write ", path, ": ", std::strerror(saved));
     return false;
   }
+  // rename() replaces the name itself, never what a link there points to.
   if (rename(tmp.c_str(), path.c_str()) != 0) {
     saved = errno;
     unlink(tmp.c_str());
-    *error = absl::StrCat("cannot rename ", tmp, " to ", path, ": ",
-                          std::strerror(saved));
+    *error = absl::StrCat("cannot write ", path, ": ", std::strerror(saved));
     return false;
   }
   return true;

@@ -1,8 +1,10 @@
 // Where a rendered report goes: stderr, a file, or both, per the options.
 //
-// Files are written to "<path>.tmp" and renamed into place, so a reader never
-// sees half a report; if the file cannot be written the report goes to stderr
-// with a warning instead of being lost.
+// Files are written to a fresh file of an unguessable name next to the
+// report and renamed into place, so a reader never sees half a report (and
+// no link planted at a predictable name is ever written through); if the
+// file cannot be written the report goes to stderr with a warning instead of
+// being lost.
 #ifndef GMT_LIB_REPORT_REPORT_OUTPUT_H_
 #define GMT_LIB_REPORT_REPORT_OUTPUT_H_
 
@@ -23,8 +25,10 @@ void WriteReportOutputs(const ReportData& data, const Options& options);
 // WriteReportOutputs.
 void WriteVizOutputs(const ReportData& data, const Options& options);
 
-// Writes `contents` to `path` atomically (temp file + rename). On failure
-// returns false and sets `error` to a sentence naming the path and the reason.
+// Writes `contents` to `path` atomically: a new file of an unguessable name
+// in the same folder (mkstemp), then rename(). Refuses a `path` that is a
+// symbolic link. On failure returns false and sets `error` to a sentence
+// naming the path and the reason.
 bool WriteFileAtomically(const std::string& path, absl::string_view contents,
                          std::string* error);
 
