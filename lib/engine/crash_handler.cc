@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,8 +32,6 @@ int64_t g_timeout_s = 10;
 // The kernel thread id of the thread writing the crash report (0: none yet).
 std::atomic<int> g_writer_tid{0};
 std::atomic<bool> g_report_done{false};
-// The signal being reported, for the timeout handler.
-std::atomic<int> g_reported_signal{0};
 
 // ---- Async-signal-safe output ----------------------------------------------
 // One line built in a fixed buffer and written with write(2): no allocation,
@@ -149,30 +148,34 @@ void Chain(int sig, siginfo_t* info, void* context) {
   handler(sig);
 }
 
-// The crash report took longer than crash_timeout_s: let the process die by
-// the signal being reported, with the default action.
-void OnReportTimeout(int) {
-  const int sig = g_reported_signal.load(std::memory_order_acquire);
-  SafeLine line;
-  line.Add("the crash report did not finish within ");
-  line.AddDecimal(g_timeout_s);
-  line.Add(" s (crash_timeout_s); letting the process die");
-  line.Write();
-  if (sig <= 0) _exit(128 + SIGALRM);
+// A child process of the crashed one, made without running anyone's fork
+// handlers (they may take locks the crash left held): glibc's _Fork where the
+// C library has it, else the raw system call.
+extern "C" pid_t _Fork(void) __attribute__((weak));
+
+pid_t ForkReportWriter() {
+  if (&_Fork != nullptr) return _Fork();
+  return static_cast<pid_t>(syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0));
+}
+
+// In the report writer: a fault or a hang there ends the writer only.
+void BecomeReportWriter() {
   struct sigaction dfl;
   std::memset(&dfl, 0, sizeof(dfl));
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
-  sigaction(sig, &dfl, nullptr);
+  for (int sig = 1; sig < kMaxSignal; ++sig) {
+    if (g_installed[sig].active) sigaction(sig, &dfl, nullptr);
+  }
+  sigaction(SIGALRM, &dfl, nullptr);
   sigset_t set;
   sigemptyset(&set);
-  sigaddset(&set, sig);
+  sigaddset(&set, SIGALRM);
   pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
-  raise(sig);
-  _exit(128 + sig);  // not reached: the default action of `sig` kills
+  if (g_timeout_s > 0) alarm(static_cast<unsigned int>(g_timeout_s));
 }
 
-// Step 2 of the header's strategy, bounded by the alarm.
+// Step 2 of the header's strategy.
 void RunReport(const CrashSignal& s) {
   Engine* engine = Engine::IfCreated();
   if (engine == nullptr) {
@@ -181,27 +184,47 @@ void RunReport(const CrashSignal& s) {
     line.Write();
     return;
   }
-  struct sigaction previous_alarm;
-  unsigned int previous_alarm_s = 0;
-  if (g_timeout_s > 0) {
-    g_reported_signal.store(s.signal, std::memory_order_release);
-    struct sigaction on_alarm;
-    std::memset(&on_alarm, 0, sizeof(on_alarm));
-    on_alarm.sa_handler = OnReportTimeout;
-    on_alarm.sa_flags = SA_ONSTACK;
-    sigemptyset(&on_alarm.sa_mask);
-    sigaction(SIGALRM, &on_alarm, &previous_alarm);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGALRM);
-    pthread_sigmask(SIG_UNBLOCK, &set, nullptr);  // restored on return
-    previous_alarm_s = alarm(static_cast<unsigned int>(g_timeout_s));
+  engine->NoteCrashSignal(s);
+  engine->WriteCrashSummary(s, STDERR_FILENO);
+  // The full report needs memory, locks and files: it is written by a copy
+  // of the process, so that whatever the crash left behind (a lock a thread
+  // held, a heap in pieces) can end only that copy, never hang the program's
+  // own end. The handler waits for it, at most crash_timeout_s.
+  const pid_t writer = ForkReportWriter();
+  if (writer == 0) {
+    BecomeReportWriter();
+    engine->WriteCrashReportInChild();
+    _exit(0);
   }
-  engine->WriteCrashReport(s);
-  if (g_timeout_s > 0) {
-    alarm(0);
-    sigaction(SIGALRM, &previous_alarm, nullptr);
-    if (previous_alarm_s > 0) alarm(previous_alarm_s);
+  if (writer < 0) {
+    SafeLine line;
+    line.Add("the full crash report could not be started (fork failed)");
+    line.Write();
+    return;
+  }
+  const int64_t max_waits = (g_timeout_s > 0 ? g_timeout_s : 3600) * 100;
+  struct timespec ten_ms = {0, 10 * 1000 * 1000};
+  int status = 0;
+  bool done = false;
+  for (int64_t i = 0; i <= max_waits && !done; ++i) {
+    const pid_t r = waitpid(writer, &status, WNOHANG);
+    if (r == writer || (r < 0 && errno != EINTR)) {
+      done = true;
+    } else {
+      nanosleep(&ten_ms, nullptr);
+    }
+  }
+  if (!done) {
+    kill(writer, SIGKILL);
+    waitpid(writer, &status, 0);
+  }
+  if (!done || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    SafeLine line;
+    line.Add("the full crash report ");
+    line.Add(!done ? "did not finish within crash_timeout_s"
+                   : "could not be written (its writer died)");
+    line.Add("; the summary above is what there is");
+    line.Write();
   }
 }
 

@@ -7,19 +7,20 @@
 // locks, symbolizes):
 //   1. A header line is written with write(2) alone: the signal, its code,
 //      the fault address and the thread. It always appears.
-//   2. The full report (text and JSON through the normal writers) is tried,
-//      once per process, by the first crashing thread:
-//        * try-locks only (the report lock, the crash state lock): a lock
-//          held elsewhere skips the part and says so, it is never waited for
-//          past a short bound;
-//        * an alarm (crash_timeout_s) ends a report that hangs anyway (e.g.
-//          the crash hit inside malloc and the writer needs malloc's lock):
-//          the process then dies by the same signal with the default
-//          action, without running the program's handler;
-//        * a second fault while writing (on the same thread) skips straight
-//          to step 3 for that signal.
-//      Other threads that crash meanwhile wait (bounded) for it to finish.
-//   3. Chaining: the disposition found at installation (the program's
+//   2. A summary, still with write(2) alone and nothing that allocates or
+//      waits for a lock (try-locks; a busy part is said to be left out):
+//      the live blocks, the host-visible block at or near the fault address,
+//      the newest kernel launches (Engine::WriteCrashSummary). It appears
+//      whatever state the crash left the tool in.
+//   3. The full report (text and JSON through the normal writers), once per
+//      process, by the first crashing thread, written by a copy of the
+//      process (a child made without fork handlers): a lock held by a thread
+//      that does not exist there, or a heap the fault broke, can hang or end
+//      only that copy. The handler waits for it at most crash_timeout_s,
+//      then ends it and says so. Other threads that crash meanwhile wait
+//      (bounded) for it to finish; a second fault of the reporting thread
+//      skips to step 4.
+//   4. Chaining: the disposition found at installation (the program's
 //      handler, another tool's such as Python's faulthandler, SIG_DFL or
 //      SIG_IGN) is put back — only if ours is still installed — and run: a
 //      handler is called directly with the original siginfo and context; the
@@ -28,8 +29,9 @@
 //
 // A handler the program installs after the tool replaces ours: the tool then
 // neither reports nor re-installs itself. A handler installed before is
-// chained as above. The exit report is not written again after a crash report
-// (a handler that calls exit() leaves the crash report as the one report).
+// chained as above. A program that recovers from the signal (its handler
+// returns, jumps away or calls exit()) still gets its exit report, with the
+// crash section in it.
 //
 // Alternate stack: the installing thread (the first to use CUDA, usually the
 // main thread) gets a 1 MiB sigaltstack unless it has one, so a stack

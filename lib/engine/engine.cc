@@ -1,5 +1,6 @@
 #include "lib/engine/engine.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,6 +47,12 @@ Engine& Engine::Get() {
     auto* e = new Engine(GlobalOptions());
     g_engine.store(e, std::memory_order_release);
     InstallCrashHandlers(e->options());
+    // The child of a fork keeps none of the tool's work: see tracking().
+    pthread_atfork(nullptr, nullptr, [] {
+      if (Engine* engine = IfCreated()) {
+        engine->forked_child_.store(true, std::memory_order_relaxed);
+      }
+    });
 
     LogNote(1, "tracking CUDA allocations (stack_depth=%lld)",
             static_cast<long long>(e->options().stack_depth));
@@ -99,12 +106,30 @@ int Engine::NvtxRangePush(absl::string_view name) { return NvtxPush(name); }
 
 int Engine::NvtxRangePop() { return NvtxPop(); }
 
+uint64_t Engine::HiddenDeviceBytes(int device) const {
+  return usage_.RedzoneBytes(device) + guard_.HeldBytes(device);
+}
+
 Registry& Engine::RegistryFor(MemoryKind kind) {
   return kind == MemoryKind::kVmmPhysical ? vmm_handles_ : pointers_;
 }
 
+namespace {
+
+// The device bytes the tool added around `record`: its redzones.
+int64_t RedzoneBytes(const AllocationRecord& record) {
+  return record.guarded()
+             ? static_cast<int64_t>(record.raw_bytes - record.bytes)
+             : 0;
+}
+
+}  // namespace
+
 void Engine::AccountFree(const AllocationRecord& record) {
   if (CountsTowardsUsage(record.kind)) usage_.Sub(record.device, record.bytes);
+  if (record.guarded()) {
+    usage_.AddRedzones(record.device, -RedzoneBytes(record));
+  }
   RecordTimeline(TimelineKind::kFree, record);
   EndNvtxMemIn(record);  // A pool's heaps and regions in it
 }
@@ -119,7 +144,7 @@ void Engine::OnAlloc(const AllocEvent& event) {
   // registered its exit handler: ours, registered now, runs before it.
   static const bool exit_hook_registered = [] {
     std::atexit([] {
-      if (Engine* engine = IfCreated()) {
+      if (Engine* engine = IfCreated(); engine && !engine->forked_child()) {
         engine->MarkExiting();
         // Allocations only CUPTI's activity records saw,
         // while CUPTI still answers (its own exit handlers run after this).
@@ -153,6 +178,7 @@ void Engine::OnAlloc(const AllocEvent& event) {
     NvtxCountAlloc(record.nvtx_range, record.bytes);
   }
   if (CountsTowardsUsage(record.kind)) usage_.Add(record.device, record.bytes);
+  if (record.guarded()) usage_.AddRedzones(record.device, RedzoneBytes(record));
   RecordTimeline(TimelineKind::kAlloc, record);
   std::optional<AllocationRecord> replaced =
       RegistryFor(record.kind).Insert(record);
@@ -409,6 +435,10 @@ void Engine::OnContextTeardown(int device, uint64_t context,
   }
   std::vector<AllocationRecord> dropped =
       pointers_.EraseIf([&](const AllocationRecord& r) {
+        // Address reservations (and physical handles, kept apart) belong to
+        // the process, not to a context: they outlive its destruction and
+        // the program still frees them with cuMemAddressFree.
+        if (r.kind == MemoryKind::kVmmReservation) return false;
         if (r.kind == MemoryKind::kRegisteredHost) {
           // The user's own memory: only its registration ends.
           return r.context != 0 && contexts.contains(r.context);
@@ -421,6 +451,7 @@ void Engine::OnContextTeardown(int device, uint64_t context,
   for (const AllocationRecord& r : dropped) {
     // Not a free by the program: usage drops, the free count does not.
     if (CountsTowardsUsage(r.kind)) usage_.Release(r.device, r.bytes);
+    if (r.guarded()) usage_.AddRedzones(r.device, -RedzoneBytes(r));
     RecordTimeline(TimelineKind::kFree, r);
     EndNvtxMemIn(r);  // a pool's NVTX heaps and regions in it
     released_.push_back(ReleasedBlock{r, std::string(reason)});
@@ -514,7 +545,8 @@ ReportData Engine::BuildReport(absl::string_view reason) {
 ReportState Engine::TakeReportState(absl::string_view reason) {
   ReportState state;
   state.version = GMT_VERSION;
-  state.pid = getpid();
+  // The traced process, also in the child that writes a crash report.
+  state.pid = owner_pid_;
   state.argv = ReadArgv();
   state.reason = std::string(reason);
   state.leak_check = options_.leak_check;
@@ -569,6 +601,8 @@ ReportState Engine::TakeReportState(absl::string_view reason) {
   guard.guarded = g.guarded;
   guard.unguarded_oom = g.unguarded_oom;
   guard.unguarded_capture = g.unguarded_capture;
+  guard.unguarded_refused = g.unguarded_refused;
+  guard.unguarded_shareable = g.unguarded_shareable;
   guard.checks = g.checks;
   guard.check_failures = g.check_failures;
   guard.fill_failures = g.fill_failures;

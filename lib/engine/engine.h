@@ -28,7 +28,9 @@
 #include "lib/registry/graph_memory.h"
 #include "lib/leaks/growth.h"
 #include "lib/guard/guard_manager.h"
+#include "lib/guard/guarded_alloc.h"
 #include "lib/stacks/kernel_names.h"
+#include "lib/registry/mem_pools.h"
 #include "lib/registry/memory_activity.h"
 #include "lib/registry/nvtx_mem_regions.h"
 #include "lib/health/oom_diagnosis.h"
@@ -123,7 +125,17 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   const Options& options() const { return options_; }
-  bool tracking() const { return options_.enabled; }
+  // Whether calls are recorded: the option, and not in a fork()ed child. A
+  // child's CUDA does not work and its picture is the parent's; its calls
+  // are forwarded untouched, so it never waits on tool state that a thread
+  // which did not survive the fork may have held.
+  bool tracking() const {
+    return options_.enabled &&
+           !forked_child_.load(std::memory_order_relaxed);
+  }
+  bool forked_child() const {
+    return forked_child_.load(std::memory_order_relaxed);
+  }
 
   // Captures the caller's stack (options().stack_depth frames) into the depot.
   StackId CaptureCallStack();
@@ -155,9 +167,37 @@ class Engine {
   // nullopt when it is not guarded (policy, size 0, stream capture).
   std::optional<GuardLayout> PlanGuard(Api api, uint64_t bytes,
                                        uint64_t stream = 0);
+  // One linear allocation of `bytes` by `api` on `stream`, made through
+  // `alloc` with redzones when PlanGuard says so, and retried (quarantine
+  // given back, then unguarded) when CUDA refuses the bigger block
+  // (lib/guard/guarded_alloc.h). The caller records a success (OnAlloc
+  // with the raw block when guarded) and reports an out-of-memory failure.
+  // `may_guard` false: the block must not get redzones (it may leave the
+  // process: a shareable pool's, MemPools).
+  GuardedAllocation AllocateLinear(Api api, uint64_t bytes, uint64_t stream,
+                                   RawLinearAlloc alloc, bool may_guard = true);
+  // The same for a pitched (2-D) or 3-D allocation of `rows` rows (slices)
+  // of at least `least_row_bytes` each (0: never guarded).
+  GuardedAllocation AllocateRows(Api api, uint64_t rows,
+                                 uint64_t least_row_bytes, RawRowsAlloc alloc);
   // Out of memory with redzones: gives the quarantine back to CUDA. Returns
   // whether anything was released (a retry may succeed).
   bool ReleaseQuarantine();
+
+  // Stream-ordered pools the program shares with other processes
+  // (lib/registry/mem_pools.h): their blocks are never guarded.
+  void OnMemPoolCreated(uint64_t pool, bool shareable) {
+    mem_pools_.NoteCreated(pool, shareable);
+  }
+  void OnMemPoolDestroyed(uint64_t pool) { mem_pools_.NoteDestroyed(pool); }
+  void OnDeviceMemPool(int device, uint64_t pool) {
+    mem_pools_.NoteDevicePool(device, pool);
+  }
+  bool AnyShareablePool() const { return mem_pools_.AnyShareable(); }
+  // `pool` 0: the pool `device` allocates from.
+  bool PoolShareable(uint64_t pool, int device) const {
+    return mem_pools_.Shareable(pool, device);
+  }
   GuardManager& guard() { return guard_; }
 
   // The live block (device, managed or pinned) whose user range holds
@@ -181,11 +221,8 @@ class Engine {
   void BeforeLaunch(uint64_t context, uint64_t stream);
   void AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel);
   // AfterLaunch for a launch seen from inside the driver's own call (a CUPTI
-  // exit callback): no CUDA call is made there. The launch is logged
-  // for attribution and, with check=kernel, its check is owed: enqueued on its
-  // stream at the next BeforeLaunch (before any later kernel, so the report
-  // still names exactly this kernel) or at the next synchronization, zone
-  // check or teardown, whichever comes first.
+  // exit callback): no CUDA call is made there; with check=kernel its check
+  // is owed (GuardManager::NoteLaunchDeferred).
   void AfterLaunchDeferred(uint64_t context, uint64_t stream, uint32_t kernel);
 
   // A synchronizing call (cudaDeviceSynchronize, cudaStreamSynchronize,
@@ -201,10 +238,12 @@ class Engine {
   // changed. `reason` names the check in reports ("snapshot", "exit", ...).
   void CheckAllZones(absl::string_view reason);
 
-  // IPC: before cudaIpcGetMemHandle / cuIpcGetMemHandle of `user_address`,
-  // writes a header into the block's front redzone so that a traced peer can
-  // find the user's start. Returns the raw address to pass to CUDA.
-  uint64_t PrepareIpcExport(uint64_t user_address);
+  // IPC: before cudaIpcGetMemHandle / cuIpcGetMemHandle of `address` (any
+  // byte of a block, as CUDA takes it), writes a header into the block's
+  // front redzone so that a traced peer can find the user's start. Returns
+  // the address to pass to CUDA (the raw start of a guarded block), or
+  // nullopt for an address in a redzone: CUDA would find no allocation there.
+  std::optional<uint64_t> PrepareIpcExport(uint64_t address);
   // In the peer, after cudaIpcOpenMemHandle mapped `raw_base` in `context`:
   // the user's start if the exporter left a header, else raw_base.
   uint64_t IpcUserAddress(uint64_t context, uint64_t raw_base);
@@ -250,6 +289,10 @@ class Engine {
   void FinalReport();
 
   UsageFigures DeviceUsage(int device) const { return usage_.Get(device); }
+  // Device memory of `device` the tool holds that the program never asked
+  // for: the redzones of its live blocks and the quarantine. Added back to
+  // free memory in the program's view (cudaMemGetInfo, cuMemGetInfo).
+  uint64_t HiddenDeviceBytes(int device) const;
   std::vector<AllocationRecord> LiveAllocations() const;
   uint64_t ErrorCount() const;
   StackDepot& depot() { return depot_; }
@@ -296,10 +339,17 @@ class Engine {
   // tool (the context is lost) and writes the report (reason "cuda-error")
   // at once, before the program can exit. Later calls do nothing.
   void OnStickyError(absl::string_view call, int code, const char* code_name);
-  // From the fatal-signal handler (lib/engine/crash_handler.h): writes the report
-  // (reason "crash") using try-locks, once; no-op in a fork()ed child or when
-  // the exit report was written already.
-  void WriteCrashReport(const CrashSignal& signal);
+  // A fatal signal (lib/engine/crash_handler.h). From the handler, in this
+  // order: NoteCrashSignal records the signal for
+  // every later report (atomics only); WriteCrashSummary writes to `fd` what
+  // can be said without allocating or waiting for a lock (live blocks, the
+  // block at the fault address, the newest kernels); WriteCrashReportInChild
+  // writes the full report, in a child process forked for it (the handler
+  // waits for it, bounded by crash_timeout_s). A program that recovers from
+  // the signal still gets its exit report, with the crash in it.
+  void NoteCrashSignal(const CrashSignal& signal);
+  void WriteCrashSummary(const CrashSignal& signal, int fd);
+  void WriteCrashReportInChild();
   // A sticky CUDA error was seen: no more GPU work for the tool.
   bool ContextLost() const {
     return sticky_seen_.load(std::memory_order_acquire);
@@ -403,6 +453,7 @@ class Engine {
   StackTable printed_stacks_ ABSL_GUARDED_BY(errors_mu_);
 
   GuardManager guard_;
+  MemPools mem_pools_;
   KernelNames kernel_names_;
   // Suppressions (option suppressions=FILE), loaded once; a file that cannot
   // be used leaves no rule and its error here for the report's notes.
@@ -412,6 +463,8 @@ class Engine {
   std::atomic<uint64_t> untracked_frees_{0};
   std::atomic<bool> final_done_{false};
   std::atomic<bool> exiting_{false};
+  // Set in a fork()ed child (pthread_atfork, Engine::Get).
+  std::atomic<bool> forked_child_{false};
   absl::Mutex report_mu_;  // one report at a time
 
   // Memory over time for the html/trace/torch reports (lib/registry/timeline.h;
@@ -440,19 +493,19 @@ class Engine {
   mutable absl::Mutex crash_mu_;
   ReportData::Crash crash_ ABSL_GUARDED_BY(crash_mu_);
   std::atomic<bool> sticky_seen_{false};
-
-  // (lib/engine/engine_guard.cc): per-kernel checks owed by launches seen
-  // from inside the driver's call (AfterLaunchDeferred), enqueued by the next
-  // BeforeLaunch, AfterLaunch, synchronization, zone check or teardown.
-  struct OwedCheck {
-    uint64_t context;
-    uint64_t stream;
-    uint32_t kernel;
+  // The fatal signal noted by NoteCrashSignal (signal 0: none).
+  struct NotedSignal {
+    std::atomic<int> signal{0};
+    std::atomic<int> code{0};
+    std::atomic<uint64_t> fault_address{0};
+    std::atomic<bool> has_fault_address{false};
+    std::atomic<int> thread{0};
   };
+  NotedSignal noted_signal_;
+
+  // Enqueues the per-kernel checks owed by launches seen from inside the
+  // driver's call (GuardManager::NoteLaunchDeferred) and reports them.
   void SettleOwedChecks();
-  absl::Mutex owed_mu_;
-  std::vector<OwedCheck> owed_ ABSL_GUARDED_BY(owed_mu_);
-  std::atomic<uint32_t> owed_count_{0};
 
   // (lib/engine/engine_graph.cc): graph memory nodes.
   // A stream-ordered allocation made on a stream being captured: noted as an

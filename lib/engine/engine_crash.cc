@@ -2,6 +2,7 @@
 // (lib/engine/crash_handler.h) and of the first sticky CUDA error
 // (lib/core/sticky_errors.h): what the crash was, the newest kernel launches, the
 // live blocks, and the report written before the process can die.
+#include <errno.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include "lib/core/clock.h"
 #include "lib/engine/engine.h"
 #include "lib/core/log.h"
+#include "lib/report/report_assembly.h"
 #include "lib/report/report_output.h"
 
 namespace gmt {
@@ -90,52 +92,178 @@ void Engine::OnStickyError(absl::string_view call, int code,
   WriteReport("cuda-error");
 }
 
-void Engine::WriteCrashReport(const CrashSignal& signal) {
-  if (getpid() != owner_pid_) return;  // a fork()ed child: not our picture
-  if (final_done_.exchange(true, std::memory_order_acq_rel)) {
-    LogError("the exit report was written already; no crash report");
-    return;
+// ---- At a fatal signal --------------------------------------------------
+// From the signal handler: nothing here allocates, takes a lock it may wait
+// for, or calls anything but write(2) and lock-free reads.
+
+namespace {
+
+// Text built in a fixed buffer and written with write(2): no allocation, no
+// stdio, no locale. Lines longer than the buffer are cut.
+class SafeText {
+ public:
+  explicit SafeText(int pid) : pid_(pid) {}
+  SafeText& Add(const char* text) {
+    while (*text != '\0' && size_ < sizeof(buffer_) - 1) {
+      buffer_[size_++] = *text++;
+    }
+    return *this;
   }
-  if (!TryLockFor(crash_mu_, 100)) {
-    LogError("crash state locked (by the crashing thread?): no crash report");
-    return;
+  SafeText& Decimal(uint64_t value) {
+    char digits[24];
+    int n = 0;
+    do {
+      digits[n++] = static_cast<char>('0' + value % 10);
+      value /= 10;
+    } while (value != 0);
+    while (n > 0 && size_ < sizeof(buffer_) - 1) buffer_[size_++] = digits[--n];
+    return *this;
   }
-  crash_.present = true;
-  crash_.kind = "signal";  // what triggered this report
-  crash_.signal = signal.signal;
-  crash_.signal_name = CrashSignalName(signal.signal);
-  crash_.code = signal.code;
-  crash_.code_name = CrashCodeName(signal.signal, signal.code);
-  crash_.fault_address = signal.fault_address;
-  crash_.has_fault_address = signal.has_fault_address;
-  crash_.thread = signal.thread;
-  crash_.skipped.push_back(
-      "guard zones: not checked at the crash (no GPU work from a signal "
-      "handler)");
-  crash_mu_.Unlock();
-  // A report in progress on another thread gets a moment to finish; one held
-  // by the crashing thread itself (a fault inside the tool) never would.
-  if (!TryLockFor(report_mu_, 2000)) {
-    LogError(
-        "another report holds the report lock (a fault inside the tool?): no "
-        "crash report");
-    return;
+  SafeText& Hex(uint64_t value) {
+    Add("0x");
+    char digits[16];
+    int n = 0;
+    do {
+      digits[n++] = "0123456789abcdef"[value & 0xf];
+      value >>= 4;
+    } while (value != 0);
+    while (n > 0 && size_ < sizeof(buffer_) - 1) buffer_[size_++] = digits[--n];
+    return *this;
+  }
+  // "==<pid>== gpumemtrace: " then the line's text, then WriteLine.
+  SafeText& Begin() {
+    Add("==").Decimal(static_cast<uint64_t>(pid_)).Add("== gpumemtrace: ");
+    return *this;
+  }
+  void WriteLine(int fd) {
+    buffer_[size_++] = '\n';
+    size_t done = 0;
+    while (done < size_) {
+      const ssize_t n = write(fd, buffer_ + done, size_ - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    size_ = 0;
+  }
+
+ private:
+  int pid_;
+  char buffer_[1024];
+  size_t size_ = 0;
+};
+
+}  // namespace
+
+void Engine::NoteCrashSignal(const CrashSignal& signal) {
+  noted_signal_.code.store(signal.code, std::memory_order_relaxed);
+  noted_signal_.fault_address.store(signal.fault_address,
+                                    std::memory_order_relaxed);
+  noted_signal_.has_fault_address.store(signal.has_fault_address,
+                                        std::memory_order_relaxed);
+  noted_signal_.thread.store(signal.thread, std::memory_order_relaxed);
+  // Last: a report that sees the signal sees the rest.
+  noted_signal_.signal.store(signal.signal, std::memory_order_release);
+}
+
+void Engine::WriteCrashSummary(const CrashSignal& signal, int fd) {
+  SafeText out(owner_pid_);
+  // Live blocks, and the host-visible one the fault address lies in or near.
+  uint64_t blocks = 0;
+  uint64_t bytes = 0;
+  AllocationRecord near;
+  uint64_t near_distance = kCrashNearBytes + 1;
+  const int busy = pointers_.TryVisitLive([&](const AllocationRecord& r) {
+    ++blocks;
+    if (CountsTowardsUsage(r.kind)) bytes += r.bytes;
+    if (!signal.has_fault_address || !HostVisible(r.kind)) return;
+    const uint64_t a = signal.fault_address;
+    uint64_t distance = 0;
+    if (a < r.address) {
+      distance = r.address - a;
+    } else if (a >= r.address + r.bytes) {
+      distance = a - (r.address + r.bytes) + 1;
+    }
+    if (distance < near_distance) {
+      near = r;
+      near_distance = distance;
+    }
+  });
+  out.Begin().Add("live at the crash: ").Decimal(blocks).Add(" blocks, ")
+      .Decimal(bytes).Add(" bytes");
+  if (busy > 0) {
+    out.Add(" (").Decimal(static_cast<uint64_t>(busy))
+        .Add(" of 64 registry shards were busy and are not counted)");
+  }
+  out.WriteLine(fd);
+  if (near_distance <= kCrashNearBytes) {
+    out.Begin().Add("the fault address ").Hex(signal.fault_address);
+    const uint64_t a = signal.fault_address;
+    if (a < near.address) {
+      out.Add(" lies ").Decimal(near.address - a).Add(" bytes before");
+    } else if (a >= near.address + near.bytes) {
+      out.Add(" lies ").Decimal(a - (near.address + near.bytes))
+          .Add(" bytes past the end of");
+    } else {
+      out.Add(" lies ").Decimal(a - near.address).Add(" bytes into");
+    }
+    out.Add(" a ").Add(ApiName(near.api).data()).Add(" block of ")
+        .Decimal(near.bytes).Add(" bytes at ").Hex(near.address);
+    out.WriteLine(fd);
+  }
+  // The newest kernel launches (the ring is lock-free; names by try-lock).
+  RecentLaunches::Entry launches[kMaxRecentKernels];
+  const size_t n = recent_launches_.NewestInto(launches, kMaxRecentKernels);
+  out.Begin().Add("recent kernels (newest last): ");
+  if (n == 0) out.Add("none seen");
+  for (size_t i = 0; i < n; ++i) {
+    char name[160];
+    if (!kernel_names_.TryCopyName(launches[i].kernel, name, sizeof(name))) {
+      name[0] = '?';
+      name[1] = '\0';
+    }
+    out.Add(i == 0 ? "" : ", ").Add(name);
+  }
+  out.WriteLine(fd);
+}
+
+void Engine::WriteCrashReportInChild() {
+  // A copy of the crashed process, alone in it: the report lock may be held
+  // by a thread that does not exist here, and no other report can run.
+  if (!report_mu_.TryLock()) {
+    LogNote(1, "the report lock was held at the crash; writing anyway");
   }
   ReportData data = BuildReport("crash");
   WriteReportOutputs(data, options_);
-  report_mu_.Unlock();
 }
 
 void Engine::TakeCrashState(ReportState* state) {
-  // Try-lock: this may run in a signal handler (WriteCrashReport).
+  // Try-lock: this runs in the crash report's writer, a copy of a process
+  // whose crashing thread may have held it.
   if (!TryLockFor(crash_mu_, 100)) return;
-  if (!crash_.present) {
-    crash_mu_.Unlock();
-    return;
-  }
   state->crash = crash_;
   crash_mu_.Unlock();
   ReportData::Crash& c = state->crash;
+  // A fatal signal, noted from the handler (atomics only): what this report
+  // is about, or about the exit of a program that recovered from it.
+  if (const int sig = noted_signal_.signal.load(std::memory_order_acquire);
+      sig != 0) {
+    c.present = true;
+    c.kind = "signal";
+    c.signal = sig;
+    c.signal_name = CrashSignalName(sig);
+    c.code = noted_signal_.code.load(std::memory_order_relaxed);
+    c.code_name = CrashCodeName(sig, c.code);
+    c.fault_address =
+        noted_signal_.fault_address.load(std::memory_order_relaxed);
+    c.has_fault_address =
+        noted_signal_.has_fault_address.load(std::memory_order_relaxed);
+    c.thread = noted_signal_.thread.load(std::memory_order_relaxed);
+    c.skipped.push_back(
+        "guard zones: not checked at the crash (no GPU work from a signal "
+        "handler)");
+  }
+  if (!c.present) return;
   for (const RecentLaunches::Entry& launch :
        recent_launches_.Newest(kMaxRecentKernels)) {
     c.recent_kernels.push_back(ReportData::Crash::Launch{

@@ -94,12 +94,14 @@ std::string diff_text(const SnapshotDiff& d) {
 
 uint64_t check_now() {
   Engine& engine = Engine::Get();
+  if (!engine.tracking()) return 0;
   engine.CheckAllZones("request");
   return engine.ErrorCount();
 }
 
 uint64_t report() {
   Engine& engine = Engine::Get();
+  if (!engine.tracking()) return 0;
   engine.CheckAllZones("request");
   engine.WriteReport("request");
   return engine.ErrorCount();

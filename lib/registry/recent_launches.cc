@@ -15,11 +15,16 @@ void RecentLaunches::Record(uint32_t kernel, uint64_t stream, uint64_t context,
 }
 
 std::vector<RecentLaunches::Entry> RecentLaunches::Newest(size_t max) const {
+  Entry entries[kCapacity];
+  const size_t n = NewestInto(entries, max);
+  return std::vector<Entry>(entries, entries + n);
+}
+
+size_t RecentLaunches::NewestInto(Entry* out, size_t max) const {
   const uint64_t end = next_.load(std::memory_order_acquire);
   if (max > kCapacity) max = kCapacity;
   const uint64_t begin = end > max ? end - max : 0;
-  std::vector<Entry> out;
-  out.reserve(end - begin);
+  size_t written = 0;
   for (uint64_t n = begin; n < end; ++n) {
     const Slot& s = slots_[n % kCapacity];
     if (s.sequence.load(std::memory_order_acquire) != n + 1) continue;
@@ -31,9 +36,9 @@ std::vector<RecentLaunches::Entry> RecentLaunches::Newest(size_t max) const {
     std::atomic_thread_fence(std::memory_order_acquire);
     // Overwritten while we read it: drop it rather than mix two launches.
     if (s.sequence.load(std::memory_order_relaxed) != n + 1) continue;
-    out.push_back(e);
+    out[written++] = e;
   }
-  return out;
+  return written;
 }
 
 }  // namespace gmt

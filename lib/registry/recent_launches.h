@@ -37,6 +37,9 @@ class RecentLaunches {
 
   // Up to `max` of the newest launches, oldest first.
   std::vector<Entry> Newest(size_t max) const;
+  // The same into `out` (room for `max`), without allocating: usable from a
+  // signal handler. Returns how many were written.
+  size_t NewestInto(Entry* out, size_t max) const;
 
   // Launches recorded since the start.
   uint64_t Count() const { return next_.load(std::memory_order_acquire); }

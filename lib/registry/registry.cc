@@ -187,6 +187,20 @@ std::vector<AllocationRecord> Registry::Live() const {
   return out;
 }
 
+int Registry::TryVisitLive(
+    absl::FunctionRef<void(const AllocationRecord&)> visit) const {
+  int skipped = 0;
+  for (const Shard& shard : shards_) {
+    if (!shard.mu.TryLock()) {
+      ++skipped;
+      continue;
+    }
+    for (const auto& [address, record] : shard.live) visit(record);
+    shard.mu.Unlock();
+  }
+  return skipped;
+}
+
 size_t Registry::live_count() const {
   size_t n = 0;
   for (const Shard& shard : shards_) {

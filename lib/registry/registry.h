@@ -17,6 +17,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "lib/core/api.h"
 #include "lib/stacks/stack_depot.h"
@@ -109,6 +110,10 @@ class Registry {
 
   // A copy of every live block, in no particular order.
   std::vector<AllocationRecord> Live() const;
+  // Calls `visit` for every live block of every shard whose lock is free
+  // now, without waiting or allocating: usable from a signal handler (the
+  // crashing thread may hold a shard's lock). Returns the shards skipped.
+  int TryVisitLive(absl::FunctionRef<void(const AllocationRecord&)> visit) const;
 
   size_t live_count() const;
 

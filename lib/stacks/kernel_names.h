@@ -21,6 +21,10 @@ class KernelNames {
   uint32_t Intern(absl::string_view name);
   // The name of `id`; "?" for an unknown id.
   std::string Name(uint32_t id) const;
+  // The name of `id` copied into `out` (NUL-terminated, cut to `size`), for a
+  // signal handler: no allocation, and false rather than wait when the table
+  // is busy (its lock may be held by the thread that crashed).
+  bool TryCopyName(uint32_t id, char* out, size_t size) const;
 
  private:
   mutable absl::Mutex mu_;

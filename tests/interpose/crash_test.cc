@@ -140,13 +140,16 @@ TEST_F(CrashTest, ProgramHandlerInstalledAfterWins) {
 }
 
 // "exit from a signal handler": the program's chained handler calls
-// exit(); the process ends with its code and exactly one valid report, the
-// crash report (the exit report is not written over it).
+// exit(); the process ends with its code and exactly one valid report: the
+// exit report, which carries the crash.
 TEST_F(CrashTest, ExitFromSignalHandlerLeavesOneValidReport) {
   RunResult r = Run(GMT_CRASH_PROGRAM, {"exit_in_handler", "."});
   EXPECT_EQ(r.exit_code, 5) << r.Describe();
   EXPECT_TRUE(Contains(r.out, "program handler: report present")) << r.out;
-  ExpectSignalReport(r, SIGSEGV, "SIGSEGV");
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  EXPECT_EQ(r.report.value("reason", ""), "exit") << r.Describe();
+  EXPECT_EQ(r.report["crash"].value("signal_name", ""), "SIGSEGV")
+      << r.report.dump(1);
   int reports = 0;
   for (const auto& entry : std::filesystem::directory_iterator(
            std::filesystem::path(r.report_path).parent_path())) {
@@ -154,6 +157,38 @@ TEST_F(CrashTest, ExitFromSignalHandlerLeavesOneValidReport) {
     if (name.rfind("r.", 0) == 0) ++reports;
   }
   EXPECT_EQ(reports, 1);
+}
+
+// A program that handles its own fault and goes on gets its exit report,
+// with the crash in it (the crash report once marked the exit report as
+// written, so a recovering program lost it).
+TEST_F(CrashTest, ProgramThatRecoversGetsItsExitReport) {
+  RunResult plain = RunPlain(GMT_CRASH_PROGRAM, {"recover", "."});
+  ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
+  RunResult r = Run(GMT_CRASH_PROGRAM, {"recover", "."});
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(r.out, plain.out);
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  EXPECT_EQ(r.report.value("reason", ""), "exit") << r.Describe();
+  EXPECT_EQ(r.report["crash"].value("kind", ""), "signal") << r.Describe();
+  EXPECT_EQ(r.report["summary"].value("leaks", 0), 2) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "caught SIGSEGV")) << r.err;
+}
+
+// The crash comes while another thread is inside the tool, holding its locks
+// (a canary fill the test double holds): the summary written from the
+// handler still says what was live and what ran, and the process still dies
+// by its signal. (The full report needed those locks and was lost with them.)
+TEST_F(CrashTest, CrashWhileTheToolHoldsItsLocksStillReports) {
+  RunOptions options;
+  options.env = {{"FAKE_CUDA_HOLD_FILL", "hold"}};
+  options.gmt_options =
+      "report=json:report_path=r.%p.json:crash_timeout_s=2";
+  RunResult r = Run(GMT_CRASH_PROGRAM, {"segv_locked", "."}, options);
+  EXPECT_EQ(r.exit_code, 128 + SIGSEGV) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "caught SIGSEGV")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "live at the crash: ")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "crash_program_kernel")) << r.err;
 }
 
 TEST_F(CrashTest, CrashReportOffWritesNothingAndStillDiesBySignal) {

@@ -25,5 +25,26 @@ TEST_F(ProcessTest, ForkedChildWritesNoReport) {
   EXPECT_EQ(reports, 1) << r.Describe();
 }
 
+// Another thread is inside the tool (in one of its own CUDA calls, made under
+// the guard lock) when the program forks. The child inherits that state but
+// not the thread: its own CUDA calls must be answered as without the tool,
+// never wait for a lock no thread will release (the child used to hang in
+// its first cudaMalloc).
+TEST_F(ProcessTest, ChildOfAForkDuringToolWorkIsNotBlocked) {
+  const std::string hold = tmp() + "/hold";
+  RunOptions options;
+  options.env = {{"FAKE_CUDA_HOLD_FILL", hold}};
+  options.timeout_s = 60;
+  RunResult plain = RunPlain(GMT_FORK_PROGRAM, {"locked", hold + ".plain"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
+  ASSERT_NE(plain.out.find("child finished"), std::string::npos)
+      << plain.Describe();
+  RunResult with = Run(GMT_FORK_PROGRAM, {"locked", hold}, options);
+  ASSERT_EQ(with.exit_code, 0) << with.Describe();
+  // The fill really was held across the fork (else this proves nothing).
+  EXPECT_TRUE(std::filesystem::exists(hold + ".held")) << with.Describe();
+  EXPECT_EQ(with.out, plain.out);
+}
+
 }  // namespace
 }  // namespace gmt_test

@@ -1,6 +1,7 @@
 // Contexts that take their memory with them.
 //
 //   gmt_context_program MODE   MODE: ctx_destroy primary_release
+//                                    vmm_after_destroy
 //
 //   ctx_destroy      cuCtxCreate, cuMemAlloc(1500) (LeakInCreatedContext),
 //                    cuCtxDestroy; then a new context allocates and frees
@@ -10,6 +11,10 @@
 //                    (LeakBeforePrimaryRelease), cuDevicePrimaryCtxRelease: the
 //                    last reference, so the driver destroys the context and its
 //                    memory; then retain again, allocate and free 1700 bytes
+//   vmm_after_destroy  a VMM reservation and a physical allocation mapped
+//                    into it in a created context; cuCtxDestroy; then the
+//                    program unmaps, releases and frees the reservation, as
+//                    it may: both belong to the process, not the context
 #include <string>
 
 #include "tests/interpose/programs/program_util.h"
@@ -51,12 +56,38 @@ NOINLINE void PrimaryRelease() {
   AllocAndFree(1700);
 }
 
+NOINLINE void VmmAfterDestroy() {
+  Cu("cuInit", cuInit(0));
+  CUcontext ctx = nullptr;
+  Cu("cuCtxCreate", cuCtxCreate(&ctx, nullptr, 0, 0));
+  CUmemAllocationProp prop = {};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  size_t granularity = 0;
+  Cu("cuMemGetAllocationGranularity",
+     cuMemGetAllocationGranularity(&granularity, &prop,
+                                   CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  const size_t bytes = granularity * 2;
+  CUdeviceptr va = 0;
+  Cu("cuMemAddressReserve", cuMemAddressReserve(&va, bytes * 2, 0, 0, 0));
+  CUmemGenericAllocationHandle handle = 0;
+  Cu("cuMemCreate", cuMemCreate(&handle, bytes, &prop, 0));
+  Cu("cuMemMap", cuMemMap(va, bytes, 0, handle, 0));
+  Cu("cuCtxDestroy", cuCtxDestroy(ctx));
+  Cu("cuMemUnmap", cuMemUnmap(va, bytes));
+  Cu("cuMemRelease", cuMemRelease(handle));
+  Cu("cuMemAddressFree", cuMemAddressFree(va, bytes * 2));
+}
+
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "ctx_destroy") {
     CtxDestroy();
   } else if (mode == "primary_release") {
     PrimaryRelease();
+  } else if (mode == "vmm_after_destroy") {
+    VmmAfterDestroy();
   } else {
     std::fprintf(stderr, "unknown mode '%s'\n", mode.c_str());
     return 2;

@@ -19,6 +19,14 @@
 //     small_altstack  installs a 16 KiB alternate signal stack (a PROT_NONE
 //                     page below it) before any CUDA call, as a sanitizer's
 //                     runtime does, then segfaults like segv
+//     recover         installs its own SIGSEGV handler before any CUDA call
+//                     that jumps back (siglongjmp) past the faulting store;
+//                     the program prints "recovered" and returns 0, as a
+//                     program that handles its own faults does
+//     segv_locked     another thread is inside one of the tool's own CUDA
+//                     calls (its canary fill, held there by the test double:
+//                     FAKE_CUDA_HOLD_FILL=<dir>/hold) when the main thread
+//                     segfaults
 //     sticky          launches fake_fault_illegal_address (the double plants
 //                     CUDA_ERROR_ILLEGAL_ADDRESS), synchronizes, prints the
 //                     code, prints whether the report exists already, and
@@ -28,6 +36,10 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <csetjmp>
+#include <thread>
 
 #include <cstdio>
 #include <cstdlib>
@@ -120,6 +132,19 @@ void ProgramHandlerExit5(int) {
   exit(5);
 }
 
+sigjmp_buf g_recover;
+
+void ProgramHandlerRecover(int) { siglongjmp(g_recover, 1); }
+
+// The other thread of segv_locked: an allocation, and a launch that makes the
+// tool fill its canaries, where the test double holds it.
+void AllocateAndLaunch() {
+  void* p = nullptr;
+  cudaMalloc(&p, 4096);
+  cudaLaunchKernel(static_cast<const void*>("crash_program_other"), dim3(1),
+                   dim3(32), nullptr, 0, nullptr);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -134,11 +159,13 @@ int main(int argc, char** argv) {
   struct rlimit no_core = {0, 0};
   setrlimit(RLIMIT_CORE, &no_core);
 
-  if (mode == "chain_before" || mode == "exit_in_handler") {
+  if (mode == "chain_before" || mode == "exit_in_handler" ||
+      mode == "recover") {
     struct sigaction act;
     std::memset(&act, 0, sizeof(act));
-    act.sa_handler =
-        mode == "chain_before" ? ProgramHandlerReraise : ProgramHandlerExit5;
+    act.sa_handler = mode == "chain_before"      ? ProgramHandlerReraise
+                     : mode == "exit_in_handler" ? ProgramHandlerExit5
+                                                 : ProgramHandlerRecover;
     sigemptyset(&act.sa_mask);
     sigaction(SIGSEGV, &act, nullptr);
   }
@@ -173,6 +200,22 @@ int main(int argc, char** argv) {
       return 3;
     }
     WriteThrough(reinterpret_cast<volatile int*>(start + 16));
+  } else if (mode == "recover") {
+    if (sigsetjmp(g_recover, 1) == 0) {
+      WriteThrough(nullptr);
+    } else {
+      std::printf("recovered\n");
+      std::fflush(stdout);
+      return 0;
+    }
+  } else if (mode == "segv_locked") {
+    std::thread other(AllocateAndLaunch);
+    other.detach();
+    const std::string held = g_dir + "/hold.held";
+    for (int i = 0; i < 5000 && access(held.c_str(), F_OK) != 0; ++i) {
+      usleep(1000);
+    }
+    WriteThrough(nullptr);
   } else if (mode == "abort") {
     std::abort();
   } else if (mode == "sticky") {
