@@ -198,7 +198,7 @@ int main() {
     int n;
   } packed = {3.0f, 0, dx, dy, kN};
   static_assert(offsetof(decltype(packed), x) == 8, "pointer at offset 8");
-  size_t packed_size = sizeof packed;
+  size_t packed_size = offsetof(decltype(packed), n) + sizeof(int);
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed,
                    CU_LAUNCH_PARAM_BUFFER_SIZE, &packed_size,
                    CU_LAUNCH_PARAM_END};

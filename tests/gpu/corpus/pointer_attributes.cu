@@ -54,7 +54,8 @@ void Describe(const char* name, const void* p, size_t size,
     cudaGetLastError();
 
     CUmemorytype type = static_cast<CUmemorytype>(0);
-    int is_managed = -1, mapped = -1, ordinal = -1, ipc = -1;
+    // Booleans: zero first, whatever width the driver writes.
+    int is_managed = 0, mapped = 0, ordinal = -1, ipc = 0;
     CUdeviceptr start = 0;
     size_t range = 0;
     unsigned long long buffer_id = 0;
@@ -105,8 +106,8 @@ void Describe(const char* name, const void* p, size_t size,
 
 int main() {
   corpus::ProgramName() = "pointer_attributes";
-  CORPUS_CHECK(cudaSetDevice(0));
   CORPUS_CHECK(cudaSetDeviceFlags(cudaDeviceMapHost));
+  CORPUS_CHECK(cudaSetDevice(0));
   CORPUS_CHECK(cuInit(0));
   cudaStream_t stream;
   CORPUS_CHECK(cudaStreamCreate(&stream));

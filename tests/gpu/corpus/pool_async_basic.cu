@@ -166,11 +166,13 @@ int main() {
   CORPUS_CHECK(cudaStreamSynchronize(streams[2]));
   corpus::Rc("cudaFree of cudaMallocAsync memory", cudaFree(p));
   // Size 0 gives a null pointer and success.
-  void* empty = reinterpret_cast<void*>(1);
-  corpus::Rc("cudaMallocAsync 0 bytes", cudaMallocAsync(&empty, 0, streams[2]));
+  void* empty = nullptr;
+  cudaError_t empty_rc = corpus::Rc("cudaMallocAsync 0 bytes",
+                                    cudaMallocAsync(&empty, 0, streams[2]));
   std::printf("0-byte allocation is null: %s\n",
               empty == nullptr ? "yes" : "no");
-  if (empty != nullptr) CORPUS_CHECK(cudaFreeAsync(empty, streams[2]));
+  if (empty_rc == cudaSuccess && empty != nullptr)
+    CORPUS_CHECK(cudaFreeAsync(empty, streams[2]));
   CORPUS_CHECK(cudaDeviceSynchronize());
 
   threshold = 0;

@@ -40,7 +40,11 @@ class GrowableBuffer {
   }
 
   ~GrowableBuffer() {
-    if (mapped_ > 0) CORPUS_CHECK(cuMemUnmap(base_, mapped_));
+    CUdeviceptr at = base_;
+    for (const Chunk& c : chunks_) {
+      CORPUS_CHECK(cuMemUnmap(at, c.size));
+      at += c.size;
+    }
     for (Chunk& c : chunks_) CORPUS_CHECK(cuMemRelease(c.handle));
     for (Range& r : ranges_) CORPUS_CHECK(cuMemAddressFree(r.base, r.size));
   }
