@@ -362,14 +362,15 @@ class RunResult:
         self.report_error = report_error
 
 
-def _library_path(lib):
+def _library_path(lib, toolkit):
     """LD_LIBRARY_PATH for the programs: the tool's folder (its bundled
-    dependencies) and the toolkit's libraries where they exist."""
+    dependencies) and, last and for compiled programs only (PyTorch brings
+    its own CUDA libraries), the toolkit's libraries where they exist."""
     parts = [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p]
     extra = [os.path.dirname(lib)]
     for d in ("/usr/local/cuda/lib64",
               "/usr/local/cuda/targets/x86_64-linux/lib"):
-        if os.path.isdir(d):
+        if toolkit and os.path.isdir(d):
             extra.append(d)
     return ":".join(parts + [d for d in extra if d not in parts])
 
@@ -401,7 +402,8 @@ def run_program(t, ctx, program, label, options, injected, run_dir):
     env = dict(os.environ)
     for key in ("LD_PRELOAD", "GMT_OPTIONS", "CUDA_INJECTION64_PATH"):
         env.pop(key, None)
-    env["LD_LIBRARY_PATH"] = _library_path(ctx.lib)
+    env["LD_LIBRARY_PATH"] = _library_path(
+        ctx.lib, toolkit=program["argv"][0] != "{python}")
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.update(program.get("env") or {})
