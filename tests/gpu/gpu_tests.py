@@ -25,8 +25,15 @@ bundle that tools/device_bundle.sh makes:
 
   gpu_tests.py --lib LIB --examples-dir DIR --out-dir DIR [--only a,b]
                [--skip c] [--results FILE] [--python PY] [--list]
+               [--corpus-dir DIR] [--corpus-manifest FILE ...]
+
+  --corpus-dir, --corpus-manifest   the differential corpus (case "corpus",
+                                    gpu_cases_corpus.py): the committed
+                                    corpus' build folder, extra manifests
 
   GMT_LIB, GMT_EXAMPLES_DIR, GMT_TEST_OUT   defaults for the three paths
+  GMT_CORPUS_DIR, GMT_CORPUS_MANIFEST       defaults for the corpus (the
+                                            latter os.pathsep-separated)
   GMT_EXTRA_OPTIONS                         appended to GMT_OPTIONS (e.g.
                                             "stack_depth=32")
   GMT_TEST_CHURN_PAIRS, GMT_TEST_TORCH_STEPS, GMT_TEST_TRAIN_ITERS
@@ -1193,6 +1200,10 @@ def main(argv=None):
         "GMT_TEST_PYTHON", sys.executable or "python3"),
         help="interpreter for pytorch_train.py")
     parser.add_argument("--list", action="store_true")
+    parser.add_argument("--corpus-dir", default=os.environ.get(
+        "GMT_CORPUS_DIR"), help="the committed corpus' build folder")
+    parser.add_argument("--corpus-manifest", action="append", default=[],
+                        help="an extra corpus manifest (repeatable)")
     args = parser.parse_args(argv)
 
     names = [n for n, _ in CASES]
@@ -1230,6 +1241,8 @@ def main(argv=None):
         return 1
     ctx = Context(lib, os.path.abspath(args.examples_dir),
                   os.path.abspath(args.out_dir), args.python)
+    ctx.corpus_dir = args.corpus_dir
+    ctx.corpus_manifests = args.corpus_manifest
     os.makedirs(ctx.out_dir, exist_ok=True)
     print("library:  %s\nexamples: %s\nout:      %s" % (
         ctx.lib, ctx.examples_dir, ctx.out_dir), flush=True)
