@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "lib/platform/nvml_loader.h"
+#include "lib/platform/tool_driver.h"
 #include "lib/health/xid_watch.h"
 
 namespace gmt {
@@ -161,6 +162,33 @@ void NoteCudaVersions(int runtime_version, int driver_version) {
   if (driver_version > 0) g_driver_version.store(driver_version);
 }
 
+namespace {
+
+// The CUDA version the driver supports. NVML's _v2 asks the driver library
+// and can fail where the driver is fine (seen on an H200 with driver 580:
+// "Unknown Error"); the older entry point asks the kernel module, and the driver
+// library itself answers cuDriverGetVersion once the program has loaded it.
+// The reason shown when all fail is the first one's.
+Reading<int> DriverCudaVersion(const NvmlApi& api) {
+  Reading<int> v2 =
+      Read<int>(api, api.system_get_cuda_driver_version,
+                [&](int* v) { return api.system_get_cuda_driver_version(v); });
+  if (v2.ok() && *v2.value > 0) return v2;
+  Reading<int> v1 = Read<int>(
+      api, api.system_get_cuda_driver_version_v1,
+      [&](int* v) { return api.system_get_cuda_driver_version_v1(v); });
+  if (v1.ok() && *v1.value > 0) return v1;
+  if (const ToolDriver* driver = GetToolDriver(); driver != nullptr) {
+    int version = 0;
+    if (driver->driver_get_version(&version) == CUDA_SUCCESS && version > 0) {
+      return Reading<int>::Of(version);
+    }
+  }
+  return v2;
+}
+
+}  // namespace
+
 HealthReading ReadHealth(int only_device) {
   HealthReading out;
   const int runtime = g_runtime_version.load();
@@ -183,9 +211,7 @@ HealthReading ReadHealth(int only_device) {
   out.versions.driver = r == nvml::kSuccess
                             ? Reading<std::string>::Of(text)
                             : Reading<std::string>::Missing(Why(api, r));
-  out.versions.driver_cuda =
-      Read<int>(api, api.system_get_cuda_driver_version,
-                [&](int* v) { return api.system_get_cuda_driver_version(v); });
+  out.versions.driver_cuda = DriverCudaVersion(api);
   unsigned count = 0;
   r = api.device_get_count(&count);
   if (r != nvml::kSuccess) {

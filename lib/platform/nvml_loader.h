@@ -105,6 +105,8 @@ struct NvmlApi {
     nvml::Return (*)(char*, unsigned))                                        \
   X(false, system_get_cuda_driver_version,                                    \
     "nvmlSystemGetCudaDriverVersion_v2", nvml::Return (*)(int*))              \
+  X(false, system_get_cuda_driver_version_v1,                                 \
+    "nvmlSystemGetCudaDriverVersion", nvml::Return (*)(int*))                 \
   X(true, device_get_count, "nvmlDeviceGetCount_v2",                          \
     nvml::Return (*)(unsigned*))                                              \
   X(true, device_get_handle_by_index, "nvmlDeviceGetHandleByIndex_v2",        \

@@ -107,6 +107,17 @@ bool CountsAsLeakedBytes(const ReportData::Leak& leak) {
   return leak.api != Api::kNvtxRegion && CountsTowardsUsage(leak.kind);
 }
 
+LeakedReservations CountLeakedReservations(
+    const std::vector<ReportData::Leak>& leaks) {
+  LeakedReservations out;
+  for (const ReportData::Leak& leak : leaks) {
+    if (leak.kind != MemoryKind::kVmmReservation) continue;
+    out.count += leak.count;
+    out.bytes += leak.bytes;
+  }
+  return out;
+}
+
 void SortLeaksLargestFirst(std::vector<ReportData::Leak>* leaks) {
   std::stable_sort(leaks->begin(), leaks->end(),
                    [](const ReportData::Leak& a, const ReportData::Leak& b) {

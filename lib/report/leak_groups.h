@@ -54,6 +54,17 @@ std::vector<ReportData::Leak> GroupRegionLeaks(
 // as leaked blocks, but not as leaked bytes.
 bool CountsAsLeakedBytes(const ReportData::Leak& leak);
 
+// Address ranges reserved with cuMemAddressReserve and never freed: virtual
+// address space, not memory (a PyTorch run reserves hundreds of GB of it on
+// a card of 141 GB). Counted as leaked blocks, reported apart, never in the
+// leaked bytes.
+struct LeakedReservations {
+  uint64_t count = 0;  // ranges
+  uint64_t bytes = 0;  // address space
+};
+LeakedReservations CountLeakedReservations(
+    const std::vector<ReportData::Leak>& leaks);
+
 // Largest bytes first, keeping the order of equal ones.
 void SortLeaksLargestFirst(std::vector<ReportData::Leak>* leaks);
 

@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "lib/report/block_fields.h"
+#include "lib/report/leak_groups.h"
 #include "lib/report/report.h"
 #include "lib/report/report_viz_util.h"
 
@@ -266,8 +267,16 @@ class HtmlWriter {
     row("allocations", absl::StrCat(s.allocations));
     row("frees", absl::StrCat(s.frees));
     row("bytes live at report", Escape(HumanBytes(s.live_bytes_at_exit)));
+    const LeakedReservations reserved = CountLeakedReservations(data_.leaks);
     row("leaked blocks",
-        absl::StrCat(s.leaks, " (", Escape(HumanBytes(s.leaked_bytes)), ")"));
+        absl::StrCat(
+            s.leaks, " (", Escape(HumanBytes(s.leaked_bytes)), ")",
+            reserved.count == 0
+                ? ""
+                : absl::StrCat(", of which ", reserved.count,
+                               " address range", reserved.count == 1 ? "" : "s",
+                               " (", Escape(HumanBytes(reserved.bytes)),
+                               " of address space, not memory)")));
     row("errors", absl::StrCat(s.errors));
     Add("</table>\n<table id=\"devices\"><tr><th>device</th>"
         "<th class=\"n\">total</th><th class=\"n\">peak in use</th>"

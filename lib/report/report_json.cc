@@ -7,6 +7,7 @@
 #include "lib/core/clock.h"
 #include "lib/report/block_fields.h"
 #include "lib/report/health_render.h"
+#include "lib/report/leak_groups.h"
 #include "lib/report/report.h"
 #include "lib/report/report_crash.h"
 
@@ -95,6 +96,11 @@ std::string RenderJson(const ReportData& data) {
   }
   out["summary"]["nvtx_region_leaks"] = region_leaks;
   out["summary"]["nvtx_region_leaked_bytes"] = region_leaked_bytes;
+  // Leaked cuMemAddressReserve ranges, included in "leaks"; address space,
+  // not memory, so not in "leaked_bytes".
+  const LeakedReservations reserved = CountLeakedReservations(data.leaks);
+  out["summary"]["reservation_leaks"] = reserved.count;
+  out["summary"]["reservation_leaked_bytes"] = reserved.bytes;
   out["leak_check"] = data.leak_check;
   out["leaks"] = json::array();
   for (const ReportData::Leak& leak : data.leaks) {

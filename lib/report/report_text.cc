@@ -9,6 +9,7 @@
 #include "absl/strings/string_view.h"
 #include "lib/core/clock.h"
 #include "lib/report/health_render.h"
+#include "lib/report/leak_groups.h"
 #include "lib/report/report.h"
 #include "lib/report/report_crash.h"
 #include "lib/report/text_out.h"
@@ -107,6 +108,17 @@ void PrintError(TextOut& out, const ErrorRecord& e, const StackTable& stacks,
     PrintStack(out, a.stack, stacks);
   }
   if (!e.suppression.empty()) out.Line("  to suppress: %s", e.suppression);
+}
+
+// " (2 of them address ranges: 675 GB of address space, not memory)" for
+// the summary line: leaked reservations count as blocks, not as bytes.
+std::string ReservationsNote(const std::vector<ReportData::Leak>& leaks) {
+  const LeakedReservations reserved = CountLeakedReservations(leaks);
+  if (reserved.count == 0) return "";
+  return absl::StrFormat(" (%d of them address range%s: %s of address space, "
+                         "not memory)",
+                         reserved.count, reserved.count == 1 ? "" : "s",
+                         HumanBytes(reserved.bytes));
 }
 
 }  // namespace
@@ -210,6 +222,15 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
           "pools' blocks, so not added to the bytes)",
           regions, regions == 1 ? "" : "s", HumanBytes(region_bytes));
     }
+    const LeakedReservations reserved = CountLeakedReservations(data.leaks);
+    if (reserved.count > 0) {
+      out.Line(
+          "of which %d address range%s reserved with cuMemAddressReserve and "
+          "never freed, %s of virtual address space (not memory, so not added "
+          "to the bytes)",
+          reserved.count, reserved.count == 1 ? "" : "s",
+          HumanBytes(reserved.bytes));
+    }
     // What the reachability scan made of them, and its cost.
     const ReportData::Reachability& r = data.reachability;
     if (r.ran) {
@@ -244,8 +265,13 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
       if (leak.state == "unknown") state = " [reachability unknown]";
       // A pool's NVTX regions are regions, registered.
       const bool region = leak.api == Api::kNvtxRegion;
-      out.Line("LEAK: %s in %d %s%s from %s (%s) on %s%s%s, %s here:",
-               HumanBytes(leak.bytes), leak.count, region ? "region" : "block",
+      const bool reservation = leak.kind == MemoryKind::kVmmReservation;
+      out.Line("LEAK: %s%s in %d %s%s from %s (%s) on %s%s%s, %s here:",
+               HumanBytes(leak.bytes),
+               reservation ? " of address space" : "", leak.count,
+               region        ? "region"
+               : reservation ? "range"
+                             : "block",
                leak.count == 1 ? "" : "s", ApiName(leak.api),
                MemoryKindName(leak.kind), DeviceLabel(leak.device), released,
                state, region ? "registered" : "allocated");
@@ -342,9 +368,10 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
   if (!kinds.empty()) kinds += ")";
   std::string leaks =
       data.leak_check
-          ? absl::StrFormat("%d leaked block%s (%s)", data.summary.leaks,
+          ? absl::StrFormat("%d leaked block%s (%s)%s", data.summary.leaks,
                             data.summary.leaks == 1 ? "" : "s",
-                            HumanBytes(data.summary.leaked_bytes))
+                            HumanBytes(data.summary.leaked_bytes),
+                            ReservationsNote(data.leaks))
           : std::string("leak check off");
   // Suppressions (lib/report/suppressions.h): say what the rules hid.
   std::string suppressed;

@@ -14,6 +14,7 @@
 //   processes     pid 1 (4 GiB) and pid 4242 (hidden), after one
 //                 "insufficient size" answer
 //   Xid events    one Xid 79, then timeouts
+#include <cstdlib>
 #include <cstring>
 
 namespace {
@@ -42,13 +43,26 @@ bool g_xid_sent = false;
 #define API extern "C" __attribute__((visibility("default"))) Ret
 API nvmlInit_v2() { return 0; }
 extern "C" __attribute__((visibility("default"))) const char* nvmlErrorString(Ret r) {
-  return r == 3 ? "Not Supported" : "Fake Error";
+  return r == 3 ? "Not Supported" : r == 999 ? "Unknown Error" : "Fake Error";
 }
 API nvmlSystemGetDriverVersion(char* out, unsigned n) {
   std::strncpy(out, "570.86.15", n);
   return 0;
 }
-API nvmlSystemGetCudaDriverVersion_v2(int* v) { *v = 12080; return 0; }
+// FAKE_NVML_CUDA_VERSION=v2-fails: _v2 answers NVML_ERROR_UNKNOWN (999), as
+// seen on a real driver; =both-fail: the older entry point too.
+API nvmlSystemGetCudaDriverVersion_v2(int* v) {
+  const char* mode = std::getenv("FAKE_NVML_CUDA_VERSION");
+  if (mode != nullptr && *mode != '\0') return 999;
+  *v = 12080;
+  return 0;
+}
+API nvmlSystemGetCudaDriverVersion(int* v) {
+  const char* mode = std::getenv("FAKE_NVML_CUDA_VERSION");
+  if (mode != nullptr && std::strcmp(mode, "both-fail") == 0) return 999;
+  *v = 12080;
+  return 0;
+}
 API nvmlDeviceGetCount_v2(unsigned* n) { *n = 1; return 0; }
 API nvmlDeviceGetHandleByIndex_v2(unsigned i, void** d) {
   if (i != 0) return 2;

@@ -64,6 +64,24 @@ TEST_F(HealthGather, ReadsEveryValueAndSaysWhatIsUnsupported) {
       << text;
 }
 
+// NVML's _v2 query fails on some drivers that are fine: the version then
+// comes from the older query, and the line never reads "driver CUDA error".
+TEST_F(HealthGather, DriverCudaVersionFallsBackWhenNvmlV2Fails) {
+  setenv("FAKE_NVML_CUDA_VERSION", "v2-fails", 1);
+  HealthReading r = ReadHealth();
+  ASSERT_TRUE(r.versions.driver_cuda.ok()) << r.versions.driver_cuda.status;
+  EXPECT_EQ(*r.versions.driver_cuda.value, 12080);
+  EXPECT_EQ(RenderHealthText(r, false).find("driver CUDA error"),
+            std::string::npos)
+      << RenderHealthText(r, false);
+  // Both fail and no driver library is loaded here: the first reason, named.
+  setenv("FAKE_NVML_CUDA_VERSION", "both-fail", 1);
+  r = ReadHealth();
+  unsetenv("FAKE_NVML_CUDA_VERSION");
+  EXPECT_FALSE(r.versions.driver_cuda.ok());
+  EXPECT_EQ(r.versions.driver_cuda.status, "error: Unknown Error");
+}
+
 TEST_F(HealthGather, OnlyDeviceAndMissingDevice) {
   EXPECT_EQ(ReadHealth(0).devices.size(), 1u);
   HealthReading none = ReadHealth(5);

@@ -240,6 +240,25 @@ TEST(AssembleReportTest, ReservationsAndRegistrationsAreListedNotCounted) {
   EXPECT_EQ(r.leaks.size(), 3u);
   EXPECT_EQ(r.summary.leaks, 3u);
   EXPECT_EQ(r.summary.leaked_bytes, kMiB);
+  // Reserved address space is said apart from memory in every format.
+  const LeakedReservations reserved = CountLeakedReservations(r.leaks);
+  EXPECT_EQ(reserved.count, 1u);
+  EXPECT_EQ(reserved.bytes, 64 * kMiB);
+  const std::string text = RenderText(r, 0, false);
+  EXPECT_THAT(text, testing::HasSubstr(
+                        "of which 1 address range reserved with "
+                        "cuMemAddressReserve and never freed, 64.0 MiB of "
+                        "virtual address space"));
+  EXPECT_THAT(text, testing::HasSubstr("LEAK: 64.0 MiB of address space in 1 "
+                                       "range from cuMemAddressReserve"));
+  EXPECT_THAT(text, testing::HasSubstr(
+                        "3 leaked blocks (1.0 MiB) (1 of them address range: "
+                        "64.0 MiB of address space, not memory)"));
+  const std::string json = RenderJson(r);
+  EXPECT_THAT(json, testing::HasSubstr("\"reservation_leaks\": 1"));
+  EXPECT_THAT(json,
+              testing::HasSubstr(absl::StrCat("\"reservation_leaked_bytes\": ",
+                                              64 * kMiB)));
 }
 
 TEST(AssembleReportTest, NvtxRangesNameTheEntriesAndTheirSection) {
