@@ -22,6 +22,7 @@
 #   bench/      benchmark executables from build-release/benchmarks and the
 #               scripts in benchmarks/gpu/
 #   unit/       the TEST_BINARY arguments
+#   corpus/     the differential corpus (the build's tests/gpu/corpus/programs)
 #   MANIFEST.txt  commit, build date, every file with its size
 set -uo pipefail
 
@@ -160,7 +161,24 @@ if [ ${#missing[@]} -gt 0 ]; then
   printf '  %s\n' "${missing[@]}"
 fi
 
-# --- 4. Manifest and size ------------------------------------------------------
+# --- 4. Debug information -------------------------------------------------------
+# The device runs report the programs' stacks, not the tool's own lines, and
+# the carry limit is small: the tool, its launcher, benchmarks and bundled
+# libraries lose their debug sections (symbols stay, for the tool's own
+# frames). The examples keep theirs: their file:line is what the tests check.
+for f in "$BUNDLE"/lib/* "$BUNDLE"/bin/* "$BUNDLE"/bench/* "$BUNDLE"/unit/*; do
+  is_elf "$f" && strip --strip-debug "$f" 2>/dev/null
+done
+
+# --- 5. The differential corpus ------------------------------------------------
+# The corpus' build folder (tests/gpu/corpus/CMakeLists.txt), when built.
+if [ -f "$BUILD/tests/gpu/corpus/programs/corpus.json" ]; then
+  cp -r "$BUILD/tests/gpu/corpus/programs" "$BUNDLE/corpus"
+  strip --strip-debug "$BUNDLE"/corpus/* 2>/dev/null
+  log "corpus: $(find "$BUNDLE/corpus" -type f -perm -u+x | wc -l) programs"
+fi
+
+# --- 6. Manifest and size ------------------------------------------------------
 {
   echo "gpumemtrace device bundle"
   echo "commit: $(git rev-parse HEAD 2>/dev/null || echo none)$(
