@@ -4,10 +4,12 @@
 //   raw                      user = raw + front          user + bytes    raw +
 //   raw_bytes |                        |                           | | [  front
 //   redzone         |  user bytes               |  tail redzone ]
-//    <- front: k * 256 ----->                             <- slack + zone ->
+//    <- front: k * 512 ----->                             <- slack + zone ->
 //
-// * front is a multiple of 256, so the user's pointer keeps cudaMalloc's
-//   256-byte alignment (DESIGN pitfall 6);
+// * front is a multiple of 512, so the user's pointer keeps the alignment
+//   cudaMalloc gives in practice (its documented 256 bytes is not enough: a
+//   linear texture over a cudaMalloc'ed buffer needs textureAlignment, 512
+//   on current GPUs; DESIGN pitfall 6);
 // * the tail starts at the user's exact last byte + 1: the allocator's
 //   rounding slack (cudaMalloc hands out 512-byte granules) is redzone too, so
 //   an overrun that CUDA itself would never notice is caught;
@@ -34,7 +36,7 @@ GuardFamily FamilyOf(Api api);
 
 struct GuardPolicy {
   bool enabled = false;
-  uint64_t front = 256;
+  uint64_t front = 512;
   uint64_t tail_min = 4096;
   uint64_t tail_max = 1 << 20;
   uint64_t tail_ratio = 16;

@@ -36,10 +36,11 @@ Options GuardOptions(CheckLevel check = CheckLevel::kSync,
 TEST(GuardLayoutTest, FrontKeepsAlignmentAndTailCoversSlackPlusZone) {
   GuardPolicy p = GuardPolicy::FromOptions(GuardOptions());
   GuardLayout l = PlanLinear(p, 1000);
-  EXPECT_EQ(l.front, 256u);
-  EXPECT_EQ(l.front % 256, 0u);
+  // 512: the alignment programs get from cudaMalloc (textureAlignment).
+  EXPECT_EQ(l.front, 512u);
+  EXPECT_EQ(l.front % 512, 0u);
   // 1000 rounds to 1024 (24 bytes of slack), then a 4 KiB zone.
-  EXPECT_EQ(l.raw_bytes, 256u + 1024u + 4096u);
+  EXPECT_EQ(l.raw_bytes, 512u + 1024u + 4096u);
 }
 
 TEST(GuardLayoutTest, TailZoneAdaptsToSizeWithinBounds) {
@@ -147,7 +148,7 @@ TEST_F(GuardTest, UserPointerIsAlignedAndInsideTheRawBlock) {
   ASSERT_TRUE(v);
   EXPECT_TRUE(v->guarded);
   EXPECT_EQ(v->user_bytes, 1000u);
-  EXPECT_EQ(v->raw_address + 256, v->user_address);
+  EXPECT_EQ(v->raw_address + 512, v->user_address);
   // An address inside a redzone still finds its block (for the user's view).
   EXPECT_TRUE(engine_->FindBlock(reinterpret_cast<uint64_t>(p) - 8));
   EXPECT_TRUE(engine_->FindBlock(reinterpret_cast<uint64_t>(p) + 1000));
@@ -250,11 +251,11 @@ TEST_F(GuardTest, QuarantineEvictsOldestBatchAndChecksIt) {
   for (int i = 0; i < 8; ++i) blocks.push_back(Alloc(16 * 1024));
   Launch("k");
   for (uint8_t* p : blocks) Free(p);
-  // 8 blocks of ~20.5 KiB raw each against a 64 KiB budget: the oldest went
+  // 8 blocks of ~21 KiB raw each against a 64 KiB budget: the oldest went
   // back to CUDA, checked first.
   EXPECT_FALSE(ops_->released.empty());
   EXPECT_EQ(ops_->released.front(),
-            reinterpret_cast<uint64_t>(blocks[0]) - 256);
+            reinterpret_cast<uint64_t>(blocks[0]) - 512);
   EXPECT_GE(ops_->checks, 1);
   EXPECT_TRUE(Errors().empty());
   EXPECT_LE(engine_->guard().Stats().held_bytes, 64u * 1024);
@@ -396,7 +397,7 @@ TEST_F(GuardTest, IpcHeaderLetsAPeerFindTheUserStart) {
   uint8_t* p = Alloc(4096);
   const uint64_t user = reinterpret_cast<uint64_t>(p);
   const uint64_t raw = engine_->PrepareIpcExport(user).value_or(0);
-  EXPECT_EQ(raw, user - 256);
+  EXPECT_EQ(raw, user - 512);
   // Any byte of the block exports it; a redzone byte is in no block.
   EXPECT_EQ(engine_->PrepareIpcExport(user + 100), std::optional(raw));
   EXPECT_EQ(engine_->PrepareIpcExport(user - 8), std::nullopt);
