@@ -118,12 +118,15 @@ Result GuardedAlloc(Api api, Out* out, uint64_t bytes, uint64_t stream,
   if (FamilyOf(api) == GuardFamily::kAsync && engine.AnyShareablePool()) {
     may_guard = !engine.PoolShareable(pool, CurrentCallContext().device);
   }
+  // What CUDA wrote into the program's pointer on its last call: a failure
+  // leaves it there as CUDA does (cudaMalloc nulls it).
+  Out last{};
   GuardedAllocation a = engine.AllocateLinear(
       api, bytes, stream,
       [&](uint64_t n, uint64_t* raw) {
-        Out got{};
-        const Result r = call(n, &got);
-        *raw = AddressOf(got);
+        last = *out;
+        const Result r = call(n, &last);
+        *raw = AddressOf(last);
         return static_cast<int>(r);
       },
       may_guard);
@@ -135,8 +138,9 @@ Result GuardedAlloc(Api api, Out* out, uint64_t bytes, uint64_t stream,
     if constexpr (std::is_same_v<Result, cudaError_t>) {
       if (a.retried) last_error.RestoreAfterRetry();
     }
-  } else if (IsOutOfMemory(a.result)) {
-    NoteAllocFailure(api, bytes, stack, a.result);
+  } else {
+    *out = last;
+    if (IsOutOfMemory(a.result)) NoteAllocFailure(api, bytes, stack, a.result);
   }
   return result;
 }

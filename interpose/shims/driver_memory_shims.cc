@@ -53,19 +53,24 @@ CUresult Shim_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width,
   }
   uint64_t user = 0;
   uint64_t row = 0;
+  CUdeviceptr last_dptr = 0;
+  size_t last_pitch = 0;
   CUresult result = gmt::GuardedRowsAlloc<CUresult>(
       Api::kCuMemAllocPitch, height, gmt::LeastPitch(width), &user, &row,
       [&](uint64_t rows, uint64_t* raw, uint64_t* row_bytes) {
-        CUdeviceptr q = 0;
-        size_t got_pitch = 0;
-        CUresult r = real(&q, &got_pitch, width, rows, element_size);
-        *raw = q;
-        *row_bytes = got_pitch;
+        last_dptr = *dptr;
+        last_pitch = *pitch;
+        CUresult r = real(&last_dptr, &last_pitch, width, rows, element_size);
+        *raw = last_dptr;
+        *row_bytes = last_pitch;
         return r;
       });
   if (result == CUDA_SUCCESS) {
     *dptr = user;
     *pitch = row;
+  } else {  // what CUDA's last answer left there
+    *dptr = last_dptr;
+    *pitch = last_pitch;
   }
   return result;
 }

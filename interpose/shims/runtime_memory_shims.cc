@@ -125,19 +125,24 @@ cudaError_t Shim_cudaMallocPitch(void** p, size_t* pitch, size_t width,
   }
   uint64_t user = 0;
   uint64_t row = 0;
+  void* last_p = nullptr;
+  size_t last_pitch = 0;
   cudaError_t result = gmt::GuardedRowsAlloc<cudaError_t>(
       Api::kCudaMallocPitch, height, gmt::LeastPitch(width), &user, &row,
       [&](uint64_t rows, uint64_t* raw, uint64_t* row_bytes) {
-        void* q = nullptr;
-        size_t got_pitch = 0;
-        cudaError_t r = real(&q, &got_pitch, width, rows);
-        *raw = gmt::AddressOf(q);
-        *row_bytes = got_pitch;
+        last_p = *p;
+        last_pitch = *pitch;
+        cudaError_t r = real(&last_p, &last_pitch, width, rows);
+        *raw = gmt::AddressOf(last_p);
+        *row_bytes = last_pitch;
         return r;
       });
   if (result == cudaSuccess) {
     *p = gmt::FromAddress<void*>(user);
     *pitch = row;
+  } else {  // what CUDA's last answer left there
+    *p = last_p;
+    *pitch = last_pitch;
   }
   return result;
 }
@@ -159,23 +164,21 @@ cudaError_t Shim_cudaMalloc3D(cudaPitchedPtr* pitched, cudaExtent extent) {
   }
   uint64_t user = 0;
   uint64_t slice = 0;
-  cudaPitchedPtr got{};
+  cudaPitchedPtr got = *pitched;
   cudaError_t result = gmt::GuardedRowsAlloc<cudaError_t>(
       Api::kCudaMalloc3D, extent.depth, least_slice, &user, &slice,
       [&](uint64_t slices, uint64_t* raw, uint64_t* slice_bytes) {
         cudaExtent e = extent;
         e.depth = slices;
-        got = cudaPitchedPtr{};
+        got = *pitched;
         cudaError_t r = real(&got, e);
         *raw = gmt::AddressOf(got.ptr);
         // CUDA made `slices` slices of this size: it fits.
         *slice_bytes = static_cast<uint64_t>(got.pitch) * extent.height;
         return r;
       });
-  if (result == cudaSuccess) {
-    *pitched = got;
-    pitched->ptr = gmt::FromAddress<void*>(user);
-  }
+  *pitched = got;  // on a failure, what CUDA's last answer left there
+  if (result == cudaSuccess) pitched->ptr = gmt::FromAddress<void*>(user);
   return result;
 }
 

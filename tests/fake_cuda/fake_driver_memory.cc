@@ -86,6 +86,9 @@ CUresult AllocDevice(CUdeviceptr* dptr, size_t bytes, Kind kind,
   } else if (device != ctx->device) {
     owner = PrimaryContext(device);
   }
+  // Out of memory leaves the pointer null, as CUDA does (measured on the
+  // H200 through cudaMalloc).
+  *dptr = 0;
   if (InjectAllocationFailure()) return CUDA_ERROR_OUT_OF_MEMORY;
   size_t reserved = RoundUp(bytes, kAlignment);
   {

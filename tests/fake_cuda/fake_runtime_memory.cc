@@ -22,7 +22,10 @@ template <typename Alloc>
 cudaError_t AllocInto(void** out, Alloc&& alloc) {
   CUdeviceptr p = 0;
   CUresult r = alloc(&p);
-  if (r == CUDA_SUCCESS) *out = reinterpret_cast<void*>(p);
+  // Out of memory nulls the pointer, as the real runtime does (measured).
+  if (r == CUDA_SUCCESS || r == CUDA_ERROR_OUT_OF_MEMORY) {
+    *out = reinterpret_cast<void*>(p);
+  }
   return Return(r);
 }
 

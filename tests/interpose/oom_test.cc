@@ -43,6 +43,9 @@ TEST_F(OomTest, RetryWithoutRedzonesLeavesTheLastErrorAsItWas) {
                              "cudaGetLastError -> 0 cudaSuccess"),
             std::string::npos)
       << without.out;
+  // A failed allocation leaves the program's pointer as CUDA leaves it.
+  EXPECT_NE(without.out.find("pointer after failure: null"), std::string::npos)
+      << without.out;
   EXPECT_EQ(with.out, without.out);
   ASSERT_TRUE(with.has_report) << with.Describe();
   // The blocks got no redzones, and the report says so; the only

@@ -64,8 +64,10 @@ NOINLINE void NearlyAllOfIt() {
   Rt("cudaGetLastError", cudaGetLastError());
   Rt("cudaFree", cudaFree(p));
   // An error the program has not read yet stays its last error.
-  void* q = nullptr;
+  // CUDA nulls the pointer of a failed cudaMalloc; a program may test it.
+  void* q = reinterpret_cast<void*>(0x1);
   Rt("cudaMalloc(64 GiB)", cudaMalloc(&q, kTooMuch));
+  std::printf("pointer after failure: %s\n", q == nullptr ? "null" : "set");
   Rt("cudaMalloc(nearly all)", cudaMalloc(&p, nearly_all));
   Rt("cudaPeekAtLastError", cudaPeekAtLastError());
   Rt("cudaGetLastError", cudaGetLastError());
