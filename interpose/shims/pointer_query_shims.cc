@@ -19,10 +19,8 @@
 //   cuMemGetAddressRange   CUDA_ERROR_NOT_FOUND, outputs untouched;
 //   cuPointerGetAttribute  CUDA_ERROR_INVALID_VALUE for every attribute,
 //                          *data untouched, CUDA not called;
-//   cuPointerGetAttributes CUDA_SUCCESS with the defaults it gives an
-//                          unknown pointer: every output whose size is
-//                          documented is zeroed (see DefaultBytes); the rest
-//                          keep CUDA's answer for the raw block.
+//   cuPointerGetAttributes what CUDA answers for an address it does not
+//                          know, asked about one (UnknownAddressAnswer).
 // For an address in the user's bytes only the range attributes change; the
 // others (memory type, device, context, ...) describe the raw block, which is
 // the user's. cudaPointerGetAttributes is not shimmed: its fields (type,
@@ -32,7 +30,9 @@
 // Unguarded blocks and untracked addresses are forwarded untouched; so is
 // everything when tracking is off or the call is nested (cudart's own driver
 // calls).
+#include <atomic>
 #include <cstring>
+#include <optional>
 
 #include "absl/base/const_init.h"
 #include "absl/base/thread_annotations.h"
@@ -51,11 +51,14 @@ bool InUserBytes(const gmt::BlockView& view, uint64_t address) {
          address - view.user_address < view.user_bytes;
 }
 
-// The guarded block that `address` falls in (user bytes or redzone), if any.
+std::optional<gmt::BlockView> IpcBlock(uint64_t address);
+
+// The guarded block that `address` falls in (user bytes or redzone), if any:
+// one of this process, or one a traced exporter shared through IPC.
 std::optional<gmt::BlockView> GuardedBlock(uint64_t address) {
   std::optional<gmt::BlockView> view = gmt::Engine::Get().FindBlock(address);
-  if (!view || !view->guarded) return std::nullopt;
-  return view;
+  if (view && view->guarded) return view;
+  return IpcBlock(address);
 }
 
 bool IsRangeAttribute(CUpointer_attribute attribute) {
@@ -70,37 +73,30 @@ uint64_t UserRangeValue(const gmt::BlockView& view,
                                                             : view.user_bytes;
 }
 
-// How many bytes of an attribute's output cuPointerGetAttributes zeroes for
-// a pointer it does not know, where the documented type says: pointers,
-// handles, sizes and ids 8, enums and ordinals 4, booleans the low byte
-// (whatever integer the program passed, its value is then 0). 0: leave
-// CUDA's answer (structs, bit masks, flags).
-size_t DefaultBytes(CUpointer_attribute attribute) {
-  switch (attribute) {
-    case CU_POINTER_ATTRIBUTE_CONTEXT:
-    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
-    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
-    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
-    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
-    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
-    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
-    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
-    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
-      return 8;
-    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-      return 4;
-    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
-    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
-    case CU_POINTER_ATTRIBUTE_MAPPED:
-    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
-    case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
-      return 1;
-    default:
-      return 0;
+// cuPointerGetAttributes for `ptr`, a redzone address: what CUDA answers for
+// an address it does not know, asked about one (a byte of the tool's own
+// host memory, which no program registers). Every field comes from CUDA
+// (measured on the H200: memory type 0, device ordinal -2, host pointer the
+// address itself); a pointer field naming the probe names `ptr` instead.
+template <typename Real>
+CUresult UnknownAddressAnswer(Real real, unsigned int count,
+                              CUpointer_attribute* attributes, void** data,
+                              CUdeviceptr ptr) {
+  static const char kNeverRegistered = 0;
+  const CUdeviceptr probe = reinterpret_cast<CUdeviceptr>(&kNeverRegistered);
+  const CUresult result = real(count, attributes, data, probe);
+  if (result != CUDA_SUCCESS) return result;
+  for (unsigned int i = 0; i < count; ++i) {
+    if (data[i] == nullptr ||
+        (attributes[i] != CU_POINTER_ATTRIBUTE_HOST_POINTER &&
+         attributes[i] != CU_POINTER_ATTRIBUTE_DEVICE_POINTER)) {
+      continue;
+    }
+    uint64_t value = 0;
+    std::memcpy(&value, data[i], sizeof(value));
+    if (value == probe) std::memcpy(data[i], &ptr, sizeof(value));
   }
+  return result;
 }
 
 // Both range attributes are 8 bytes (CUdeviceptr, size_t).
@@ -108,26 +104,37 @@ static_assert(sizeof(CUdeviceptr) == sizeof(uint64_t) &&
               sizeof(size_t) == sizeof(uint64_t));
 
 // ---- IPC mappings opened in this process ------------------------------------
-// The user's address handed to the program -> the raw address CUDA mapped, for
-// the close. Only mappings whose two addresses differ are kept.
+// The user's address handed to the program -> the raw address CUDA mapped (for
+// the close) and the exporter's user size (for the range queries: the peer's
+// allocation is the exporter's block, not CUDA's raw mapping). Only mappings
+// whose two addresses differ are kept.
+
+struct IpcMapping {
+  uint64_t raw = 0;
+  uint64_t user_bytes = 0;  // 0: the exporter did not say
+};
 
 ABSL_CONST_INIT absl::Mutex g_ipc_mu(absl::kConstInit);
+// How many mappings are kept: range queries look only when there are some.
+std::atomic<size_t> g_ipc_count{0};
 
-absl::flat_hash_map<uint64_t, uint64_t>& IpcMappings()
+absl::flat_hash_map<uint64_t, IpcMapping>& IpcMappings()
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_ipc_mu) {
   // Leaked: a peer may close handles from static destructors.
-  static auto* const mappings = new absl::flat_hash_map<uint64_t, uint64_t>();
+  static auto* const mappings = new absl::flat_hash_map<uint64_t, IpcMapping>();
   return *mappings;
 }
 
 // After CUDA mapped `raw` in the current context: the address the program
 // gets.
 uint64_t OpenedIpcAddress(uint64_t raw) {
-  const uint64_t user =
-      gmt::Engine::Get().IpcUserAddress(gmt::CurrentCallContext().context, raw);
+  uint64_t user_bytes = 0;
+  const uint64_t user = gmt::Engine::Get().IpcUserAddress(
+      gmt::CurrentCallContext().context, raw, &user_bytes);
   if (user != raw) {
     absl::MutexLock lock(&g_ipc_mu);
-    IpcMappings()[user] = raw;
+    IpcMappings()[user] = IpcMapping{raw, user_bytes};
+    g_ipc_count.store(IpcMappings().size(), std::memory_order_relaxed);
   }
   return user;
 }
@@ -136,12 +143,33 @@ uint64_t OpenedIpcAddress(uint64_t raw) {
 uint64_t RawIpcAddress(uint64_t user) {
   absl::MutexLock lock(&g_ipc_mu);
   auto it = IpcMappings().find(user);
-  return it == IpcMappings().end() ? user : it->second;
+  return it == IpcMappings().end() ? user : it->second.raw;
 }
 
 void ForgetIpcAddress(uint64_t user) {
   absl::MutexLock lock(&g_ipc_mu);
   IpcMappings().erase(user);
+  g_ipc_count.store(IpcMappings().size(), std::memory_order_relaxed);
+}
+
+// The opened peer block holding `address` (from its raw start to the end of
+// the exporter's user bytes) as a view of the program's block, if any.
+std::optional<gmt::BlockView> IpcBlock(uint64_t address) {
+  if (g_ipc_count.load(std::memory_order_relaxed) == 0) return std::nullopt;
+  absl::MutexLock lock(&g_ipc_mu);
+  for (const auto& [user, m] : IpcMappings()) {
+    if (m.user_bytes == 0 || address < m.raw ||
+        address >= user + m.user_bytes) {
+      continue;
+    }
+    gmt::BlockView view;
+    view.raw_address = m.raw;
+    view.user_address = user;
+    view.user_bytes = m.user_bytes;
+    view.guarded = true;
+    return view;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -201,16 +229,13 @@ CUresult Shim_cuPointerGetAttributes(unsigned int count,
   }
   std::optional<gmt::BlockView> view = GuardedBlock(ptr);
   if (!view) return result;
-  const bool user_bytes = InUserBytes(*view, ptr);
+  if (!InUserBytes(*view, ptr)) return UnknownAddressAnswer(real, count,
+                                                             attributes, data,
+                                                             ptr);
   for (unsigned int i = 0; i < count; ++i) {
-    if (data[i] == nullptr) continue;
-    if (user_bytes) {
-      if (!IsRangeAttribute(attributes[i])) continue;
-      const uint64_t value = UserRangeValue(*view, attributes[i]);
-      std::memcpy(data[i], &value, sizeof(value));
-    } else {
-      std::memset(data[i], 0, DefaultBytes(attributes[i]));
-    }
+    if (data[i] == nullptr || !IsRangeAttribute(attributes[i])) continue;
+    const uint64_t value = UserRangeValue(*view, attributes[i]);
+    std::memcpy(data[i], &value, sizeof(value));
   }
   return result;
 }

@@ -246,7 +246,10 @@ class Engine {
   std::optional<uint64_t> PrepareIpcExport(uint64_t address);
   // In the peer, after cudaIpcOpenMemHandle mapped `raw_base` in `context`:
   // the user's start if the exporter left a header, else raw_base.
-  uint64_t IpcUserAddress(uint64_t context, uint64_t raw_base);
+  // `user_bytes` (may be null): the exporter's size of the block, 0 when the
+  // exporter left no header.
+  uint64_t IpcUserAddress(uint64_t context, uint64_t raw_base,
+                          uint64_t* user_bytes = nullptr);
 
   // A context is about to be destroyed or reset (context 0: every context on
   // `device`): take the final picture of its zones while the driver still

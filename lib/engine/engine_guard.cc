@@ -187,8 +187,9 @@ std::optional<uint64_t> Engine::PrepareIpcExport(uint64_t address) {
   return guard_.PrepareIpcExport(*r);
 }
 
-uint64_t Engine::IpcUserAddress(uint64_t context, uint64_t raw_base) {
-  return guard_.IpcUserAddress(context, raw_base);
+uint64_t Engine::IpcUserAddress(uint64_t context, uint64_t raw_base,
+                                uint64_t* user_bytes) {
+  return guard_.IpcUserAddress(context, raw_base, user_bytes);
 }
 
 void Engine::BeforeContextTeardown(int device, uint64_t context) {

@@ -702,7 +702,9 @@ uint64_t GuardManager::PrepareIpcExport(const AllocationRecord& block) {
   return block.raw_address;
 }
 
-uint64_t GuardManager::IpcUserAddress(uint64_t context, uint64_t raw_base) {
+uint64_t GuardManager::IpcUserAddress(uint64_t context, uint64_t raw_base,
+                                      uint64_t* user_bytes) {
+  if (user_bytes != nullptr) *user_bytes = 0;
   if (ops_ == nullptr) return raw_base;
   uint64_t header[3] = {};
   if (!ops_->Read(context, raw_base, header, sizeof(header))) return raw_base;
@@ -710,6 +712,7 @@ uint64_t GuardManager::IpcUserAddress(uint64_t context, uint64_t raw_base) {
       header[1] > (uint64_t{1} << 20)) {
     return raw_base;
   }
+  if (user_bytes != nullptr) *user_bytes = header[2];
   return raw_base + header[1];
 }
 

@@ -174,7 +174,10 @@ class GuardManager {
 
   // ---- IPC -----------------------------------------------------------------
   uint64_t PrepareIpcExport(const AllocationRecord& block);
-  uint64_t IpcUserAddress(uint64_t context, uint64_t raw_base);
+  // `user_bytes` (may be null) gets the exporter's user size, 0 without a
+  // header.
+  uint64_t IpcUserAddress(uint64_t context, uint64_t raw_base,
+                          uint64_t* user_bytes = nullptr);
 
   GuardStats Stats() const;
   // Raw bytes of `device` held in quarantine now.
