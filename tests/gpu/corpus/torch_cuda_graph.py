@@ -52,6 +52,9 @@ graph_losses = [None, None, None]
 graph = torch.cuda.CUDAGraph()
 opt.zero_grad(set_to_none=False)
 with torch.cuda.graph(graph):
+    # Gradients are zeroed inside the graph, or every replay would add to
+    # the previous one's (the eager loop zeroes them each step).
+    opt.zero_grad(set_to_none=False)
     static_loss = loss_fn(model(static_x), static_y)
     static_loss.backward()
     opt.step()
