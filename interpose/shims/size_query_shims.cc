@@ -9,9 +9,20 @@
 //                                  fits the card: when redzones do not fit,
 //                                  the tool gives the quarantine back and
 //                                  allocates the block unguarded.
+//   cudaMemPoolGetAttribute,       USED_MEM_CURRENT and USED_MEM_HIGH of a
+//   cuMemPoolGetAttribute          pool without the redzones of its guarded
+//                                  blocks and the blocks the tool holds in
+//                                  quarantine (CUDA counts both as used).
+//                                  The current figure is exact; the high
+//                                  watermark has today's hidden bytes taken
+//                                  off, exact while the peak is now, never
+//                                  below the current figure. RESERVED_* are
+//                                  CUDA's: the pool may have grown by one
+//                                  more step for the redzones.
 //
 // Nested calls (cudart's own) and untracked processes are forwarded as is.
 #include <algorithm>
+#include <cstring>
 
 #include "interpose/alloc_shims.h"
 #include "interpose/guard_shim_util.h"
@@ -32,7 +43,84 @@ void AddHiddenBytes(Size* free_bytes, const Size* total_bytes) {
       std::min<uint64_t>(free_now + hidden, static_cast<uint64_t>(*total_bytes)));
 }
 
+static_assert(static_cast<int>(cudaMemPoolAttrUsedMemCurrent) ==
+                  CU_MEMPOOL_ATTR_USED_MEM_CURRENT &&
+              static_cast<int>(cudaMemPoolAttrUsedMemHigh) ==
+                  CU_MEMPOOL_ATTR_USED_MEM_HIGH);
+
+// What the tool adds to `pool`'s used bytes: the guarded stream-ordered
+// blocks whose pool it is (asked of CUDA, for the raw block).
+uint64_t PoolHiddenBytes(CUmemoryPool pool) {
+  auto pointer_attribute = gmt::g_real_cuPointerGetAttribute.Get();
+  if (pointer_attribute == nullptr) return 0;
+  uint64_t hidden = 0;
+  for (const auto& charge : gmt::Engine::Get().StreamOrderedCharges()) {
+    CUmemoryPool owner = nullptr;
+    if (pointer_attribute(&owner, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
+                          charge.raw) == CUDA_SUCCESS &&
+        owner == pool) {
+      hidden += charge.hidden_bytes;
+    }
+  }
+  return hidden;
+}
+
+// `value` of `attribute` as without the tool; `current` reads the pool's
+// USED_MEM_CURRENT, for the floor of the high watermark.
+template <typename ReadCurrent>
+void CorrectPoolUsed(CUmemoryPool pool, int attribute, void* value,
+                     ReadCurrent&& current) {
+  if (value == nullptr || (attribute != CU_MEMPOOL_ATTR_USED_MEM_CURRENT &&
+                           attribute != CU_MEMPOOL_ATTR_USED_MEM_HIGH)) {
+    return;
+  }
+  const uint64_t hidden = PoolHiddenBytes(pool);
+  if (hidden == 0) return;
+  uint64_t used = 0;
+  std::memcpy(&used, value, sizeof(used));
+  uint64_t corrected = used - std::min(used, hidden);
+  if (attribute == CU_MEMPOOL_ATTR_USED_MEM_HIGH) {
+    uint64_t now = 0;
+    if (current(&now)) corrected = std::max(corrected, now - std::min(now, hidden));
+  }
+  std::memcpy(value, &corrected, sizeof(corrected));
+}
+
 }  // namespace
+
+cudaError_t Shim_cudaMemPoolGetAttribute(cudaMemPool_t pool,
+                                         cudaMemPoolAttr attribute,
+                                         void* value) {
+  auto real = gmt::g_real_cudaMemPoolGetAttribute.Get();
+  if (real == nullptr) return gmt::NoRuntimeError();
+  InterceptScope scope;
+  const cudaError_t result = real(pool, attribute, value);
+  if (result == cudaSuccess && scope.Recording()) {
+    CorrectPoolUsed(reinterpret_cast<CUmemoryPool>(pool),
+                    static_cast<int>(attribute), value, [&](uint64_t* now) {
+                      return real(pool, cudaMemPoolAttrUsedMemCurrent, now) ==
+                             cudaSuccess;
+                    });
+  }
+  return result;
+}
+
+CUresult Shim_cuMemPoolGetAttribute(CUmemoryPool pool,
+                                    CUmemPool_attribute attribute,
+                                    void* value) {
+  auto real = gmt::g_real_cuMemPoolGetAttribute.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  InterceptScope scope;
+  const CUresult result = real(pool, attribute, value);
+  if (result == CUDA_SUCCESS && scope.Recording()) {
+    CorrectPoolUsed(pool, static_cast<int>(attribute), value,
+                    [&](uint64_t* now) {
+                      return real(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+                                  now) == CUDA_SUCCESS;
+                    });
+  }
+  return result;
+}
 
 cudaError_t Shim_cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   auto real = gmt::g_real_cudaMemGetInfo.Get();

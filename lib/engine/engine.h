@@ -296,6 +296,13 @@ class Engine {
   // for: the redzones of its live blocks and the quarantine. Added back to
   // free memory in the program's view (cudaMemGetInfo, cuMemGetInfo).
   uint64_t HiddenDeviceBytes(int device) const;
+  // The guarded stream-ordered blocks a pool still counts as used, with the
+  // bytes of each the program did not ask for (GuardManager). The shims of
+  // the pool attribute queries find each block's pool and take those bytes
+  // off USED_MEM_CURRENT / USED_MEM_HIGH.
+  std::vector<GuardManager::PoolCharge> StreamOrderedCharges() const {
+    return guard_.StreamOrderedCharges();
+  }
   std::vector<AllocationRecord> LiveAllocations() const;
   uint64_t ErrorCount() const;
   StackDepot& depot() { return depot_; }

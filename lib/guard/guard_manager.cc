@@ -716,6 +716,21 @@ uint64_t GuardManager::IpcUserAddress(uint64_t context, uint64_t raw_base,
   return raw_base + header[1];
 }
 
+std::vector<GuardManager::PoolCharge> GuardManager::StreamOrderedCharges()
+    const {
+  std::vector<PoolCharge> out;
+  if (ops_ == nullptr) return out;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [context, c] : contexts_) {
+    for (const auto& [raw, b] : c.blocks) {
+      if (!StreamOrdered(b.record.api)) continue;
+      out.push_back({raw, b.held ? b.record.raw_bytes
+                                 : b.record.raw_bytes - b.record.bytes});
+    }
+  }
+  return out;
+}
+
 uint64_t GuardManager::HeldBytes(int device) const {
   if (ops_ == nullptr) return 0;
   absl::MutexLock lock(&mu_);

@@ -182,6 +182,14 @@ class GuardManager {
   GuardStats Stats() const;
   // Raw bytes of `device` held in quarantine now.
   uint64_t HeldBytes(int device) const;
+  // Guarded stream-ordered blocks CUDA still counts as in use in their pool
+  // (live, or held in quarantine) and the bytes of each the program did not
+  // ask for: the redzones of a live one, all of a held one.
+  struct PoolCharge {
+    uint64_t raw = 0;
+    uint64_t hidden_bytes = 0;
+  };
+  std::vector<PoolCharge> StreamOrderedCharges() const;
 
  private:
   enum class Role : uint8_t { kFront, kTail, kFreedUser };
