@@ -83,6 +83,9 @@ size_t DeviceBytesInUse(int device);
 // driver (measured); an interior address of a device block is accepted and
 // names the whole block (measured: the same handle as its base).
 bool IpcExportable(uintptr_t address);
+// The stream-ordered pool holding any byte of a block
+// (CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE); false for other memory.
+bool PoolOfAddress(CUdeviceptr address, CUmemoryPool* pool);
 // Accounts VMM physical memory against a device's capacity. False when the
 // device has no room (the caller returns CUDA_ERROR_OUT_OF_MEMORY).
 bool ChargeDevice(int device, size_t bytes);

@@ -6,6 +6,7 @@
 // base address; frees look the pointer up there, so a pointer the table does
 // not hold as a base (unknown, interior, already freed, or from another table)
 // returns CUDA_ERROR_INVALID_VALUE, as the real driver does.
+#include <algorithm>
 #include <cupti_driver_cbid.h>
 
 #include <cstdlib>
@@ -36,6 +37,7 @@ struct Block {
 // A default memory pool; CUmemoryPool values are pointers to these.
 struct Pool {
   int device;
+  uint64_t used_high = 0;  // USED_MEM_HIGH (T().mu)
 };
 Pool g_pools[kDeviceCount] = {{0}, {1}};
 
@@ -109,6 +111,13 @@ CUresult AllocDevice(CUdeviceptr* dptr, size_t bytes, Kind kind,
   Block& block = T().device[reinterpret_cast<uintptr_t>(p)];
   block = Block{bytes, reserved, kind, device, owner, nullptr};
   block.pool = async;
+  if (async) {
+    uint64_t used = 0;
+    for (const auto& [address, b] : T().device) {
+      if (b.pool && b.device == device) used += b.bytes;
+    }
+    g_pools[device].used_high = std::max(g_pools[device].used_high, used);
+  }
   *dptr = reinterpret_cast<CUdeviceptr>(p);
   // CUPTI's memory record of it.
   FakeMemoryRecord record;
@@ -638,6 +647,64 @@ FAKE_CU_API(cuMemGetInfo_v2, (size_t * free_bytes, size_t* total_bytes)) {
   *free_bytes =
       fake_cuda::kDeviceBytes - fake_cuda::DeviceBytesInUse(ctx->device);
   return CUDA_SUCCESS;
+}
+
+// ---- Stream-ordered pools: what they count -----------------------------------
+// USED_MEM_CURRENT is the sum of the sizes asked for of the pool's live
+// blocks (measured on the H200: exact, not rounded); USED_MEM_HIGH its
+// high watermark, which only 0 resets. Other attributes: invalid value (the
+// tests ask for none).
+
+namespace fake_cuda {
+
+// The pool holding the block at `address` (any byte of it), if any.
+bool PoolOfAddress(CUdeviceptr address, CUmemoryPool* pool) {
+  Tables& t = T();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto it = Containing(t.device, static_cast<uintptr_t>(address));
+  if (it == t.device.end() || !it->second.pool) return false;
+  *pool = reinterpret_cast<CUmemoryPool>(&g_pools[it->second.device]);
+  return true;
+}
+
+}  // namespace fake_cuda
+
+namespace {
+
+uint64_t PoolUsedLocked(int device) {
+  uint64_t used = 0;
+  for (const auto& [address, block] : fake_cuda::T().device) {
+    if (block.pool && block.device == device) used += block.bytes;
+  }
+  return used;
+}
+
+}  // namespace
+
+FAKE_CU_API(cuMemPoolGetAttribute,
+            (CUmemoryPool pool, CUmemPool_attribute attribute, void* value)) {
+  if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  for (fake_cuda::Pool& p : fake_cuda::g_pools) {
+    if (reinterpret_cast<CUmemoryPool>(&p) != pool) continue;
+    std::lock_guard<std::mutex> lock(fake_cuda::T().mu);
+    const uint64_t used = PoolUsedLocked(p.device);
+    p.used_high = std::max(p.used_high, used);
+    uint64_t answer = 0;
+    switch (attribute) {
+      case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+        answer = used;
+        break;
+      case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+        answer = p.used_high;
+        break;
+      default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    std::memcpy(value, &answer, sizeof(answer));
+    return CUDA_SUCCESS;
+  }
+  return CUDA_ERROR_INVALID_VALUE;
 }
 
 FAKE_CU_API(cuMemGetAddressRange_v2,

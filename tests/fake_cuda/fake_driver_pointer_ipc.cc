@@ -66,6 +66,13 @@ bool AttributeValue(CUpointer_attribute attribute, CUdeviceptr ptr,
       *value = CU_MEMORYTYPE_DEVICE;
       *bytes = sizeof(unsigned int);
       return true;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: {
+      CUmemoryPool pool = nullptr;
+      if (!fake_cuda::PoolOfAddress(ptr, &pool)) return false;
+      *value = reinterpret_cast<uint64_t>(pool);
+      *bytes = sizeof(CUmemoryPool);
+      return true;
+    }
     default:
       return false;
   }

@@ -58,6 +58,7 @@
   X(cuMemFreeAsync, cuMemFreeAsync, 11020, false)                          \
   X(cuMemFreeAsync, cuMemFreeAsync_ptsz, 11020, true)                      \
   X(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, 11020, false)    \
+  X(cuMemPoolGetAttribute, cuMemPoolGetAttribute, 11020, false)            \
   X(cuMemHostAlloc, cuMemHostAlloc, 2020, false)                           \
   X(cuMemAllocHost, cuMemAllocHost_v2, 3020, false)                        \
   X(cuMemFreeHost, cuMemFreeHost, 2000, false)                             \

@@ -79,6 +79,8 @@ DriverApi* LoadDriver() {
        Resolve(get, "cuMemFreeAsync", kPerThread, &d->mem_free_async_ptsz) &&
        Resolve(get, "cuDeviceGetDefaultMemPool", kDefault,
                &d->device_get_default_mem_pool) &&
+       Resolve(get, "cuMemPoolGetAttribute", kDefault,
+               &d->mem_pool_get_attribute) &&
        Resolve(get, "cuMemHostAlloc", kDefault, &d->mem_host_alloc) &&
        Resolve(get, "cuMemAllocHost", kDefault, &d->mem_alloc_host) &&
        Resolve(get, "cuMemFreeHost", kDefault, &d->mem_free_host) &&

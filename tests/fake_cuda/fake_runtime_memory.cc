@@ -175,6 +175,15 @@ FAKE_CUDART_API(cudaDeviceGetDefaultMemPool,
   return Return(r);
 }
 
+FAKE_CUDART_API(cudaMemPoolGetAttribute,
+                (cudaMemPool_t pool, cudaMemPoolAttr attribute, void* value)) {
+  const DriverApi* d = nullptr;
+  if (cudaError_t e = Prepare(&d); e != cudaSuccess) return e;
+  return Return(d->mem_pool_get_attribute(
+      reinterpret_cast<CUmemoryPool>(pool),
+      static_cast<CUmemPool_attribute>(attribute), value));
+}
+
 // ---- Pinned and registered host memory
 // ----------------------------------------
 

@@ -66,6 +66,20 @@ TEST_F(GuardQueryTest, FreeMemoryIsAsWithoutTheTool) {
   EXPECT_EQ(tool.report["guard"].value("guarded", 0), 1);
 }
 
+// A pool's used bytes count what the program asked for, not the redzones
+// or the quarantine.
+TEST_F(GuardQueryTest, PoolUsageIsAsWithoutTheTool) {
+  RunResult plain = RunPlain(GMT_GUARD_QUERY_PROGRAM, {"pool"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
+  ASSERT_TRUE(Contains(plain.out, "used 301000 (driver 301000), high 301000"))
+      << plain.out;
+  RunResult tool = Run(GMT_GUARD_QUERY_PROGRAM, {"pool"});
+  ASSERT_EQ(tool.exit_code, 0) << tool.Describe();
+  EXPECT_EQ(tool.out, plain.out);
+  ASSERT_TRUE(tool.has_report) << tool.Describe();
+  EXPECT_EQ(tool.report["guard"].value("guarded", 0), 2);
+}
+
 // The values themselves: the block the program allocated, nothing more.
 TEST_F(GuardQueryTest, AddressRangeIsTheUsersBlock) {
   RunResult r = Run(GMT_GUARD_QUERY_PROGRAM, {"driver"});

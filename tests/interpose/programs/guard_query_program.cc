@@ -202,6 +202,44 @@ NOINLINE void MemInfo() {
   std::printf("  freeing gave back %lld MiB\n", after - held);
 }
 
+// What the device's pool says it holds for the program: two stream-ordered
+// blocks, then one freed (under the tool each has redzones, and a freed one
+// may be held in quarantine; the pool counts both).
+NOINLINE void PoolUsage() {
+  cudaMemPool_t pool = nullptr;
+  Rt("cudaDeviceGetDefaultMemPool", cudaDeviceGetDefaultMemPool(&pool, 0));
+  // The high watermark only while the peak is now: the tool's is exact then
+  // (size_query_shims.cc).
+  auto used = [&](const char* what, bool with_high) {
+    uint64_t current = 0, high = 0;
+    Rt(what, cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent,
+                                     &current));
+    uint64_t driver_current = 0;
+    Cu("cuMemPoolGetAttribute",
+       cuMemPoolGetAttribute(reinterpret_cast<CUmemoryPool>(pool),
+                             CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+                             &driver_current));
+    Rt("cudaMemPoolGetAttribute high",
+       cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &high));
+    std::printf("  used %llu (driver %llu)", static_cast<unsigned long long>(current),
+                static_cast<unsigned long long>(driver_current));
+    if (with_high) {
+      std::printf(", high %llu", static_cast<unsigned long long>(high));
+    }
+    std::printf("\n");
+  };
+  void* a = nullptr;
+  void* b = nullptr;
+  Rt("cudaMallocAsync(1000)", cudaMallocAsync(&a, 1000, nullptr));
+  Rt("cudaMallocAsync(300000)", cudaMallocAsync(&b, 300000, nullptr));
+  used("cudaMemPoolGetAttribute two blocks", true);
+  Rt("cudaFreeAsync", cudaFreeAsync(b, nullptr));
+  Rt("cudaStreamSynchronize", cudaStreamSynchronize(nullptr));
+  used("cudaMemPoolGetAttribute one freed", false);
+  Rt("cudaFreeAsync", cudaFreeAsync(a, nullptr));
+  Rt("cudaStreamSynchronize", cudaStreamSynchronize(nullptr));
+}
+
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "driver") {
@@ -218,6 +256,8 @@ int main(int argc, char** argv) {
     AttachManaged();
   } else if (mode == "meminfo") {
     MemInfo();
+  } else if (mode == "pool") {
+    PoolUsage();
   } else {
     std::fprintf(stderr, "unknown mode '%s'\n", mode.c_str());
     return 2;
