@@ -40,6 +40,7 @@ GuardManager::Context& GuardManager::ContextFor(uint64_t context, int device) {
 void GuardManager::Arm(const AllocationRecord& record) {
   if (ops_ == nullptr || !record.guarded()) return;
   absl::MutexLock lock(&mu_);
+  if (!contexts_.contains(record.context)) ops_->Prepare(record.context);
   Context& c = ContextFor(record.context, record.device);
   Block b;
   b.record = record;

@@ -97,6 +97,26 @@ struct DriverDeviceOps::ZoneWork {
 DriverDeviceOps::DriverDeviceOps() = default;
 DriverDeviceOps::~DriverDeviceOps() = default;
 
+void DriverDeviceOps::Prepare(uint64_t context) {
+  absl::MutexLock lock(&mu_);
+  const ToolDriver* d = Driver();
+  if (d == nullptr || !EnsureKernels(*d)) return;
+  ToolContextScope scope(*d, context);
+  if (scope.result() != CUDA_SUCCESS) return;
+  // No staging slot yet: its device memory would count against the
+  // program's before it needs one.
+  if (State(*d, scope.context()) == nullptr) return;
+  // With lazy loading (CUDA's default) a kernel reaches the device at its
+  // first launch; load both here (cuFuncLoad: drivers of CUDA 12.4 on).
+  if (d->kernel_get_function == nullptr || d->func_load == nullptr) return;
+  for (CUkernel kernel : {fill_kernel_, check_kernel_}) {
+    CUfunction function = nullptr;
+    if (d->kernel_get_function(&function, kernel) == CUDA_SUCCESS) {
+      d->func_load(function);
+    }
+  }
+}
+
 bool DriverDeviceOps::Fill(uint64_t context, uint64_t stream,
                            absl::Span<const GmtZone> zones) {
   absl::MutexLock lock(&mu_);

@@ -53,6 +53,7 @@ class DriverDeviceOps : public DeviceOps {
   // with their contexts.
   ~DriverDeviceOps() override;
 
+  void Prepare(uint64_t context) override;
   bool Fill(uint64_t context, uint64_t stream,
             absl::Span<const GmtZone> zones) override;
   bool OrderAfterFills(uint64_t context, uint64_t stream) override;

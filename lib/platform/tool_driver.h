@@ -85,7 +85,9 @@ namespace gmt {
   X(launch_kernel, cuLaunchKernel, cuLaunchKernel, 4000)                    \
   X(library_load_data, cuLibraryLoadData, cuLibraryLoadData, 12000)         \
   X(library_get_kernel, cuLibraryGetKernel, cuLibraryGetKernel, 12000)      \
-  X(library_unload, cuLibraryUnload, cuLibraryUnload, 12000)
+  X(library_unload, cuLibraryUnload, cuLibraryUnload, 12000)                \
+  X(kernel_get_function, cuKernelGetFunction, cuKernelGetFunction, 12000)   \
+  X(func_load, cuFuncLoad, cuFuncLoad, 12040)
 
 // The oldest driver GetToolDriver accepts: the newest function the library's
 // own work cannot do without is cuThreadExchangeStreamCaptureMode (10.1). Its

@@ -102,6 +102,8 @@
   X(cuLibraryLoadData, cuLibraryLoadData, 12000, false)                    \
   X(cuLibraryUnload, cuLibraryUnload, 12000, false)                        \
   X(cuLibraryGetKernel, cuLibraryGetKernel, 12000, false)                  \
+  X(cuKernelGetFunction, cuKernelGetFunction, 12000, false)                \
+  X(cuFuncLoad, cuFuncLoad, 12040, false)                                  \
   X(cuLaunchKernel, cuLaunchKernel, 4000, false)                           \
   /* ---- guard-zone shims' entry points (fake_driver_guard_copies.cc, */  \
   /* fake_driver_launch_sync.cc, fake_driver_pointer_ipc.cc) ---- */       \

@@ -200,6 +200,24 @@ FAKE_CU_API(cuLibraryGetKernel,
   return CUDA_ERROR_NOT_FOUND;
 }
 
+// The function of a kernel in the current context: the double's kernels are
+// their own functions (a CUkernel may be cast to CUfunction since 12.0).
+FAKE_CU_API(cuKernelGetFunction, (CUfunction * function, CUkernel kernel)) {
+  if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  fake_cuda::Context* ctx = nullptr;
+  if (CUresult r = fake_cuda::RequireContext(&ctx); r != CUDA_SUCCESS) return r;
+  if (function == nullptr || kernel == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *function = reinterpret_cast<CUfunction>(kernel);
+  return CUDA_SUCCESS;
+}
+
+// Loading a function onto the device (lazy loading's first launch, ahead of
+// time): nothing to do here but refuse what is not a function.
+FAKE_CU_API(cuFuncLoad, (CUfunction function)) {
+  if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  return function == nullptr ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS;
+}
+
 // A CUkernel cast to CUfunction, as CUDA >= 12.0 allows; runs in the current
 // context. Any other non-null handle is a kernel the double does not run
 // (fake_driver_launch_sync.cc): the launch is checked and does nothing.
