@@ -222,16 +222,18 @@ CUresult Shim_cuPointerGetAttributes(unsigned int count,
   auto real = gmt::g_real_cuPointerGetAttributes.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   InterceptScope scope;
-  CUresult result = real(count, attributes, data, ptr);
-  if (result != CUDA_SUCCESS || !scope.Recording() || attributes == nullptr ||
-      data == nullptr) {
-    return result;
+  const bool recording =
+      scope.Recording() && attributes != nullptr && data != nullptr;
+  std::optional<gmt::BlockView> view;
+  if (recording) view = GuardedBlock(ptr);
+  // A redzone address: CUDA is asked about an unknown one only, so what it
+  // leaves untouched stays the program's (asked about `ptr` first, it wrote
+  // the raw block's range there).
+  if (view && !InUserBytes(*view, ptr)) {
+    return UnknownAddressAnswer(real, count, attributes, data, ptr);
   }
-  std::optional<gmt::BlockView> view = GuardedBlock(ptr);
-  if (!view) return result;
-  if (!InUserBytes(*view, ptr)) return UnknownAddressAnswer(real, count,
-                                                             attributes, data,
-                                                             ptr);
+  CUresult result = real(count, attributes, data, ptr);
+  if (result != CUDA_SUCCESS || !view) return result;
   for (unsigned int i = 0; i < count; ++i) {
     if (data[i] == nullptr || !IsRangeAttribute(attributes[i])) continue;
     const uint64_t value = UserRangeValue(*view, attributes[i]);
