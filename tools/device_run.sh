@@ -247,21 +247,33 @@ done
 
 # --- examples under the tool, text report ---------------------------------------
 examples_text() {
-  local f name rc failed=0 ran=0
+  local f name rc failed=0 ran=0 crashes
   mkdir -p "$LOGS/examples"
   for f in "$B"/examples/*; do
     name="$(basename "$f")"
     [ -x "$f" ] && head -c4 "$f" | grep -q ELF || continue
     [ "$name" = churn ] && continue
+    # The crash_* examples die on purpose (their report is the point);
+    # snapshot_files writes the two snapshots it is given.
+    local args=()
+    crashes=0
+    case "$name" in
+      crash_*) crashes=1 ;;
+      snapshot_files) args=("$LOGS/examples/before.json" "$LOGS/examples/after.json") ;;
+    esac
     LD_LIBRARY_PATH="$NATIVE_LD" LD_PRELOAD="$LIB" GMT_OPTIONS="report=text" \
-      timeout -k 5 120 "$f" >"$LOGS/examples/$name.log" 2>&1
+      timeout -k 5 120 "$f" "${args[@]}" >"$LOGS/examples/$name.log" 2>&1
     rc=$?
     ran=$((ran + 1))
     printf '%-22s exit %s, %s report lines\n' "$name" "$rc" \
       "$(wc -l <"$LOGS/examples/$name.log")"
-    [ "$rc" = 0 ] || failed=$((failed + 1))
+    if [ "$crashes" = 1 ]; then
+      [ "$rc" != 0 ] || failed=$((failed + 1))
+    else
+      [ "$rc" = 0 ] || failed=$((failed + 1))
+    fi
   done
-  echo "examples: $ran ran, $failed exited non-zero"
+  echo "examples: $ran ran, $failed did not end as they should"
   [ "$failed" = 0 ] && [ "$ran" -gt 0 ]
 }
 export -f examples_text
@@ -280,6 +292,7 @@ done
 mkdir -p "$LOGS/bench"
 for f in "$B"/bench/*; do
   [ -f "$f" ] && [ -x "$f" ] && head -c4 "$f" | grep -q ELF || continue
+  case "$f" in *.so) continue ;; esac  # the benchmarks' preload libraries
   name="bench:$(basename "$f")"
   step "$name" 150 env LD_LIBRARY_PATH="$NATIVE_LD" "$f" \
     --benchmark_min_time=0.1 \
