@@ -56,7 +56,7 @@ inline uint64_t AddressOf(const void* p) {
 }
 inline uint64_t AddressOf(CUdeviceptr p) { return static_cast<uint64_t>(p); }
 template <typename Handle>
-  requires std::is_pointer_v<Handle>
+requires std::is_pointer_v<Handle>
 inline uint64_t AddressOf(Handle h) {
   return AddressOf(reinterpret_cast<const void*>(h));
 }
@@ -72,8 +72,8 @@ inline Out FromAddress(uint64_t address) {
 // The runtime remembers the last error of each thread's calls; a guarded
 // allocation that needed a second call (out of memory with redzones, then a
 // retry) leaves the first call's failure there although the program's call
-// succeeded. RuntimeLastErrorGuard keeps the program's view: what the runtime held
-// before the allocation is what cudaGetLastError reports after it.
+// succeeded. RuntimeLastErrorGuard keeps the program's view: what the runtime
+// held before the allocation is what cudaGetLastError reports after it.
 class RuntimeLastErrorGuard {
  public:
   RuntimeLastErrorGuard();
@@ -111,8 +111,8 @@ Result GuardedAlloc(Api api, Out* out, uint64_t bytes, uint64_t stream,
   if (!scope.Recording() || out == nullptr) return call(bytes, out);
   Engine& engine = Engine::Get();
   const StackId stack = engine.CaptureCallStack();
-  std::conditional_t<std::is_same_v<Result, cudaError_t>,
-                     RuntimeLastErrorGuard, std::monostate>
+  std::conditional_t<std::is_same_v<Result, cudaError_t>, RuntimeLastErrorGuard,
+                     std::monostate>
       last_error;
   bool may_guard = true;
   if (FamilyOf(api) == GuardFamily::kAsync && engine.AnyShareablePool()) {
@@ -133,8 +133,8 @@ Result GuardedAlloc(Api api, Out* out, uint64_t bytes, uint64_t stream,
   const auto result = static_cast<Result>(a.result);
   if (a.result == 0) {
     *out = FromAddress<Out>(a.user);
-    RecordAlloc(api, a.user, bytes, stream, stack, -2,
-                a.guarded ? a.raw : 0, a.guarded ? a.raw_bytes : 0);
+    RecordAlloc(api, a.user, bytes, stream, stack, -2, a.guarded ? a.raw : 0,
+                a.guarded ? a.raw_bytes : 0);
     if constexpr (std::is_same_v<Result, cudaError_t>) {
       if (a.retried) last_error.RestoreAfterRetry();
     }
@@ -155,14 +155,14 @@ Result GuardedRowsAlloc(Api api, uint64_t rows, uint64_t least_row_bytes,
                         uint64_t* user, uint64_t* pitch, Call&& call) {
   Engine& engine = Engine::Get();
   const StackId stack = engine.CaptureCallStack();
-  std::conditional_t<std::is_same_v<Result, cudaError_t>,
-                     RuntimeLastErrorGuard, std::monostate>
+  std::conditional_t<std::is_same_v<Result, cudaError_t>, RuntimeLastErrorGuard,
+                     std::monostate>
       last_error;
-  GuardedAllocation a = engine.AllocateRows(
-      api, rows, least_row_bytes,
-      [&](uint64_t n, uint64_t* raw, uint64_t* row_bytes) {
-        return static_cast<int>(call(n, raw, row_bytes));
-      });
+  GuardedAllocation a =
+      engine.AllocateRows(api, rows, least_row_bytes,
+                          [&](uint64_t n, uint64_t* raw, uint64_t* row_bytes) {
+                            return static_cast<int>(call(n, raw, row_bytes));
+                          });
   if (a.result == 0) {
     *user = a.user;
     *pitch = a.pitch;

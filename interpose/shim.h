@@ -10,9 +10,9 @@
 #include <cstdint>
 
 #include "interpose/intercept_scope.h"
-#include "lib/platform/real_functions.h"
 #include "lib/core/api.h"
 #include "lib/engine/engine.h"
+#include "lib/platform/real_functions.h"
 
 // A shim is defined under a C++ name of ours and exported under the CUDA
 // symbol through an asm label, so cuda.h's own macros (cuMemAlloc ->

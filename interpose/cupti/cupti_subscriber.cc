@@ -39,17 +39,17 @@
 #include <string>
 
 #include "interpose/cupti/cupti_activity.h"
-#include "lib/platform/cupti_loader.h"
+#include "interpose/cupti/kernel_id_cache.h"
+#include "interpose/guard_shim_util.h"
 #include "interpose/resolve/driver_hooks.h"
 #include "interpose/resolve/driver_import_patch.h"
 #include "interpose/resolve/driver_table_patch.h"
 #include "interpose/shims/graph_memory_shims.h"
-#include "interpose/guard_shim_util.h"
-#include "interpose/cupti/kernel_id_cache.h"
-#include "lib/engine/cupti_plan.h"
 #include "lib/core/driver_callback.h"
 #include "lib/core/log.h"
 #include "lib/core/options.h"
+#include "lib/engine/cupti_plan.h"
+#include "lib/platform/cupti_loader.h"
 
 namespace gmt {
 namespace {
@@ -232,7 +232,8 @@ StackId CallbackStack(Engine& engine) {
     }
     std::string why;
     if (const CuptiLibrary* cupti = LoadCupti("", &why)) {
-      Engine::HideCallbackModule(reinterpret_cast<const void*>(cupti->subscribe));
+      Engine::HideCallbackModule(
+          reinterpret_cast<const void*>(cupti->subscribe));
     }
     return true;
   }();

@@ -1,7 +1,7 @@
 // NVTX memory extension injection: pool allocators' annotations of their
 // sub-allocations (nvtxMemHeapRegister, nvtxMemRegionsRegister, ...,
-// <nvtx3/nvToolsExtMem.h>) reach the engine (lib/engine/engine_nvtx_mem.cc) here.
-// Only decodes NVTX's structures and forwards; the engine decides.
+// <nvtx3/nvToolsExtMem.h>) reach the engine (lib/engine/engine_nvtx_mem.cc)
+// here. Only decodes NVTX's structures and forwards; the engine decides.
 //
 // How NVTX finds it: NVTX's extensions are not in the core callback tables
 // that InitializeInjectionNvtx2 fills (nvtx_injection.cc). At the first
@@ -38,8 +38,8 @@
 
 #include "interpose/intercept_scope.h"
 #include "interpose/nvtx/nvtx_messages.h"
-#include "lib/engine/engine.h"
 #include "lib/core/options.h"
+#include "lib/engine/engine.h"
 
 namespace {
 

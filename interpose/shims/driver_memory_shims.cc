@@ -1,6 +1,6 @@
 // Driver API allocation shims: forward, and record what came back.
-#include "interpose/resolve/driver_hooks.h"
 #include "interpose/alloc_shims.h"
+#include "interpose/resolve/driver_hooks.h"
 
 using gmt::Api;
 using gmt::InterceptScope;
@@ -184,6 +184,7 @@ CUresult Shim_cuMemHostRegister_v2(void* p, size_t bytes, unsigned int flags) {
 CUresult Shim_cuMemHostUnregister(void* p) {
   auto real = gmt::g_real_cuMemHostUnregister.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  return ForwardFree(Api::kCuMemHostUnregister, gmt::AddressOf(p),
-                     [&](uint64_t q) { return real(gmt::FromAddress<void*>(q)); });
+  return ForwardFree(
+      Api::kCuMemHostUnregister, gmt::AddressOf(p),
+      [&](uint64_t q) { return real(gmt::FromAddress<void*>(q)); });
 }

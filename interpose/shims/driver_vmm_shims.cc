@@ -70,6 +70,6 @@ CUresult Shim_cuMemAddressReserve(CUdeviceptr* ptr, size_t size,
 CUresult Shim_cuMemAddressFree(CUdeviceptr ptr, size_t size) {
   auto real = gmt::g_real_cuMemAddressFree.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  return gmt::TrackedFree<CUresult>(
-      Api::kCuMemAddressFree, ptr, [&](uint64_t) { return real(ptr, size); });
+  return gmt::TrackedFree<CUresult>(Api::kCuMemAddressFree, ptr,
+                                    [&](uint64_t) { return real(ptr, size); });
 }

@@ -38,8 +38,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
-#include "interpose/resolve/driver_hooks.h"
 #include "interpose/guard_shim_util.h"
+#include "interpose/resolve/driver_hooks.h"
 #include "interpose/resolve/runtime_hooks.h"
 
 using gmt::InterceptScope;

@@ -1,7 +1,7 @@
 // Runtime API allocation shims: forward, and record what came back. The
 // driver calls these make inside cudart run nested and are not recorded again.
-#include "interpose/guard_shim_util.h"
 #include "interpose/alloc_shims.h"
+#include "interpose/guard_shim_util.h"
 #include "interpose/resolve/runtime_hooks.h"
 #include "lib/core/log.h"
 
@@ -84,8 +84,7 @@ cudaError_t Shim_cudaMallocFromPoolAsync(void** p, size_t bytes,
   if (real == nullptr) return gmt::NoRuntimeError();
   return GuardedAlloc(
       Api::kCudaMallocFromPoolAsync, p, bytes, StreamId(stream),
-      [&](uint64_t n, void** out) { return real(out, n, pool, stream); },
-      pool);
+      [&](uint64_t n, void** out) { return real(out, n, pool, stream); }, pool);
 }
 
 cudaError_t Shim_cudaMallocFromPoolAsync_ptsz(void** p, size_t bytes,
@@ -95,8 +94,7 @@ cudaError_t Shim_cudaMallocFromPoolAsync_ptsz(void** p, size_t bytes,
   if (real == nullptr) return gmt::NoRuntimeError();
   return GuardedAlloc(
       Api::kCudaMallocFromPoolAsync, p, bytes, StreamId(stream),
-      [&](uint64_t n, void** out) { return real(out, n, pool, stream); },
-      pool);
+      [&](uint64_t n, void** out) { return real(out, n, pool, stream); }, pool);
 }
 
 cudaError_t Shim_cudaFreeAsync(void* p, cudaStream_t stream) {

@@ -39,8 +39,8 @@ void AddHiddenBytes(Size* free_bytes, const Size* total_bytes) {
   const uint64_t hidden =
       gmt::Engine::Get().HiddenDeviceBytes(gmt::CurrentCallContext().device);
   const uint64_t free_now = static_cast<uint64_t>(*free_bytes);
-  *free_bytes = static_cast<Size>(
-      std::min<uint64_t>(free_now + hidden, static_cast<uint64_t>(*total_bytes)));
+  *free_bytes = static_cast<Size>(std::min<uint64_t>(
+      free_now + hidden, static_cast<uint64_t>(*total_bytes)));
 }
 
 static_assert(static_cast<int>(cudaMemPoolAttrUsedMemCurrent) ==
@@ -81,7 +81,8 @@ void CorrectPoolUsed(CUmemoryPool pool, int attribute, void* value,
   uint64_t corrected = used - std::min(used, hidden);
   if (attribute == CU_MEMPOOL_ATTR_USED_MEM_HIGH) {
     uint64_t now = 0;
-    if (current(&now)) corrected = std::max(corrected, now - std::min(now, hidden));
+    if (current(&now))
+      corrected = std::max(corrected, now - std::min(now, hidden));
   }
   std::memcpy(value, &corrected, sizeof(corrected));
 }
@@ -113,11 +114,11 @@ CUresult Shim_cuMemPoolGetAttribute(CUmemoryPool pool,
   InterceptScope scope;
   const CUresult result = real(pool, attribute, value);
   if (result == CUDA_SUCCESS && scope.Recording()) {
-    CorrectPoolUsed(pool, static_cast<int>(attribute), value,
-                    [&](uint64_t* now) {
-                      return real(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
-                                  now) == CUDA_SUCCESS;
-                    });
+    CorrectPoolUsed(
+        pool, static_cast<int>(attribute), value, [&](uint64_t* now) {
+          return real(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, now) ==
+                 CUDA_SUCCESS;
+        });
   }
   return result;
 }

@@ -12,13 +12,13 @@
 #include "absl/strings/string_view.h"
 #include "lib/core/clock.h"
 #include "lib/core/driver_callback.h"
-#include "lib/engine/error_reports.h"
 #include "lib/core/log.h"
+#include "lib/core/sticky_errors.h"
+#include "lib/engine/error_reports.h"
 #include "lib/registry/nvtx_ranges.h"
 #include "lib/report/report_assembly.h"
 #include "lib/report/report_output.h"
 #include "lib/stacks/stack_capture.h"
-#include "lib/core/sticky_errors.h"
 
 namespace gmt {
 namespace {

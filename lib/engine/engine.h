@@ -23,27 +23,27 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "lib/core/api.h"
+#include "lib/core/options.h"
 #include "lib/engine/crash_handler.h"
-#include "lib/report/errors.h"
-#include "lib/registry/graph_memory.h"
-#include "lib/leaks/growth.h"
 #include "lib/guard/guard_manager.h"
 #include "lib/guard/guarded_alloc.h"
-#include "lib/stacks/kernel_names.h"
+#include "lib/health/oom_diagnosis.h"
+#include "lib/leaks/growth.h"
+#include "lib/registry/graph_memory.h"
 #include "lib/registry/mem_pools.h"
 #include "lib/registry/memory_activity.h"
 #include "lib/registry/nvtx_mem_regions.h"
-#include "lib/health/oom_diagnosis.h"
-#include "lib/core/options.h"
 #include "lib/registry/recent_launches.h"
 #include "lib/registry/registry.h"
-#include "lib/report/report.h"
-#include "lib/report/report_state.h"
-#include "lib/stacks/stack_depot.h"
-#include "lib/report/suppressions.h"
-#include "lib/stacks/symbolizer.h"
 #include "lib/registry/timeline.h"
 #include "lib/registry/usage.h"
+#include "lib/report/errors.h"
+#include "lib/report/report.h"
+#include "lib/report/report_state.h"
+#include "lib/report/suppressions.h"
+#include "lib/stacks/kernel_names.h"
+#include "lib/stacks/stack_depot.h"
+#include "lib/stacks/symbolizer.h"
 
 namespace gmt {
 
@@ -130,8 +130,7 @@ class Engine {
   // are forwarded untouched, so it never waits on tool state that a thread
   // which did not survive the fork may have held.
   bool tracking() const {
-    return options_.enabled &&
-           !forked_child_.load(std::memory_order_relaxed);
+    return options_.enabled && !forked_child_.load(std::memory_order_relaxed);
   }
   bool forked_child() const {
     return forked_child_.load(std::memory_order_relaxed);
@@ -162,9 +161,10 @@ class Engine {
   void EndFree(const FreeTicket& ticket, bool succeeded, int cuda_result,
                const char* cuda_result_name);
 
-  // ---- Guard zones (lib/guard/guard_manager.h) ------------------------------------------
-  // The layout for a linear allocation of `bytes` by `api` on `stream`, or
-  // nullopt when it is not guarded (policy, size 0, stream capture).
+  // ---- Guard zones (lib/guard/guard_manager.h)
+  // ------------------------------------------ The layout for a linear
+  // allocation of `bytes` by `api` on `stream`, or nullopt when it is not
+  // guarded (policy, size 0, stream capture).
   std::optional<GuardLayout> PlanGuard(Api api, uint64_t bytes,
                                        uint64_t stream = 0);
   // One linear allocation of `bytes` by `api` on `stream`, made through
@@ -333,10 +333,10 @@ class Engine {
 
   // ---- Reachability at exit, growth while running
   // (lib/engine/engine_leaks.cc) ----
-  // Scans the process for pointers to the live blocks (lib/leaks/reachability.h),
-  // once: the first call at exit (the atexit hook, before static destructors
-  // of what was built before CUDA), else the exit report. Only with
-  // leak_check, reachability=1 and live blocks.
+  // Scans the process for pointers to the live blocks
+  // (lib/leaks/reachability.h), once: the first call at exit (the atexit hook,
+  // before static destructors of what was built before CUDA), else the exit
+  // report. Only with leak_check, reachability=1 and live blocks.
   void ScanReachability();
   // After a synchronizing call: at most once per growth_interval_ms, samples
   // the live bytes of every call site and flags the ones that keep rising.
@@ -366,10 +366,10 @@ class Engine {
   }
 
   // ---- Graph memory nodes (lib/registry/graph_memory.h,
-  // lib/engine/engine_graph.cc). Called by interpose/shims/graph_memory_shims.cc and the
-  // CUPTI subscriber.
-  // An alloc node was created at `address` by `api` (kGraphMemAllocNode or a
-  // captured variant); `stack` is the creating call's.
+  // lib/engine/engine_graph.cc). Called by
+  // interpose/shims/graph_memory_shims.cc and the CUPTI subscriber. An alloc
+  // node was created at `address` by `api` (kGraphMemAllocNode or a captured
+  // variant); `stack` is the creating call's.
   void OnGraphAllocNode(uint64_t address, uint64_t bytes, int device, Api api,
                         StackId stack);
   // `exec` was instantiated; `nodes` are its memory nodes.
@@ -384,19 +384,21 @@ class Engine {
   const GraphMemory& graph_memory() const { return graph_memory_; }
 
   // ---- CUPTI memory activity cross-check
-  // (lib/registry/memory_activity.h, lib/engine/engine_activity.cc). With a source installed
-  // (SetMemoryActivitySource), records of allocations no hook saw are added
-  // as blocks of their own ("cupti-activity", or the graph node's API), each
-  // counted once. `flush`: ask CUPTI for its incomplete buffers first (never
-  // from inside a CUPTI callback). Returns how many blocks were added.
+  // (lib/registry/memory_activity.h, lib/engine/engine_activity.cc). With a
+  // source installed (SetMemoryActivitySource), records of allocations no hook
+  // saw are added as blocks of their own ("cupti-activity", or the graph node's
+  // API), each counted once. `flush`: ask CUPTI for its incomplete buffers
+  // first (never from inside a CUPTI callback). Returns how many blocks were
+  // added.
   size_t ReconcileActivity(bool flush);
 
   // ---- NVTX memory regions, the sub-allocations of pool
-  // allocators (lib/registry/nvtx_mem_regions.h, lib/engine/engine_nvtx_mem.cc). Called by
-  // interpose/nvtx/nvtx_injection.cc for the program's nvtxMem* calls; `stack` is
-  // the caller's, captured once per call.
-  // nvtxMemHeapRegister of [address, address + bytes) (VIRTUAL_ADDRESS, size
-  // > 0). Returns the handle the program gets: the heap's address.
+  // allocators (lib/registry/nvtx_mem_regions.h,
+  // lib/engine/engine_nvtx_mem.cc). Called by interpose/nvtx/nvtx_injection.cc
+  // for the program's nvtxMem* calls; `stack` is the caller's, captured once
+  // per call. nvtxMemHeapRegister of [address, address + bytes)
+  // (VIRTUAL_ADDRESS, size > 0). Returns the handle the program gets: the
+  // heap's address.
   uint64_t OnNvtxHeapRegister(uint64_t address, uint64_t bytes, uint32_t usage,
                               std::string name);
   // nvtxMemHeapReset (`unregister` false) / nvtxMemHeapUnregister: the heap's

@@ -1,7 +1,7 @@
 // The crash report. The engine's side of a fatal signal
 // (lib/engine/crash_handler.h) and of the first sticky CUDA error
-// (lib/core/sticky_errors.h): what the crash was, the newest kernel launches, the
-// live blocks, and the report written before the process can die.
+// (lib/core/sticky_errors.h): what the crash was, the newest kernel launches,
+// the live blocks, and the report written before the process can die.
 #include <errno.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -12,8 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "lib/core/clock.h"
-#include "lib/engine/engine.h"
 #include "lib/core/log.h"
+#include "lib/engine/engine.h"
 #include "lib/report/report_assembly.h"
 #include "lib/report/report_output.h"
 
@@ -189,10 +189,15 @@ void Engine::WriteCrashSummary(const CrashSignal& signal, int fd) {
       near_distance = distance;
     }
   });
-  out.Begin().Add("live at the crash: ").Decimal(blocks).Add(" blocks, ")
-      .Decimal(bytes).Add(" bytes");
+  out.Begin()
+      .Add("live at the crash: ")
+      .Decimal(blocks)
+      .Add(" blocks, ")
+      .Decimal(bytes)
+      .Add(" bytes");
   if (busy > 0) {
-    out.Add(" (").Decimal(static_cast<uint64_t>(busy))
+    out.Add(" (")
+        .Decimal(static_cast<uint64_t>(busy))
         .Add(" of 64 registry shards were busy and are not counted)");
   }
   out.WriteLine(fd);
@@ -202,13 +207,18 @@ void Engine::WriteCrashSummary(const CrashSignal& signal, int fd) {
     if (a < near.address) {
       out.Add(" lies ").Decimal(near.address - a).Add(" bytes before");
     } else if (a >= near.address + near.bytes) {
-      out.Add(" lies ").Decimal(a - (near.address + near.bytes))
+      out.Add(" lies ")
+          .Decimal(a - (near.address + near.bytes))
           .Add(" bytes past the end of");
     } else {
       out.Add(" lies ").Decimal(a - near.address).Add(" bytes into");
     }
-    out.Add(" a ").Add(ApiName(near.api).data()).Add(" block of ")
-        .Decimal(near.bytes).Add(" bytes at ").Hex(near.address);
+    out.Add(" a ")
+        .Add(ApiName(near.api).data())
+        .Add(" block of ")
+        .Decimal(near.bytes)
+        .Add(" bytes at ")
+        .Hex(near.address);
     out.WriteLine(fd);
   }
   // The newest kernel launches (the ring is lock-free; names by try-lock).

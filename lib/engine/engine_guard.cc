@@ -43,8 +43,9 @@ GuardedAllocation Engine::AllocateRows(Api api, uint64_t rows,
   if (guard_.Guards(api) && rows > 0 && least_row_bytes > 0) {
     extra = PlanExtraRows(guard_.policy(), least_row_bytes, rows);
   }
-  GuardedAllocation a = gmt::AllocateRows(
-      guard_.policy(), rows, extra, alloc, [this] { return ReleaseQuarantine(); });
+  GuardedAllocation a =
+      gmt::AllocateRows(guard_.policy(), rows, extra, alloc,
+                        [this] { return ReleaseQuarantine(); });
   if (a.enlarged_error != 0) guard_.NoteUnguarded(a.enlarged_error);
   return a;
 }
@@ -124,7 +125,8 @@ void Engine::BeforeLaunch(uint64_t context, uint64_t stream) {
 
 void Engine::AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel) {
   SettleOwedChecks();
-  recent_launches_.Record(kernel, stream, context, NowNs());  // for the crash report
+  recent_launches_.Record(kernel, stream, context,
+                          NowNs());  // for the crash report
   std::vector<GuardFinding> findings;
   guard_.AfterLaunch(context, stream, kernel, &findings);
   ReportFindings(findings);

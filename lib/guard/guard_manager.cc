@@ -240,8 +240,8 @@ void GuardManager::CollectResults(uint64_t context, Context& c,
 void GuardManager::CheckTableLocked(uint64_t context,
                                     std::shared_ptr<const Table> table,
                                     absl::string_view check,
-                                    std::optional<Block> owned,
-                                    uint64_t since, uint64_t sequence,
+                                    std::optional<Block> owned, uint64_t since,
+                                    uint64_t sequence,
                                     std::vector<GuardFinding>* findings) {
   if (table->zones.empty()) return;
   // Enqueued on the tool's stream under the lock; waited for without it, so
@@ -454,7 +454,8 @@ void GuardManager::BeforeTeardown(int device, uint64_t context,
     }
   }
   for (uint64_t ctx : doomed) {
-    if (level_ != CheckLevel::kNone) SyncAndCheckLocked(ctx, "teardown", findings);
+    if (level_ != CheckLevel::kNone)
+      SyncAndCheckLocked(ctx, "teardown", findings);
     auto it = contexts_.find(ctx);
     if (it == contexts_.end()) continue;
     if (it->second.fills_pending) contexts_with_fills_.fetch_sub(1);
@@ -599,7 +600,8 @@ uint64_t GuardManager::ReleaseQuarantine(std::vector<GuardFinding>* findings) {
   absl::MutexLock lock(&mu_);
   std::vector<std::pair<uint64_t, size_t>> evictions;
   for (const auto& [context, c] : contexts_) {
-    if (!c.quarantine.empty()) evictions.emplace_back(context, c.quarantine.size());
+    if (!c.quarantine.empty())
+      evictions.emplace_back(context, c.quarantine.size());
   }
   uint64_t released = 0;
   for (const auto& [context, count] : evictions) {

@@ -1,8 +1,8 @@
 // GuardManager: the redzones of every guarded block, the quarantine of freed
 // ones, and when their canaries are written and checked (DESIGN §3).
 //
-// It decides *what* to fill and check; DeviceOps (lib/guard/device_ops.h) does the
-// GPU work. It never reports: checks return GuardFindings that the engine
+// It decides *what* to fill and check; DeviceOps (lib/guard/device_ops.h) does
+// the GPU work. It never reports: checks return GuardFindings that the engine
 // turns into errors after the manager's lock is released (so halt_on_error,
 // which writes a report that checks zones again, cannot deadlock).
 //
@@ -44,11 +44,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "lib/guard/device_ops.h"
 #include "lib/core/error_kind.h"
+#include "lib/core/options.h"
+#include "lib/guard/device_ops.h"
 #include "lib/guard/guard_layout.h"
 #include "lib/guard/guarded_alloc.h"
-#include "lib/core/options.h"
 #include "lib/registry/registry.h"
 
 namespace gmt {
@@ -70,15 +70,15 @@ struct GuardFinding {
 };
 
 struct GuardStats {
-  uint64_t guarded = 0;            // blocks that got redzones
-  uint64_t unguarded_oom = 0;      // blocks that fell back (no memory)
+  uint64_t guarded = 0;        // blocks that got redzones
+  uint64_t unguarded_oom = 0;  // blocks that fell back (no memory)
   // Blocks that fell back because CUDA refused the enlarged size for
   // another reason (a limit the program's own size stays under).
   uint64_t unguarded_refused = 0;
-  uint64_t unguarded_capture = 0;  // made during stream capture
+  uint64_t unguarded_capture = 0;    // made during stream capture
   uint64_t unguarded_shareable = 0;  // from a pool shared with other processes
-  uint64_t checks = 0;             // check launches that completed
-  uint64_t check_failures = 0;     // checks that could not run
+  uint64_t checks = 0;               // check launches that completed
+  uint64_t check_failures = 0;       // checks that could not run
   // Canary fills that could not run (before this count, a tool whose
   // fills all failed reported "0 check failures" and looked clean): those
   // zones were never armed, so they were never checked either.

@@ -5,9 +5,9 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "lib/health/xid_watch.h"
 #include "lib/platform/nvml_loader.h"
 #include "lib/platform/tool_driver.h"
-#include "lib/health/xid_watch.h"
 
 namespace gmt {
 namespace {
@@ -55,7 +55,8 @@ void ReadDevice(const NvmlApi& api, nvml::Device d, DeviceHealth* h) {
     if (r == nvml::kSuccess) {
       h->memory_total = Reading<uint64_t>::Of(m.total);
       h->memory_used = Reading<uint64_t>::Of(m.used);
-      h->memory_reserved = Reading<uint64_t>::Missing("not supported (old NVML)");
+      h->memory_reserved =
+          Reading<uint64_t>::Missing("not supported (old NVML)");
     } else {
       h->memory_total = h->memory_used = h->memory_reserved =
           Reading<uint64_t>::Missing(Why(api, r));
@@ -68,7 +69,8 @@ void ReadDevice(const NvmlApi& api, nvml::Device d, DeviceHealth* h) {
       h->ecc_enabled = Reading<bool>::Of(current != 0);
       h->ecc_pending_enabled = Reading<bool>::Of(pending != 0);
     } else {
-      h->ecc_enabled = h->ecc_pending_enabled = Reading<bool>::Missing(Why(api, r));
+      h->ecc_enabled = h->ecc_pending_enabled =
+          Reading<bool>::Missing(Why(api, r));
     }
   } else {
     h->ecc_enabled = h->ecc_pending_enabled =
@@ -78,7 +80,8 @@ void ReadDevice(const NvmlApi& api, nvml::Device d, DeviceHealth* h) {
     return Read<uint64_t>(
         api, api.device_get_total_ecc_errors, [&](uint64_t* v) {
           unsigned long long n = 0;
-          nvml::Return rr = api.device_get_total_ecc_errors(d, type, counter, &n);
+          nvml::Return rr =
+              api.device_get_total_ecc_errors(d, type, counter, &n);
           *v = n;
           return rr;
         });
@@ -102,7 +105,8 @@ void ReadDevice(const NvmlApi& api, nvml::Device d, DeviceHealth* h) {
   h->retired_pending = Read<bool>(
       api, api.device_get_retired_pages_pending_status, [&](bool* v) {
         int state = 0;
-        nvml::Return rr = api.device_get_retired_pages_pending_status(d, &state);
+        nvml::Return rr =
+            api.device_get_retired_pages_pending_status(d, &state);
         *v = state != 0;
         return rr;
       });
@@ -117,7 +121,8 @@ void ReadDevice(const NvmlApi& api, nvml::Device d, DeviceHealth* h) {
   h->gpu_temp_c =
       Read<uint32_t>(api, api.device_get_temperature, [&](uint32_t* v) {
         unsigned t = 0;
-        nvml::Return rr = api.device_get_temperature(d, nvml::kTemperatureGpu, &t);
+        nvml::Return rr =
+            api.device_get_temperature(d, nvml::kTemperatureGpu, &t);
         *v = t;
         return rr;
       });
@@ -166,9 +171,9 @@ namespace {
 
 // The CUDA version the driver supports. NVML's _v2 asks the driver library
 // and can fail where the driver is fine (seen on an H200 with driver 580:
-// "Unknown Error"); the older entry point asks the kernel module, and the driver
-// library itself answers cuDriverGetVersion once the program has loaded it.
-// The reason shown when all fail is the first one's.
+// "Unknown Error"); the older entry point asks the kernel module, and the
+// driver library itself answers cuDriverGetVersion once the program has loaded
+// it. The reason shown when all fail is the first one's.
 Reading<int> DriverCudaVersion(const NvmlApi& api) {
   Reading<int> v2 =
       Read<int>(api, api.system_get_cuda_driver_version,
@@ -238,8 +243,8 @@ HealthReading ReadHealth(int only_device) {
   }
   if (only_device >= 0 && out.devices.empty()) {
     out.available = false;
-    out.reason = absl::StrCat("no device ", only_device, " (NVML sees ", count,
-                              ")");
+    out.reason =
+        absl::StrCat("no device ", only_device, " (NVML sees ", count, ")");
   }
   return out;
 }

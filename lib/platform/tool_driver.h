@@ -44,7 +44,7 @@ namespace gmt {
 #define GMT_TOOL_DRIVER_FUNCTIONS(X)                                        \
   X(get_error_name, cuGetErrorName, cuGetErrorName, 6000)                   \
   X(init, cuInit, cuInit, 2000)                                             \
-  X(driver_get_version, cuDriverGetVersion, cuDriverGetVersion, 2020)      \
+  X(driver_get_version, cuDriverGetVersion, cuDriverGetVersion, 2020)       \
   X(device_get_count, cuDeviceGetCount, cuDeviceGetCount, 2000)             \
   X(device_get, cuDeviceGet, cuDeviceGet, 2000)                             \
   X(device_get_name, cuDeviceGetName, cuDeviceGetName, 2000)                \

@@ -113,7 +113,8 @@ class Registry {
   // Calls `visit` for every live block of every shard whose lock is free
   // now, without waiting or allocating: usable from a signal handler (the
   // crashing thread may hold a shard's lock). Returns the shards skipped.
-  int TryVisitLive(absl::FunctionRef<void(const AllocationRecord&)> visit) const;
+  int TryVisitLive(
+      absl::FunctionRef<void(const AllocationRecord&)> visit) const;
 
   size_t live_count() const;
 

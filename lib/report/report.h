@@ -45,7 +45,8 @@ struct ReportData {
     uint64_t leaks = 0;  // leaked blocks
     uint64_t leaked_bytes = 0;
     uint64_t untracked_frees = 0;  // frees CUDA accepted of blocks we never saw
-    // Removed by suppressions (lib/report/suppressions.h): errors, leaked blocks.
+    // Removed by suppressions (lib/report/suppressions.h): errors, leaked
+    // blocks.
     uint64_t suppressed_errors = 0;
     uint64_t suppressed_leaks = 0;
   } summary;
@@ -162,19 +163,20 @@ struct ReportData {
   HealthReading health;
 
   // Allocations grouped by the NVTX range open on the allocating
-  // thread (lib/registry/nvtx_ranges.h); empty when the program used no NVTX range.
+  // thread (lib/registry/nvtx_ranges.h); empty when the program used no NVTX
+  // range.
   struct NvtxRange {
     std::string name;  // "outer/inner"
     uint64_t allocations = 0;
-    uint64_t bytes = 0;  // allocated inside the range, in all
+    uint64_t bytes = 0;        // allocated inside the range, in all
     uint64_t live_blocks = 0;  // still allocated when the report was made
     uint64_t live_bytes = 0;
   };
   std::vector<NvtxRange> nvtx_ranges;  // largest live_bytes, then bytes, first
 
   // The program's NVTX memory-API calls (pool allocators'
-  // heaps and regions, lib/registry/nvtx_mem_regions.h); `used` false when it made
-  // none.
+  // heaps and regions, lib/registry/nvtx_mem_regions.h); `used` false when it
+  // made none.
   struct NvtxMem {
     bool used = false;
     uint64_t heaps_registered = 0;
@@ -196,8 +198,8 @@ struct ReportData {
   StackTable stacks;  // every stack id referenced above, symbolized
   std::vector<std::string> notes;
 
-  // Memory over time (lib/registry/timeline.h), for the trace, PyTorch snapshot and
-  // HTML writers. Times are nanoseconds since the tool started.
+  // Memory over time (lib/registry/timeline.h), for the trace, PyTorch snapshot
+  // and HTML writers. Times are nanoseconds since the tool started.
   struct Timeline {
     // Events were recorded (false: timeline_events=0, or a report re-read
     // from JSON, which keeps only `series`).
@@ -213,7 +215,7 @@ struct ReportData {
       uint64_t live_bytes = 0;  // the device's bytes in use after the event
       StackId stack = kNoStack;
       uint32_t thread = 0;
-      int device = -1;  // -1: pinned host memory
+      int device = -1;          // -1: pinned host memory
       Api api = Api::kUnknown;  // the allocating API, for frees too
       bool free = false;
     };
@@ -274,7 +276,7 @@ struct ReportData {
       double time_s = 0;  // since the tool started
     };
     std::vector<Launch> recent_kernels;
-    uint64_t launches_seen = 0;  // every launch since start
+    uint64_t launches_seen = 0;       // every launch since start
     std::string recent_kernels_note;  // why the list may be empty
     // Live blocks at the crash (the largest kMaxCrashListedLive), and their
     // totals.
@@ -290,8 +292,8 @@ struct ReportData {
 
   // The OS thread ids (gettid) behind the thread numbers the errors
   // name ("T2 (tid 4242)"). Unset in a live report: the writers ask the
-  // running process (ThreadOsId, lib/core/clock.h). Set in a report re-read from
-  // JSON (lib/report/report_json_parse.h): the ids it saved, nothing else.
+  // running process (ThreadOsId, lib/core/clock.h). Set in a report re-read
+  // from JSON (lib/report/report_json_parse.h): the ids it saved, nothing else.
   std::optional<std::map<uint32_t, int>> thread_os_ids;
 };
 

@@ -273,9 +273,9 @@ class HtmlWriter {
             s.leaks, " (", Escape(HumanBytes(s.leaked_bytes)), ")",
             reserved.count == 0
                 ? ""
-                : absl::StrCat(", of which ", reserved.count,
-                               " address range", reserved.count == 1 ? "" : "s",
-                               " (", Escape(HumanBytes(reserved.bytes)),
+                : absl::StrCat(", of which ", reserved.count, " address range",
+                               reserved.count == 1 ? "" : "s", " (",
+                               Escape(HumanBytes(reserved.bytes)),
                                " of address space, not memory)")));
     row("errors", absl::StrCat(s.errors));
     Add("</table>\n<table id=\"devices\"><tr><th>device</th>"

@@ -164,7 +164,8 @@ std::string RenderJson(const ReportData& data) {
       j["requested"] = o.requested;
       j["device"] = o.device;
       j["device_free"] = o.device_free ? json(*o.device_free) : json(nullptr);
-      j["device_total"] = o.device_total ? json(*o.device_total) : json(nullptr);
+      j["device_total"] =
+          o.device_total ? json(*o.device_total) : json(nullptr);
       j["meminfo_status"] = o.meminfo_status;
       j["process_bytes"] = o.process_bytes;
       j["process_blocks"] = o.process_blocks;
@@ -222,8 +223,10 @@ std::string RenderJson(const ReportData& data) {
   }
   out["suppressions"] = json::array();
   for (const ReportData::SuppressionUse& s : data.suppressions) {
-    out["suppressions"].push_back(
-        {{"rule", s.rule}, {"file", s.file}, {"line", s.line}, {"hits", s.hits}});
+    out["suppressions"].push_back({{"rule", s.rule},
+                                   {"file", s.file},
+                                   {"line", s.line},
+                                   {"hits", s.hits}});
   }
   out["guard"] = {{"enabled", data.guard.enabled},
                   {"check", data.guard.check},

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -100,8 +100,8 @@ bool WriteFileAtomically(const std::string& path, absl::string_view contents,
   // a shared folder such as /tmp): never write through it, nor replace it.
   struct stat existing;
   if (lstat(path.c_str(), &existing) == 0 && S_ISLNK(existing.st_mode)) {
-    *error = absl::StrCat("refusing to write ", path,
-                          ": it is a symbolic link");
+    *error =
+        absl::StrCat("refusing to write ", path, ": it is a symbolic link");
     return false;
   }
   // A fresh file of a name nobody can guess, made by us (O_EXCL: mkstemp),
@@ -113,8 +113,8 @@ bool WriteFileAtomically(const std::string& path, absl::string_view contents,
       slash == std::string::npos ? "." : path.substr(0, slash);
   const std::string base =
       slash == std::string::npos ? path : path.substr(slash + 1);
-  std::string tmp = absl::StrCat(folder.empty() ? "/" : folder, "/.", base,
-                                 ".XXXXXX");
+  std::string tmp =
+      absl::StrCat(folder.empty() ? "/" : folder, "/.", base, ".XXXXXX");
   int fd = mkostemp(tmp.data(), O_CLOEXEC);
   if (fd < 0) {
     *error = absl::StrCat("cannot create a file next to ", path, ": ",

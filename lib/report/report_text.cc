@@ -115,10 +115,11 @@ void PrintError(TextOut& out, const ErrorRecord& e, const StackTable& stacks,
 std::string ReservationsNote(const std::vector<ReportData::Leak>& leaks) {
   const LeakedReservations reserved = CountLeakedReservations(leaks);
   if (reserved.count == 0) return "";
-  return absl::StrFormat(" (%d of them address range%s: %s of address space, "
-                         "not memory)",
-                         reserved.count, reserved.count == 1 ? "" : "s",
-                         HumanBytes(reserved.bytes));
+  return absl::StrFormat(
+      " (%d of them address range%s: %s of address space, "
+      "not memory)",
+      reserved.count, reserved.count == 1 ? "" : "s",
+      HumanBytes(reserved.bytes));
 }
 
 }  // namespace
@@ -177,8 +178,8 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
   // GPU health (NVML): status per device, warnings, Xid events.
   for (absl::string_view line : absl::StrSplit(
            ReportHealthText(data.health_read && !data.devices.empty(),
-                            data.health), '\n',
-           absl::SkipEmpty())) {
+                            data.health),
+           '\n', absl::SkipEmpty())) {
     out.Line("%s", line);
   }
   // The crash report.
@@ -267,8 +268,8 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
       const bool region = leak.api == Api::kNvtxRegion;
       const bool reservation = leak.kind == MemoryKind::kVmmReservation;
       out.Line("LEAK: %s%s in %d %s%s from %s (%s) on %s%s%s, %s here:",
-               HumanBytes(leak.bytes),
-               reservation ? " of address space" : "", leak.count,
+               HumanBytes(leak.bytes), reservation ? " of address space" : "",
+               leak.count,
                region        ? "region"
                : reservation ? "range"
                              : "block",
@@ -346,14 +347,16 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
   // Call sites that kept growing while the program ran.
   if (!data.growth.empty()) {
     out.Blank();
-    out.Line("GROWTH: %d call site%s kept growing (suspected leaks; %d samples)",
-             data.growth.size(), data.growth.size() == 1 ? "" : "s",
-             data.growth_samples);
+    out.Line(
+        "GROWTH: %d call site%s kept growing (suspected leaks; %d samples)",
+        data.growth.size(), data.growth.size() == 1 ? "" : "s",
+        data.growth_samples);
     for (const ReportData::Growth& g : data.growth) {
-      out.Line("GROWTH: %s -> %s, rose %d times in a row over %.1fs (%.1fs to "
-               "%.1fs), allocated here:",
-               HumanBytes(g.first_bytes), HumanBytes(g.last_bytes), g.rises,
-               g.last_s - g.first_s, g.first_s, g.last_s);
+      out.Line(
+          "GROWTH: %s -> %s, rose %d times in a row over %.1fs (%.1fs to "
+          "%.1fs), allocated here:",
+          HumanBytes(g.first_bytes), HumanBytes(g.last_bytes), g.rises,
+          g.last_s - g.first_s, g.first_s, g.last_s);
       PrintStack(out, g.stack, data.stacks);
     }
   }
@@ -376,12 +379,11 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
   // Suppressions (lib/report/suppressions.h): say what the rules hid.
   std::string suppressed;
   if (data.summary.suppressed_errors > 0 || data.summary.suppressed_leaks > 0) {
-    suppressed = absl::StrFormat(
-        "; suppressed: %d error%s, %d leaked block%s",
-        data.summary.suppressed_errors,
-        data.summary.suppressed_errors == 1 ? "" : "s",
-        data.summary.suppressed_leaks,
-        data.summary.suppressed_leaks == 1 ? "" : "s");
+    suppressed = absl::StrFormat("; suppressed: %d error%s, %d leaked block%s",
+                                 data.summary.suppressed_errors,
+                                 data.summary.suppressed_errors == 1 ? "" : "s",
+                                 data.summary.suppressed_leaks,
+                                 data.summary.suppressed_leaks == 1 ? "" : "s");
   }
   out.Line("SUMMARY: %d error%s%s, %s%s", data.summary.errors,
            data.summary.errors == 1 ? "" : "s", kinds, leaks, suppressed);

@@ -18,7 +18,8 @@ std::string KernelNames::Name(uint32_t id) const {
 
 bool KernelNames::TryCopyName(uint32_t id, char* out, size_t size) const {
   if (size == 0 || !mu_.TryLock()) return false;
-  const char* name = id == 0 || id > names_.size() ? "?" : names_[id - 1].c_str();
+  const char* name =
+      id == 0 || id > names_.size() ? "?" : names_[id - 1].c_str();
   size_t i = 0;
   for (; name[i] != '\0' && i + 1 < size; ++i) out[i] = name[i];
   out[i] = '\0';

@@ -6,9 +6,9 @@
 // base address; frees look the pointer up there, so a pointer the table does
 // not hold as a base (unknown, interior, already freed, or from another table)
 // returns CUDA_ERROR_INVALID_VALUE, as the real driver does.
-#include <algorithm>
 #include <cupti_driver_cbid.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -649,11 +649,11 @@ FAKE_CU_API(cuMemGetInfo_v2, (size_t * free_bytes, size_t* total_bytes)) {
   return CUDA_SUCCESS;
 }
 
-// ---- Stream-ordered pools: what they count -----------------------------------
-// USED_MEM_CURRENT is the sum of the sizes asked for of the pool's live
-// blocks (measured on the H200: exact, not rounded); USED_MEM_HIGH its
-// high watermark, which only 0 resets. Other attributes: invalid value (the
-// tests ask for none).
+// ---- Stream-ordered pools: what they count
+// ----------------------------------- USED_MEM_CURRENT is the sum of the sizes
+// asked for of the pool's live blocks (measured on the H200: exact, not
+// rounded); USED_MEM_HIGH its high watermark, which only 0 resets. Other
+// attributes: invalid value (the tests ask for none).
 
 namespace fake_cuda {
 

@@ -57,8 +57,8 @@ FAKE_CUDART_API(cudaStreamAttachMemAsync, (cudaStream_t stream, void* ptr,
                                            size_t length, unsigned int flags)) {
   const DriverApi* d = nullptr;
   if (cudaError_t e = Prepare(&d); e != cudaSuccess) return e;
-  return Return(d->stream_attach_mem_async(
-      reinterpret_cast<CUstream>(stream), ToDevice(ptr), length, flags));
+  return Return(d->stream_attach_mem_async(reinterpret_cast<CUstream>(stream),
+                                           ToDevice(ptr), length, flags));
 }
 
 FAKE_CUDART_API(cudaMallocManaged,

@@ -6,10 +6,9 @@
 
 #include <atomic>
 #include <cstdio>
-#include <string>
-
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace fake_cuda {
 namespace {

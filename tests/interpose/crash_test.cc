@@ -182,8 +182,7 @@ TEST_F(CrashTest, ProgramThatRecoversGetsItsExitReport) {
 TEST_F(CrashTest, CrashWhileTheToolHoldsItsLocksStillReports) {
   RunOptions options;
   options.env = {{"FAKE_CUDA_HOLD_FILL", "hold"}};
-  options.gmt_options =
-      "report=json:report_path=r.%p.json:crash_timeout_s=2";
+  options.gmt_options = "report=json:report_path=r.%p.json:crash_timeout_s=2";
   RunResult r = Run(GMT_CRASH_PROGRAM, {"segv_locked", "."}, options);
   EXPECT_EQ(r.exit_code, 128 + SIGSEGV) << r.Describe();
   EXPECT_TRUE(Contains(r.err, "caught SIGSEGV")) << r.err;

@@ -1,8 +1,7 @@
 // Kernel launches and synchronizing calls: the tool hears of them and forwards
 // every result unchanged (driver and runtime, plain and per-thread builds).
-#include <string>
-
 #include <filesystem>
+#include <string>
 
 #include "tests/interpose/interpose_test_util.h"
 

@@ -37,8 +37,8 @@ TEST_F(GuardQueryTest, RuntimeIpcAnswersAsWithoutTheTool) {
 TEST_F(GuardQueryTest, StreamAttachTakesTheWholeGuardedAllocation) {
   RunResult plain = RunPlain(GMT_GUARD_QUERY_PROGRAM, {"attach"});
   ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
-  ASSERT_TRUE(Contains(plain.out,
-                       "cudaStreamAttachMemAsync start 0 -> 0 cudaSuccess"))
+  ASSERT_TRUE(
+      Contains(plain.out, "cudaStreamAttachMemAsync start 0 -> 0 cudaSuccess"))
       << plain.out;
   ASSERT_TRUE(Contains(plain.out,
                        "cudaStreamAttachMemAsync interior 0 -> 1 "

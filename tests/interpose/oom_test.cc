@@ -21,12 +21,14 @@ TEST_F(OomTest, ProgramGetsTheOriginalErrorWithAndWithoutTheTool) {
   RunResult with = Run(GMT_OOM_PROGRAM);
   ASSERT_EQ(without.exit_code, 0) << without.Describe();
   ASSERT_EQ(with.exit_code, 0) << with.Describe();
-  EXPECT_EQ(Count(without.out, "cudaMalloc(64 GiB) -> 2 cudaErrorMemoryAllocation"),
-            3)
+  EXPECT_EQ(
+      Count(without.out, "cudaMalloc(64 GiB) -> 2 cudaErrorMemoryAllocation"),
+      3)
       << without.out;
   EXPECT_EQ(with.out, without.out);
   EXPECT_EQ(Count(with.out, "pointer after failure: null"), 3) << with.out;
-  EXPECT_EQ(Count(with.out, "cuMemAlloc(64 GiB) -> 2 CUDA_ERROR_OUT_OF_MEMORY"), 1)
+  EXPECT_EQ(Count(with.out, "cuMemAlloc(64 GiB) -> 2 CUDA_ERROR_OUT_OF_MEMORY"),
+            1)
       << with.out;
 }
 
@@ -73,7 +75,8 @@ TEST_F(OomTest, OneReportPerBurstWithHoldersLargestFirst) {
   EXPECT_EQ(e.value("device", -1), 0);
   EXPECT_EQ(e.value("device_total", uint64_t{0}), uint64_t{16} << 30);
   EXPECT_GT(e.value("device_free", uint64_t{0}), 0u);
-  EXPECT_GE(e.value("process_bytes", uint64_t{0}), (uint64_t{4} << 20) + (64 << 10));
+  EXPECT_GE(e.value("process_bytes", uint64_t{0}),
+            (uint64_t{4} << 20) + (64 << 10));
   EXPECT_TRUE(StackHas(e["stack"], "AskTooMuch")) << StackFunctions(e["stack"]);
   ASSERT_GE(e["holders"].size(), 2u) << e.dump(1);
   EXPECT_EQ(e["holders"][0].value("count", 0), 4);
@@ -94,8 +97,9 @@ TEST_F(OomTest, OneReportPerBurstWithHoldersLargestFirst) {
   // The three failures not reported again are counted in the notes.
   bool noted = false;
   for (const json& n : r.report["notes"]) {
-    noted |= n.get<std::string>().find("3 out-of-memory failures were not "
-                                       "reported again") != std::string::npos;
+    noted |= n.get<std::string>().find(
+                 "3 out-of-memory failures were not "
+                 "reported again") != std::string::npos;
   }
   EXPECT_TRUE(noted) << r.report["notes"].dump();
   // The device's health says NVML is unavailable, with the reason.

@@ -19,9 +19,18 @@
 
 namespace {
 using Ret = int;
-struct Memory { unsigned long long total, free, used; };
-struct MemoryV2 { unsigned version; unsigned long long total, reserved, free, used; };
-struct ProcessInfo { unsigned pid; unsigned long long used; unsigned gi, ci; };
+struct Memory {
+  unsigned long long total, free, used;
+};
+struct MemoryV2 {
+  unsigned version;
+  unsigned long long total, reserved, free, used;
+};
+struct ProcessInfo {
+  unsigned pid;
+  unsigned long long used;
+  unsigned gi, ci;
+};
 struct FieldValue {
   unsigned field_id, scope_id;
   long long timestamp, latency;
@@ -42,7 +51,8 @@ bool g_xid_sent = false;
 
 #define API extern "C" __attribute__((visibility("default"))) Ret
 API nvmlInit_v2() { return 0; }
-extern "C" __attribute__((visibility("default"))) const char* nvmlErrorString(Ret r) {
+extern "C" __attribute__((visibility("default"))) const char* nvmlErrorString(
+    Ret r) {
   return r == 3 ? "Not Supported" : r == 999 ? "Unknown Error" : "Fake Error";
 }
 API nvmlSystemGetDriverVersion(char* out, unsigned n) {
@@ -63,7 +73,10 @@ API nvmlSystemGetCudaDriverVersion(int* v) {
   *v = 12080;
   return 0;
 }
-API nvmlDeviceGetCount_v2(unsigned* n) { *n = 1; return 0; }
+API nvmlDeviceGetCount_v2(unsigned* n) {
+  *n = 1;
+  return 0;
+}
 API nvmlDeviceGetHandleByIndex_v2(unsigned i, void** d) {
   if (i != 0) return 2;
   *d = &g_device_tag;
@@ -116,13 +129,22 @@ API nvmlDeviceGetRetiredPages(void*, unsigned cause, unsigned* count,
   *count = have;
   return small ? 7 : 0;
 }
-API nvmlDeviceGetRetiredPagesPendingStatus(void*, int* s) { *s = 0; return 0; }
-API nvmlDeviceGetRemappedRows(void*, unsigned* c, unsigned* u, unsigned* p,
-                              unsigned* f) {
-  *c = 3; *u = 1; *p = 1; *f = 0;
+API nvmlDeviceGetRetiredPagesPendingStatus(void*, int* s) {
+  *s = 0;
   return 0;
 }
-API nvmlDeviceGetTemperature(void*, unsigned, unsigned* t) { *t = 50; return 0; }
+API nvmlDeviceGetRemappedRows(void*, unsigned* c, unsigned* u, unsigned* p,
+                              unsigned* f) {
+  *c = 3;
+  *u = 1;
+  *p = 1;
+  *f = 0;
+  return 0;
+}
+API nvmlDeviceGetTemperature(void*, unsigned, unsigned* t) {
+  *t = 50;
+  return 0;
+}
 API nvmlDeviceGetTemperatureThreshold(void*, unsigned which, unsigned* t) {
   static const unsigned kValues[] = {95, 90, 95, 87};
   if (which > 3) return 2;
@@ -130,7 +152,8 @@ API nvmlDeviceGetTemperatureThreshold(void*, unsigned which, unsigned* t) {
   return 0;
 }
 API nvmlDeviceGetFieldValues(void*, int n, FieldValue* v) {
-  for (int i = 0; i < n; ++i) v[i].ret = 3;  // memory temperature: not supported
+  for (int i = 0; i < n; ++i)
+    v[i].ret = 3;  // memory temperature: not supported
   return 0;
 }
 API nvmlDeviceGetCurrentClocksEventReasons(void*, unsigned long long* r) {
@@ -149,7 +172,10 @@ API nvmlDeviceGetComputeRunningProcesses_v3(void*, unsigned* count,
   out[1] = {4242, ~0ull, 0, 0};
   return 0;
 }
-API nvmlEventSetCreate(void** set) { *set = &g_set_tag; return 0; }
+API nvmlEventSetCreate(void** set) {
+  *set = &g_set_tag;
+  return 0;
+}
 API nvmlDeviceRegisterEvents(void*, unsigned long long, void*) { return 0; }
 API nvmlEventSetWait_v2(void*, EventData* e, unsigned) {
   if (g_xid_sent) return 10;  // timeout

@@ -116,8 +116,8 @@ TEST(GuardedAllocTest, StillOutOfMemoryFallsBackToTheProgramsOwnRequest) {
   EXPECT_TRUE(a.retried);
   EXPECT_EQ(a.enlarged_error, kOutOfMemory);
   EXPECT_EQ(a.user, cuda.next_address);
-  EXPECT_EQ(cuda.asked, std::vector<uint64_t>({Layout().raw_bytes,
-                                               Layout().raw_bytes, 1000}));
+  EXPECT_EQ(cuda.asked, std::vector<uint64_t>(
+                            {Layout().raw_bytes, Layout().raw_bytes, 1000}));
 }
 
 TEST(GuardedAllocTest, NothingToReleaseSkipsTheGuardedRetry) {

@@ -1,15 +1,15 @@
-// The NVML gather path of lib/health/health.cc and lib/health/xid_watch.cc against the
-// stand-in NVML of fake_nvml.cc (GMT_NVML_LIBRARY, set before the first
-// load: its own test binary, so the loader's cache starts empty).
+// The NVML gather path of lib/health/health.cc and lib/health/xid_watch.cc
+// against the stand-in NVML of fake_nvml.cc (GMT_NVML_LIBRARY, set before the
+// first load: its own test binary, so the loader's cache starts empty).
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <thread>
 
-#include <gtest/gtest.h>
-
 #include "lib/health/health.h"
-#include "lib/report/health_render.h"
 #include "lib/health/xid_watch.h"
+#include "lib/report/health_render.h"
 
 namespace gmt {
 namespace {

@@ -22,7 +22,7 @@ class HostDeviceOps : public DeviceOps {
   // stream-ordered free: answered later).
   int checks = 0;
   int async_checks = 0;
-  int orders = 0;        // OrderAfterFills calls
+  int orders = 0;  // OrderAfterFills calls
   int syncs = 0;
   std::vector<uint64_t> released;  // raw addresses given back
   int sync_result = 0;             // what SynchronizeContext answers

@@ -256,9 +256,8 @@ TEST(AssembleReportTest, ReservationsAndRegistrationsAreListedNotCounted) {
                         "64.0 MiB of address space, not memory)"));
   const std::string json = RenderJson(r);
   EXPECT_THAT(json, testing::HasSubstr("\"reservation_leaks\": 1"));
-  EXPECT_THAT(json,
-              testing::HasSubstr(absl::StrCat("\"reservation_leaked_bytes\": ",
-                                              64 * kMiB)));
+  EXPECT_THAT(json, testing::HasSubstr(absl::StrCat(
+                        "\"reservation_leaked_bytes\": ", 64 * kMiB)));
 }
 
 TEST(AssembleReportTest, NvtxRangesNameTheEntriesAndTheirSection) {

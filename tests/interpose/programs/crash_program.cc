@@ -39,12 +39,11 @@
 
 #include <atomic>
 #include <csetjmp>
-#include <thread>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "tests/interpose/programs/program_util.h"
 

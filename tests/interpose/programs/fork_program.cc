@@ -30,8 +30,8 @@ void LaunchAndMark(std::atomic<bool>* done) {
   void* p = nullptr;
   cudaMalloc(&p, 4096);  // guarded: its canaries are filled before...
   // ... the next launch, which the tool holds in its fill (HOLD).
-  cuLaunchKernel(reinterpret_cast<CUfunction>(g_kernel_name), 1, 1, 1, 32, 1,
-                 1, 0, nullptr, nullptr, nullptr);
+  cuLaunchKernel(reinterpret_cast<CUfunction>(g_kernel_name), 1, 1, 1, 32, 1, 1,
+                 0, nullptr, nullptr, nullptr);
   done->store(true);
 }
 

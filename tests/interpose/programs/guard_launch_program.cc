@@ -191,9 +191,9 @@ NOINLINE void ConcurrentWithACheck(const char* hold) {
   void* q = nullptr;
   Rt("cudaMalloc other", cudaMalloc(&q, 8192));
   void* other_args[] = {&q};
-  Rt("cudaLaunchKernel other", cudaLaunchKernel(RuntimeFunction(), dim3(1),
-                                                dim3(32), other_args, 0,
-                                                nullptr));
+  Rt("cudaLaunchKernel other",
+     cudaLaunchKernel(RuntimeFunction(), dim3(1), dim3(32), other_args, 0,
+                      nullptr));
   Rt("cudaFree other", cudaFree(q));
   std::printf("the other thread went on\n");
   std::fflush(stdout);

@@ -212,8 +212,8 @@ NOINLINE void PoolUsage() {
   // (size_query_shims.cc).
   auto used = [&](const char* what, bool with_high) {
     uint64_t current = 0, high = 0;
-    Rt(what, cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent,
-                                     &current));
+    Rt(what,
+       cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &current));
     uint64_t driver_current = 0;
     Cu("cuMemPoolGetAttribute",
        cuMemPoolGetAttribute(reinterpret_cast<CUmemoryPool>(pool),
@@ -221,7 +221,8 @@ NOINLINE void PoolUsage() {
                              &driver_current));
     Rt("cudaMemPoolGetAttribute high",
        cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &high));
-    std::printf("  used %llu (driver %llu)", static_cast<unsigned long long>(current),
+    std::printf("  used %llu (driver %llu)",
+                static_cast<unsigned long long>(current),
                 static_cast<unsigned long long>(driver_current));
     if (with_high) {
       std::printf(", high %llu", static_cast<unsigned long long>(high));
