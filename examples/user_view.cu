@@ -1,6 +1,6 @@
 // user_view: what a program can learn about its own device and managed
 // blocks must not change under the tool, although guard zones make every
-// block bigger (a 256-byte front redzone, a tail redzone) and move the
+// block bigger (a 512-byte front redzone, a tail redzone) and move the
 // pointer the program gets (DESIGN.md section 2, pitfall 5).
 //
 // One block from each allocator (cudaMalloc of 1, 1000, 4096 and 1 MiB,
