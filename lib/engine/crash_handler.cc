@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "lib/engine/engine.h"
+#include "lib/engine/signal_safe_text.h"
 
 namespace gmt {
 namespace {
@@ -34,55 +35,17 @@ std::atomic<int> g_writer_tid{0};
 std::atomic<bool> g_report_done{false};
 
 // ---- Async-signal-safe output ----------------------------------------------
-// One line built in a fixed buffer and written with write(2): no allocation,
-// no stdio, no locale.
+// One line of SignalSafeText to stderr, with the tool's prefix.
 class SafeLine {
  public:
-  SafeLine() {
-    Add("==");
-    AddDecimal(getpid());
-    Add("== gpumemtrace: ");
-  }
-  void Add(const char* text) {
-    while (*text != '\0' && size_ < sizeof(buffer_) - 1)
-      buffer_[size_++] = *text++;
-  }
-  void AddDecimal(int64_t value) {
-    char digits[24];
-    int n = 0;
-    uint64_t v = value < 0 ? 0 - static_cast<uint64_t>(value)
-                           : static_cast<uint64_t>(value);
-    do {
-      digits[n++] = static_cast<char>('0' + v % 10);
-      v /= 10;
-    } while (v != 0);
-    if (value < 0) digits[n++] = '-';
-    while (n > 0 && size_ < sizeof(buffer_) - 1) buffer_[size_++] = digits[--n];
-  }
-  void AddHex(uint64_t value) {
-    Add("0x");
-    char digits[16];
-    int n = 0;
-    do {
-      digits[n++] = "0123456789abcdef"[value & 0xf];
-      value >>= 4;
-    } while (value != 0);
-    while (n > 0 && size_ < sizeof(buffer_) - 1) buffer_[size_++] = digits[--n];
-  }
-  void Write() {
-    buffer_[size_++] = '\n';
-    size_t done = 0;
-    while (done < size_) {
-      ssize_t n = write(STDERR_FILENO, buffer_ + done, size_ - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return;
-      done += static_cast<size_t>(n);
-    }
-  }
+  SafeLine() : text_(getpid()) { text_.Begin(); }
+  void Add(const char* text) { text_.Add(text); }
+  void AddDecimal(int64_t value) { text_.Signed(value); }
+  void AddHex(uint64_t value) { text_.Hex(value); }
+  void Write() { text_.WriteLine(STDERR_FILENO); }
 
  private:
-  char buffer_[512];
-  size_t size_ = 0;
+  SignalSafeText text_;
 };
 
 void WriteHeader(const CrashSignal& s, const char* what) {

@@ -14,6 +14,7 @@
 #include "lib/core/clock.h"
 #include "lib/core/log.h"
 #include "lib/engine/engine.h"
+#include "lib/engine/signal_safe_text.h"
 #include "lib/report/report_assembly.h"
 #include "lib/report/report_output.h"
 
@@ -96,65 +97,6 @@ void Engine::OnStickyError(absl::string_view call, int code,
 // From the signal handler: nothing here allocates, takes a lock it may wait
 // for, or calls anything but write(2) and lock-free reads.
 
-namespace {
-
-// Text built in a fixed buffer and written with write(2): no allocation, no
-// stdio, no locale. Lines longer than the buffer are cut.
-class SafeText {
- public:
-  explicit SafeText(int pid) : pid_(pid) {}
-  SafeText& Add(const char* text) {
-    while (*text != '\0' && size_ < sizeof(buffer_) - 1) {
-      buffer_[size_++] = *text++;
-    }
-    return *this;
-  }
-  SafeText& Decimal(uint64_t value) {
-    char digits[24];
-    int n = 0;
-    do {
-      digits[n++] = static_cast<char>('0' + value % 10);
-      value /= 10;
-    } while (value != 0);
-    while (n > 0 && size_ < sizeof(buffer_) - 1) buffer_[size_++] = digits[--n];
-    return *this;
-  }
-  SafeText& Hex(uint64_t value) {
-    Add("0x");
-    char digits[16];
-    int n = 0;
-    do {
-      digits[n++] = "0123456789abcdef"[value & 0xf];
-      value >>= 4;
-    } while (value != 0);
-    while (n > 0 && size_ < sizeof(buffer_) - 1) buffer_[size_++] = digits[--n];
-    return *this;
-  }
-  // "==<pid>== gpumemtrace: " then the line's text, then WriteLine.
-  SafeText& Begin() {
-    Add("==").Decimal(static_cast<uint64_t>(pid_)).Add("== gpumemtrace: ");
-    return *this;
-  }
-  void WriteLine(int fd) {
-    buffer_[size_++] = '\n';
-    size_t done = 0;
-    while (done < size_) {
-      const ssize_t n = write(fd, buffer_ + done, size_ - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      done += static_cast<size_t>(n);
-    }
-    size_ = 0;
-  }
-
- private:
-  int pid_;
-  char buffer_[1024];
-  size_t size_ = 0;
-};
-
-}  // namespace
-
 void Engine::NoteCrashSignal(const CrashSignal& signal) {
   noted_signal_.code.store(signal.code, std::memory_order_relaxed);
   noted_signal_.fault_address.store(signal.fault_address,
@@ -167,7 +109,7 @@ void Engine::NoteCrashSignal(const CrashSignal& signal) {
 }
 
 void Engine::WriteCrashSummary(const CrashSignal& signal, int fd) {
-  SafeText out(owner_pid_);
+  SignalSafeText out(owner_pid_);
   // Live blocks, and the host-visible one the fault address lies in or near.
   uint64_t blocks = 0;
   uint64_t bytes = 0;
