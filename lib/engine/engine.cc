@@ -15,6 +15,7 @@
 #include "lib/core/log.h"
 #include "lib/core/sticky_errors.h"
 #include "lib/engine/error_reports.h"
+#include "lib/guard/guard_layout.h"
 #include "lib/registry/nvtx_ranges.h"
 #include "lib/report/report_assembly.h"
 #include "lib/report/report_output.h"
@@ -116,11 +117,12 @@ Registry& Engine::RegistryFor(MemoryKind kind) {
 
 namespace {
 
-// The device bytes the tool added around `record`: its redzones.
+// The device memory the tool added around `record`: its redzones, as they
+// show in the device's free memory.
 int64_t RedzoneBytes(const AllocationRecord& record) {
-  return record.guarded()
-             ? static_cast<int64_t>(record.raw_bytes - record.bytes)
-             : 0;
+  return record.guarded() ? static_cast<int64_t>(AddedFootprint(
+                                record.api, record.bytes, record.raw_bytes))
+                          : 0;
 }
 
 }  // namespace

@@ -51,6 +51,31 @@ bool GuardPolicy::Guards(Api api) const {
   return f != GuardFamily::kNone && !skip.Has(f);
 }
 
+uint64_t CudaMallocFootprint(uint64_t bytes) {
+  constexpr uint64_t kPage = uint64_t{2} << 20;
+  constexpr uint64_t kSharedBelow = uint64_t{1} << 20;
+  constexpr uint64_t kGranule = 512;
+  if (bytes > kSharedBelow)
+    return bytes > UINT64_MAX - kPage ? bytes : RoundUp(bytes, kPage);
+  return RoundUp(bytes, kGranule);
+}
+
+uint64_t AddedFootprint(Api api, uint64_t user_bytes, uint64_t raw_bytes) {
+  if (raw_bytes <= user_bytes) return 0;
+  switch (FamilyOf(api)) {
+    case GuardFamily::kDevice:
+    case GuardFamily::kPitched: {
+      const uint64_t raw = CudaMallocFootprint(raw_bytes);
+      const uint64_t user = CudaMallocFootprint(user_bytes);
+      return raw > user ? raw - user : 0;
+    }
+    default:
+      // Pool blocks are carved from the pool's own reservation, managed
+      // ones are paged on demand: no page rounding to model.
+      return raw_bytes - user_bytes;
+  }
+}
+
 uint64_t TailZoneBytes(const GuardPolicy& policy, uint64_t bytes) {
   uint64_t zone = RoundUp(bytes / policy.tail_ratio, kAlign);
   return std::clamp(zone, policy.tail_min, policy.tail_max);

@@ -51,6 +51,18 @@ struct GuardLayout {
   uint64_t raw_bytes = 0;  // what to ask CUDA for
 };
 
+// What a cudaMalloc / cuMemAlloc block of `bytes` takes from the device's
+// free memory (cudaMemGetInfo): a block over 1 MiB is mapped in whole 2 MiB
+// pages, smaller ones share pages in 512-byte granules (measured on the
+// H200, driver 580). A redzone that crosses a page boundary the program's
+// own block would not have crossed costs a whole page.
+uint64_t CudaMallocFootprint(uint64_t bytes);
+
+// The device memory a guarded block of `api` takes beyond what the
+// program's own request would have taken (redzones, with the allocator's
+// rounding of both): what the program's view of free memory gets back.
+uint64_t AddedFootprint(Api api, uint64_t user_bytes, uint64_t raw_bytes);
+
 // The tail zone after the slack for a block of `bytes`.
 uint64_t TailZoneBytes(const GuardPolicy& policy, uint64_t bytes);
 

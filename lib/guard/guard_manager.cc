@@ -16,6 +16,12 @@ bool StreamOrdered(Api api) { return FamilyOf(api) == GuardFamily::kAsync; }
 
 uint64_t UserEnd(const AllocationRecord& r) { return r.address + r.bytes; }
 
+// What a quarantined block takes from the device's free memory: all of it,
+// with CUDA's rounding (what the program's free would have given back).
+uint64_t HeldFootprint(const AllocationRecord& r) {
+  return AddedFootprint(r.api, 0, r.raw_bytes);
+}
+
 // A program stream as DeviceOps takes it: there 0 means the tool's own
 // stream, so the program's legacy default stream (0 in the engine) is passed
 // as its explicit handle, CU_STREAM_LEGACY.
@@ -496,6 +502,7 @@ bool GuardManager::TryHold(const AllocationRecord& block,
   }
   c.quarantine.push_back(block.raw_address);
   c.held_bytes += block.raw_bytes;
+  c.held_footprint += HeldFootprint(block);
   c.table.reset();
   return true;
 }
@@ -542,6 +549,7 @@ uint64_t GuardManager::EvictLocked(uint64_t context, size_t count,
     const AllocationRecord& r = it->second.record;
     doomed.push_back(Doomed{r.api, raw});
     after.held_bytes -= std::min(after.held_bytes, r.raw_bytes);
+    after.held_footprint -= std::min(after.held_footprint, HeldFootprint(r));
     released += r.raw_bytes;
     ++stats_.evicted;
     after.blocks.erase(it);
@@ -739,7 +747,7 @@ uint64_t GuardManager::HeldBytes(int device) const {
   absl::MutexLock lock(&mu_);
   uint64_t held = 0;
   for (const auto& [context, c] : contexts_) {
-    if (c.device == device) held += c.held_bytes;
+    if (c.device == device) held += c.held_footprint;
   }
   return held;
 }

@@ -180,7 +180,8 @@ class GuardManager {
                           uint64_t* user_bytes = nullptr);
 
   GuardStats Stats() const;
-  // Raw bytes of `device` held in quarantine now.
+  // Device memory of `device` held in quarantine now, as freeing it would
+  // show in the device's free memory.
   uint64_t HeldBytes(int device) const;
   // Guarded stream-ordered blocks CUDA still counts as in use in their pool
   // (live, or held in quarantine) and the bytes of each the program did not
@@ -237,6 +238,9 @@ class GuardManager {
     absl::flat_hash_map<uint64_t, Block> blocks;  // by raw address
     std::deque<uint64_t> quarantine;              // oldest first
     uint64_t held_bytes = 0;
+    // The device memory those blocks take (CUDA's page rounding included):
+    // what freeing them would give back.
+    uint64_t held_footprint = 0;
     uint64_t clean_sequence = 0;  // launch log position at the last check
     bool fills_pending = false;
     std::shared_ptr<const Table> table;  // per-kernel checks; null if stale

@@ -92,7 +92,9 @@ CUresult AllocDevice(CUdeviceptr* dptr, size_t bytes, Kind kind,
   // H200 through cudaMalloc).
   *dptr = 0;
   if (InjectAllocationFailure()) return CUDA_ERROR_OUT_OF_MEMORY;
-  size_t reserved = RoundUp(bytes, kAlignment);
+  const size_t reserved = kind == Kind::kDevice && !async
+                              ? DeviceFootprint(bytes)
+                              : RoundUp(bytes, kAlignment);
   {
     std::lock_guard<std::mutex> lock(T().mu);
     if (!ChargeLocked(device, reserved)) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -102,7 +104,8 @@ CUresult AllocDevice(CUdeviceptr* dptr, size_t bytes, Kind kind,
   // its end (the bug the guard zones are there to catch) writes memory
   // without faulting. The double must allow the same, or a run without
   // redzones corrupts the host heap (ASan reported it in cupti_program).
-  void* p = std::aligned_alloc(kAlignment, reserved + kAlignment);
+  void* p =
+      std::aligned_alloc(kAlignment, RoundUp(bytes, kAlignment) + kAlignment);
   std::lock_guard<std::mutex> lock(T().mu);
   if (p == nullptr) {
     T().in_use[device] -= reserved;
