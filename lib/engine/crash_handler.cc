@@ -1,12 +1,14 @@
 #include "lib/engine/crash_handler.h"
 
 #include <errno.h>
+#include <execinfo.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -29,6 +31,53 @@ struct Installed {
 };
 Installed g_installed[kMaxSignal];
 int64_t g_timeout_s = 10;
+
+// The crashing thread's stack, written by the one thread that writes the
+// report (g_writer_tid), before anything reads it.
+constexpr int kMaxCrashFrames = 64;
+uintptr_t g_crash_frames[kMaxCrashFrames];
+
+// The crashing thread's return addresses into g_crash_frames, from the
+// faulting instruction outwards: the handler's own frames and the signal
+// trampoline are dropped when the interrupted PC is among them. backtrace()
+// was called once at installation, so libgcc's unwinder is loaded and this
+// call does not allocate.
+int CaptureCrashStack(void* context) {
+  void* raw[kMaxCrashFrames + 8];
+  const int n = backtrace(raw, kMaxCrashFrames + 8);
+  int first = 0;
+#if defined(__x86_64__)
+  if (context != nullptr) {
+    const uintptr_t pc = static_cast<uintptr_t>(
+        static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_RIP]);
+    for (int i = 0; i < n; ++i) {
+      if (reinterpret_cast<uintptr_t>(raw[i]) == pc) {
+        first = i;
+        break;
+      }
+    }
+  }
+#elif defined(__aarch64__)
+  if (context != nullptr) {
+    const uintptr_t pc = static_cast<uintptr_t>(
+        static_cast<ucontext_t*>(context)->uc_mcontext.pc);
+    for (int i = 0; i < n; ++i) {
+      if (reinterpret_cast<uintptr_t>(raw[i]) == pc) {
+        first = i;
+        break;
+      }
+    }
+  }
+#endif
+  int count = 0;
+  for (int i = first; i < n && count < kMaxCrashFrames; ++i) {
+    g_crash_frames[count++] = reinterpret_cast<uintptr_t>(raw[i]);
+  }
+  // Stacks are symbolized as return addresses (the call is the byte before);
+  // the faulting PC is not one: stored one past, so that byte is the PC.
+  if (first > 0 && count > 0) ++g_crash_frames[0];
+  return count;
+}
 
 // The kernel thread id of the thread writing the crash report (0: none yet).
 std::atomic<int> g_writer_tid{0};
@@ -205,6 +254,8 @@ void OnCrashSignal(int sig, siginfo_t* info, void* context) {
   }
   int writer = 0;
   if (g_writer_tid.compare_exchange_strong(writer, s.thread)) {
+    s.frame_count = CaptureCrashStack(context);
+    s.frames = g_crash_frames;
     WriteHeader(s, "writing the crash report");
     RunReport(s);
     g_report_done.store(true, std::memory_order_release);
@@ -333,6 +384,10 @@ void InstallCrashHandlers(const Options& options) {
   if (installed.exchange(true)) return;
   if (!options.crash_report) return;
   g_timeout_s = options.crash_timeout_s;
+  // Loads the unwinder now (backtrace's first call dlopens libgcc_s and
+  // allocates), so the handler's call does neither.
+  void* warm[2];
+  (void)backtrace(warm, 2);
   bool any = false;
   for (const auto& [which, sig] : kCrashSignalNumbers) {
     if (!options.crash_signals.Has(which)) continue;

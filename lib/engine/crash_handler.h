@@ -53,6 +53,11 @@ struct CrashSignal {
   uint64_t fault_address = 0;
   bool has_fault_address = false;
   int thread = 0;  // kernel thread id
+  // The crashing thread's return addresses, innermost first (the faulting
+  // instruction's own frame first when it could be found), captured in the
+  // handler; they point into memory that lives as long as the process.
+  const uintptr_t* frames = nullptr;
+  int frame_count = 0;
 };
 
 // "SIGSEGV" for the five handled signals; "signal" otherwise.

@@ -512,6 +512,10 @@ class Engine {
     std::atomic<uint64_t> fault_address{0};
     std::atomic<bool> has_fault_address{false};
     std::atomic<int> thread{0};
+    // The crashing thread's frames (CrashSignal::frames), set before
+    // `signal` is published.
+    const uintptr_t* frames = nullptr;
+    int frame_count = 0;
   };
   NotedSignal noted_signal_;
 

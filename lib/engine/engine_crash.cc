@@ -104,6 +104,8 @@ void Engine::NoteCrashSignal(const CrashSignal& signal) {
   noted_signal_.has_fault_address.store(signal.has_fault_address,
                                         std::memory_order_relaxed);
   noted_signal_.thread.store(signal.thread, std::memory_order_relaxed);
+  noted_signal_.frames = signal.frames;
+  noted_signal_.frame_count = signal.frame_count;
   // Last: a report that sees the signal sees the rest.
   noted_signal_.signal.store(signal.signal, std::memory_order_release);
 }
@@ -163,6 +165,15 @@ void Engine::WriteCrashSummary(const CrashSignal& signal, int fd) {
         .Hex(near.address);
     out.WriteLine(fd);
   }
+  // The crashing thread's return addresses, raw: the full report names them
+  // (file:line), this line is what survives when it cannot be written.
+  if (signal.frames != nullptr && signal.frame_count > 0) {
+    out.Begin().Add("stack (innermost first):");
+    for (int i = 0; i < signal.frame_count && i < 24; ++i) {
+      out.Add(" ").Hex(signal.frames[i]);
+    }
+    out.WriteLine(fd);
+  }
   // The newest kernel launches (the ring is lock-free; names by try-lock).
   RecentLaunches::Entry launches[kMaxRecentKernels];
   const size_t n = recent_launches_.NewestInto(launches, kMaxRecentKernels);
@@ -211,6 +222,11 @@ void Engine::TakeCrashState(ReportState* state) {
     c.has_fault_address =
         noted_signal_.has_fault_address.load(std::memory_order_relaxed);
     c.thread = noted_signal_.thread.load(std::memory_order_relaxed);
+    // Interned here, in the report's writer (a copy of the process, free to
+    // allocate): symbolized like every other stack of the report.
+    if (noted_signal_.frames != nullptr && noted_signal_.frame_count > 0) {
+      c.stack = depot_.Put(noted_signal_.frames, noted_signal_.frame_count);
+    }
     c.skipped.push_back(
         "guard zones: not checked at the crash (no GPU work from a signal "
         "handler)");

@@ -259,6 +259,8 @@ struct ReportData {
     uint64_t fault_address = 0;
     bool has_fault_address = false;  // SIGSEGV, SIGBUS, SIGFPE, SIGILL
     int thread = 0;                  // kernel thread id of the crashing thread
+    // kind "signal": the crashing thread's stack where it was captured.
+    StackId stack = kNoStack;
     // The tracked host-visible block (managed, pinned, registered) the fault
     // address lies in or near (within kCrashNearBytes), if any.
     bool has_fault_block = false;

@@ -160,6 +160,7 @@ void AddCrash(ReportState& state, ReportData* data, std::vector<StackId>* ids) {
         "no kernel launch was seen by the tool (launches are seen by the "
         "LD_PRELOAD launch shims and, without them, by CUPTI)";
   }
+  ids->push_back(c.stack);
   std::vector<AllocationRecord> live = state.live;
   c.live_blocks = live.size();
   for (const AllocationRecord& r : live) {

@@ -38,6 +38,7 @@ json CrashJson(const ReportData& data) {
     out["fault_block"] =
         c.has_fault_block ? CrashBlockJson(c.fault_block) : json(nullptr);
     if (c.has_fault_block) out["fault_offset"] = c.fault_offset;
+    out["stack_id"] = c.stack != kNoStack ? json(c.stack) : json(nullptr);
   }
   if (!c.call.empty()) {
     out["call"] = c.call;

@@ -186,6 +186,10 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
   if (data.crash.present) {
     out.Blank();
     for (const std::string& line : CrashTextLines(data)) out.Line("%s", line);
+    if (data.crash.stack != kNoStack) {
+      out.Line("  stack of the crashing thread (innermost first):");
+      PrintStack(out, data.crash.stack, data.stacks);
+    }
   }
 
   if (!data.errors.empty()) {

@@ -113,6 +113,15 @@ TEST_F(CrashTest, TextReportHasCrashSection) {
   EXPECT_TRUE(Contains(r.err, "CRASH: SIGSEGV (SEGV_MAPERR) at address 0x0"))
       << r.err;
   EXPECT_TRUE(Contains(r.err, "crash_program_kernel")) << r.err;
+  // The crashing thread's stack, from the faulting function outwards.
+  EXPECT_TRUE(Contains(r.err, "stack of the crashing thread")) << r.err;
+  const size_t stack = r.err.find("stack of the crashing thread");
+  const size_t frame0 = r.err.find("#0 ", stack);
+  ASSERT_NE(frame0, std::string::npos) << r.err;
+  EXPECT_TRUE(Contains(r.err.substr(frame0, r.err.find('\n', frame0) - frame0),
+                       "WriteThrough"))
+      << r.err;
+  EXPECT_TRUE(Contains(r.err, "stack (innermost first): 0x")) << r.err;
 }
 
 // A handler the program installed before the tool: ours runs first (the
@@ -188,6 +197,8 @@ TEST_F(CrashTest, CrashWhileTheToolHoldsItsLocksStillReports) {
   EXPECT_TRUE(Contains(r.err, "caught SIGSEGV")) << r.err;
   EXPECT_TRUE(Contains(r.err, "live at the crash: ")) << r.err;
   EXPECT_TRUE(Contains(r.err, "crash_program_kernel")) << r.err;
+  // The crashing thread's return addresses, raw, in the summary.
+  EXPECT_TRUE(Contains(r.err, "stack (innermost first): 0x")) << r.err;
 }
 
 TEST_F(CrashTest, CrashReportOffWritesNothingAndStillDiesBySignal) {
