@@ -55,6 +55,12 @@ uint64_t PoolHiddenBytes(CUmemoryPool pool) {
   if (pointer_attribute == nullptr) return 0;
   uint64_t hidden = 0;
   for (const auto& charge : gmt::Engine::Get().StreamOrderedCharges()) {
+    if (charge.pool != 0) {
+      if (charge.pool == reinterpret_cast<uint64_t>(pool)) {
+        hidden += charge.hidden_bytes;
+      }
+      continue;
+    }
     CUmemoryPool owner = nullptr;
     if (pointer_attribute(&owner, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
                           charge.raw) == CUDA_SUCCESS &&

@@ -255,6 +255,7 @@ FreeTicket Engine::BeginFree(Api api, uint64_t address, StackId stack,
     if (synchronous_free && guard_.TryHold(ticket.record, freed, &findings)) {
       ticket.held = true;
     } else {
+      if (synchronous_free) guard_.NoteSynchronousPoolFree(ticket.record);
       guard_.BeforeRealFree(ticket.record, stream, &findings);
     }
     ReportFindings(findings);

@@ -92,6 +92,12 @@ class DeviceOps {
   virtual int Release(Api alloc_api, uint64_t context,
                       uint64_t raw_address) = 0;
 
+  // The stream-ordered pool that the block at `address` of `context` came
+  // from (CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE), 0 when not known.
+  virtual uint64_t PoolOf(uint64_t /*context*/, uint64_t /*address*/) {
+    return 0;
+  }
+
   // Copies `bytes` from device/managed memory at `address` to `out` and waits.
   virtual bool Read(uint64_t context, uint64_t address, void* out,
                     uint64_t bytes) = 0;

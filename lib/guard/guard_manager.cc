@@ -670,6 +670,17 @@ void GuardManager::BeforeRealFree(const AllocationRecord& block,
                    since, 0, findings);
 }
 
+void GuardManager::NoteSynchronousPoolFree(const AllocationRecord& block) {
+  if (ops_ == nullptr || !StreamOrdered(block.api) || !block.guarded()) return;
+  const uint64_t pool = ops_->PoolOf(block.context, block.raw_address);
+  if (pool == 0) return;
+  absl::MutexLock lock(&mu_);
+  auto cit = contexts_.find(block.context);
+  if (cit == contexts_.end()) return;
+  auto it = cit->second.blocks.find(block.raw_address);
+  if (it != cit->second.blocks.end()) it->second.synchronous_free_pool = pool;
+}
+
 void GuardManager::AfterRealFree(const AllocationRecord& block, bool freed) {
   if (ops_ == nullptr) return;
   absl::MutexLock lock(&mu_);
@@ -677,6 +688,11 @@ void GuardManager::AfterRealFree(const AllocationRecord& block, bool freed) {
   if (cit == contexts_.end()) return;
   Context& c = cit->second;
   if (freed) {
+    if (auto it = c.blocks.find(block.raw_address);
+        it != c.blocks.end() && it->second.synchronous_free_pool != 0) {
+      lingering_pool_bytes_[it->second.synchronous_free_pool] +=
+          it->second.record.raw_bytes - it->second.record.bytes;
+    }
     c.blocks.erase(block.raw_address);
   } else if (auto it = c.blocks.find(block.raw_address); it != c.blocks.end()) {
     // CUDA kept the block: guarded again, with any fill it missed.
@@ -738,6 +754,9 @@ std::vector<GuardManager::PoolCharge> GuardManager::StreamOrderedCharges()
       out.push_back({raw, b.held ? b.record.raw_bytes
                                  : b.record.raw_bytes - b.record.bytes});
     }
+  }
+  for (const auto& [pool, bytes] : lingering_pool_bytes_) {
+    out.push_back({0, bytes, pool});
   }
   return out;
 }

@@ -128,6 +128,13 @@ class GuardManager {
   // stream-ordered free, without waiting).
   void BeforeRealFree(const AllocationRecord& block, uint64_t stream,
                       std::vector<GuardFinding>* findings);
+  // A stream-ordered block is being freed with cudaFree / cuMemFree. CUDA
+  // keeps counting such a block in its pool's USED_MEM_CURRENT for good
+  // (measured on the H200, driver 580: through later frees, syncs and
+  // trims), so its redzones stay counted too: the pool is asked now, while
+  // CUDA still knows the block, and the redzones stay hidden from the
+  // pool's figures after the free (StreamOrderedCharges).
+  void NoteSynchronousPoolFree(const AllocationRecord& block);
   // CUDA answered the free: `freed` false means the block is still live.
   void AfterRealFree(const AllocationRecord& block, bool freed);
   // Releases held blocks over the budget (a batch, checked first).
@@ -189,6 +196,9 @@ class GuardManager {
   struct PoolCharge {
     uint64_t raw = 0;
     uint64_t hidden_bytes = 0;
+    // The pool, when the block is gone and CUDA can no longer say (0: ask
+    // CUDA for raw's pool).
+    uint64_t pool = 0;
   };
   std::vector<PoolCharge> StreamOrderedCharges() const;
 
@@ -198,6 +208,8 @@ class GuardManager {
   struct Block {
     AllocationRecord record;
     uint64_t front_begin = 0;  // first checked byte before the user's start
+    // Freed with a synchronous free: its pool (NoteSynchronousPoolFree).
+    uint64_t synchronous_free_pool = 0;
     bool held = false;
     bool canaries_pending = true;  // front/tail not yet (re)written
     bool canaries_armed = false;   // front/tail written at least once
@@ -317,6 +329,10 @@ class GuardManager {
   absl::flat_hash_map<uint64_t, Context> contexts_ ABSL_GUARDED_BY(mu_);
   std::deque<PendingCheck> pending_ ABSL_GUARDED_BY(mu_);
   GuardStats stats_ ABSL_GUARDED_BY(mu_);
+  // Per pool: redzone bytes of stream-ordered blocks freed with a
+  // synchronous free, which CUDA goes on counting as used.
+  absl::flat_hash_map<uint64_t, uint64_t> lingering_pool_bytes_
+      ABSL_GUARDED_BY(mu_);
   bool check_failure_said_ ABSL_GUARDED_BY(mu_) = false;
 
   // Contexts with pending fills: BeforeLaunch takes the lock only then.

@@ -311,6 +311,23 @@ int DriverDeviceOps::Release(Api alloc_api, uint64_t context,
   return pinned ? d->mem_free_host(p) : d->mem_free(raw_address);
 }
 
+uint64_t DriverDeviceOps::PoolOf(uint64_t context, uint64_t address) {
+  const ToolDriver* d = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    d = Driver();
+  }
+  if (d == nullptr || d->pointer_get_attribute == nullptr) return 0;
+  ToolContextScope scope(*d, context);
+  if (scope.result() != CUDA_SUCCESS) return 0;
+  CUmemoryPool pool = nullptr;
+  if (d->pointer_get_attribute(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
+                               address) != CUDA_SUCCESS) {
+    return 0;
+  }
+  return reinterpret_cast<uint64_t>(pool);
+}
+
 bool DriverDeviceOps::Read(uint64_t context, uint64_t address, void* out,
                            uint64_t bytes) {
   return CopyOnToolStream(context, bytes, "reading device memory",

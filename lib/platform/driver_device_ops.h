@@ -65,6 +65,7 @@ class DriverDeviceOps : public DeviceOps {
                  std::vector<GmtZoneResult>* results) override;
   int SynchronizeContext(uint64_t context) override;
   int Release(Api alloc_api, uint64_t context, uint64_t raw_address) override;
+  uint64_t PoolOf(uint64_t context, uint64_t address) override;
   bool Read(uint64_t context, uint64_t address, void* out,
             uint64_t bytes) override;
   bool Write(uint64_t context, uint64_t address, const void* data,

@@ -41,52 +41,53 @@ namespace gmt {
 // PFN_<base>_v<version> (cudaTypedefs.h), is libcuda's `exported`, which
 // drivers export since CUDA `version` (CUDA_VERSION style: 12000 is 12.0).
 // The _v2 names are the ABI those PFN types describe.
-#define GMT_TOOL_DRIVER_FUNCTIONS(X)                                        \
-  X(get_error_name, cuGetErrorName, cuGetErrorName, 6000)                   \
-  X(init, cuInit, cuInit, 2000)                                             \
-  X(driver_get_version, cuDriverGetVersion, cuDriverGetVersion, 2020)       \
-  X(device_get_count, cuDeviceGetCount, cuDeviceGetCount, 2000)             \
-  X(device_get, cuDeviceGet, cuDeviceGet, 2000)                             \
-  X(device_get_name, cuDeviceGetName, cuDeviceGetName, 2000)                \
-  X(device_get_pci_bus_id, cuDeviceGetPCIBusId, cuDeviceGetPCIBusId, 4010)  \
-  X(device_get_attribute, cuDeviceGetAttribute, cuDeviceGetAttribute, 2000) \
-  X(primary_ctx_retain, cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, \
-    7000)                                                                   \
-  X(primary_ctx_release, cuDevicePrimaryCtxRelease,                         \
-    cuDevicePrimaryCtxRelease_v2, 11000)                                    \
-  X(ctx_get_current, cuCtxGetCurrent, cuCtxGetCurrent, 4000)                \
-  X(ctx_set_current, cuCtxSetCurrent, cuCtxSetCurrent, 4000)                \
-  X(ctx_push_current, cuCtxPushCurrent, cuCtxPushCurrent_v2, 4000)          \
-  X(ctx_pop_current, cuCtxPopCurrent, cuCtxPopCurrent_v2, 4000)             \
-  X(ctx_get_device, cuCtxGetDevice, cuCtxGetDevice, 2000)                   \
-  X(ctx_synchronize, cuCtxSynchronize, cuCtxSynchronize, 2000)              \
-  X(exchange_capture_mode, cuThreadExchangeStreamCaptureMode,               \
-    cuThreadExchangeStreamCaptureMode, 10010)                               \
-  X(stream_create, cuStreamCreate, cuStreamCreate, 2000)                    \
-  X(stream_destroy, cuStreamDestroy, cuStreamDestroy_v2, 4000)              \
-  X(stream_synchronize, cuStreamSynchronize, cuStreamSynchronize, 2000)     \
-  X(stream_is_capturing, cuStreamIsCapturing, cuStreamIsCapturing, 10000)   \
-  X(stream_wait_event, cuStreamWaitEvent, cuStreamWaitEvent, 3020)          \
-  X(event_create, cuEventCreate, cuEventCreate, 2000)                       \
-  X(event_record, cuEventRecord, cuEventRecord, 2000)                       \
-  X(event_query, cuEventQuery, cuEventQuery, 2000)                          \
-  X(event_synchronize, cuEventSynchronize, cuEventSynchronize, 2000)        \
-  X(mem_get_info, cuMemGetInfo, cuMemGetInfo_v2, 3020)                      \
-  X(mem_alloc, cuMemAlloc, cuMemAlloc_v2, 3020)                             \
-  X(mem_free, cuMemFree, cuMemFree_v2, 3020)                                \
-  X(mem_host_alloc, cuMemHostAlloc, cuMemHostAlloc, 2020)                   \
-  X(mem_free_host, cuMemFreeHost, cuMemFreeHost, 2000)                      \
-  X(memset_d8_async, cuMemsetD8Async, cuMemsetD8Async, 3020)                \
-  X(memcpy_htod, cuMemcpyHtoD, cuMemcpyHtoD_v2, 3020)                       \
-  X(memcpy_dtoh, cuMemcpyDtoH, cuMemcpyDtoH_v2, 3020)                       \
-  X(memcpy_htod_async, cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2, 3020)       \
-  X(memcpy_dtoh_async, cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2, 3020)       \
-  X(memcpy_dtod_async, cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2, 3020)       \
-  X(launch_kernel, cuLaunchKernel, cuLaunchKernel, 4000)                    \
-  X(library_load_data, cuLibraryLoadData, cuLibraryLoadData, 12000)         \
-  X(library_get_kernel, cuLibraryGetKernel, cuLibraryGetKernel, 12000)      \
-  X(library_unload, cuLibraryUnload, cuLibraryUnload, 12000)                \
-  X(kernel_get_function, cuKernelGetFunction, cuKernelGetFunction, 12000)   \
+#define GMT_TOOL_DRIVER_FUNCTIONS(X)                                           \
+  X(get_error_name, cuGetErrorName, cuGetErrorName, 6000)                      \
+  X(init, cuInit, cuInit, 2000)                                                \
+  X(driver_get_version, cuDriverGetVersion, cuDriverGetVersion, 2020)          \
+  X(device_get_count, cuDeviceGetCount, cuDeviceGetCount, 2000)                \
+  X(device_get, cuDeviceGet, cuDeviceGet, 2000)                                \
+  X(device_get_name, cuDeviceGetName, cuDeviceGetName, 2000)                   \
+  X(device_get_pci_bus_id, cuDeviceGetPCIBusId, cuDeviceGetPCIBusId, 4010)     \
+  X(device_get_attribute, cuDeviceGetAttribute, cuDeviceGetAttribute, 2000)    \
+  X(primary_ctx_retain, cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain,    \
+    7000)                                                                      \
+  X(primary_ctx_release, cuDevicePrimaryCtxRelease,                            \
+    cuDevicePrimaryCtxRelease_v2, 11000)                                       \
+  X(ctx_get_current, cuCtxGetCurrent, cuCtxGetCurrent, 4000)                   \
+  X(ctx_set_current, cuCtxSetCurrent, cuCtxSetCurrent, 4000)                   \
+  X(ctx_push_current, cuCtxPushCurrent, cuCtxPushCurrent_v2, 4000)             \
+  X(ctx_pop_current, cuCtxPopCurrent, cuCtxPopCurrent_v2, 4000)                \
+  X(ctx_get_device, cuCtxGetDevice, cuCtxGetDevice, 2000)                      \
+  X(ctx_synchronize, cuCtxSynchronize, cuCtxSynchronize, 2000)                 \
+  X(exchange_capture_mode, cuThreadExchangeStreamCaptureMode,                  \
+    cuThreadExchangeStreamCaptureMode, 10010)                                  \
+  X(stream_create, cuStreamCreate, cuStreamCreate, 2000)                       \
+  X(stream_destroy, cuStreamDestroy, cuStreamDestroy_v2, 4000)                 \
+  X(stream_synchronize, cuStreamSynchronize, cuStreamSynchronize, 2000)        \
+  X(stream_is_capturing, cuStreamIsCapturing, cuStreamIsCapturing, 10000)      \
+  X(stream_wait_event, cuStreamWaitEvent, cuStreamWaitEvent, 3020)             \
+  X(event_create, cuEventCreate, cuEventCreate, 2000)                          \
+  X(event_record, cuEventRecord, cuEventRecord, 2000)                          \
+  X(event_query, cuEventQuery, cuEventQuery, 2000)                             \
+  X(event_synchronize, cuEventSynchronize, cuEventSynchronize, 2000)           \
+  X(mem_get_info, cuMemGetInfo, cuMemGetInfo_v2, 3020)                         \
+  X(pointer_get_attribute, cuPointerGetAttribute, cuPointerGetAttribute, 4000) \
+  X(mem_alloc, cuMemAlloc, cuMemAlloc_v2, 3020)                                \
+  X(mem_free, cuMemFree, cuMemFree_v2, 3020)                                   \
+  X(mem_host_alloc, cuMemHostAlloc, cuMemHostAlloc, 2020)                      \
+  X(mem_free_host, cuMemFreeHost, cuMemFreeHost, 2000)                         \
+  X(memset_d8_async, cuMemsetD8Async, cuMemsetD8Async, 3020)                   \
+  X(memcpy_htod, cuMemcpyHtoD, cuMemcpyHtoD_v2, 3020)                          \
+  X(memcpy_dtoh, cuMemcpyDtoH, cuMemcpyDtoH_v2, 3020)                          \
+  X(memcpy_htod_async, cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2, 3020)          \
+  X(memcpy_dtoh_async, cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2, 3020)          \
+  X(memcpy_dtod_async, cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2, 3020)          \
+  X(launch_kernel, cuLaunchKernel, cuLaunchKernel, 4000)                       \
+  X(library_load_data, cuLibraryLoadData, cuLibraryLoadData, 12000)            \
+  X(library_get_kernel, cuLibraryGetKernel, cuLibraryGetKernel, 12000)         \
+  X(library_unload, cuLibraryUnload, cuLibraryUnload, 12000)                   \
+  X(kernel_get_function, cuKernelGetFunction, cuKernelGetFunction, 12000)      \
   X(func_load, cuFuncLoad, cuFuncLoad, 12040)
 
 // The oldest driver GetToolDriver accepts: the newest function the library's

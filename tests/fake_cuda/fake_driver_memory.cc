@@ -38,6 +38,10 @@ struct Block {
 struct Pool {
   int device;
   uint64_t used_high = 0;  // USED_MEM_HIGH (T().mu)
+  // Bytes of pool blocks freed with cuMemFree (not cuMemFreeAsync): CUDA
+  // goes on counting them in USED_MEM_CURRENT for good (measured on the
+  // H200, driver 580: through later frees, syncs and trims). (T().mu)
+  uint64_t freed_synchronously = 0;
 };
 Pool g_pools[kDeviceCount] = {{0}, {1}};
 
@@ -153,6 +157,9 @@ CUresult FreeDevice(CUdeviceptr dptr, bool async = false) {
     record.device = it->second.device;
     record.pool = async || it->second.graph;
     record.managed = it->second.kind == Kind::kManaged;
+    if (it->second.pool && !async) {
+      g_pools[it->second.device].freed_synchronously += it->second.bytes;
+    }
     t.device.erase(it);
   }
   std::free(memory);
@@ -675,7 +682,7 @@ bool PoolOfAddress(CUdeviceptr address, CUmemoryPool* pool) {
 namespace {
 
 uint64_t PoolUsedLocked(int device) {
-  uint64_t used = 0;
+  uint64_t used = fake_cuda::g_pools[device].freed_synchronously;
   for (const auto& [address, block] : fake_cuda::T().device) {
     if (block.pool && block.device == device) used += block.bytes;
   }

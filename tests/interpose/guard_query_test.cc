@@ -73,11 +73,15 @@ TEST_F(GuardQueryTest, PoolUsageIsAsWithoutTheTool) {
   ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
   ASSERT_TRUE(Contains(plain.out, "used 301000 (driver 301000), high 301000"))
       << plain.out;
+  // A block freed with cudaFree stays counted (CUDA's way, measured).
+  ASSERT_TRUE(
+      Contains(plain.out, "high -> 0 cudaSuccess\n  used 4096 (driver 4096)"))
+      << plain.out;
   RunResult tool = Run(GMT_GUARD_QUERY_PROGRAM, {"pool"});
   ASSERT_EQ(tool.exit_code, 0) << tool.Describe();
   EXPECT_EQ(tool.out, plain.out);
   ASSERT_TRUE(tool.has_report) << tool.Describe();
-  EXPECT_EQ(tool.report["guard"].value("guarded", 0), 2);
+  EXPECT_EQ(tool.report["guard"].value("guarded", 0), 3);
 }
 
 // The values themselves: the block the program allocated, nothing more.

@@ -239,6 +239,13 @@ NOINLINE void PoolUsage() {
   used("cudaMemPoolGetAttribute one freed", false);
   Rt("cudaFreeAsync", cudaFreeAsync(a, nullptr));
   Rt("cudaStreamSynchronize", cudaStreamSynchronize(nullptr));
+  // cudaFree of stream-ordered memory is legal once ordered; CUDA goes on
+  // counting such a block as used (measured), and so would its redzones.
+  void* c = nullptr;
+  Rt("cudaMallocAsync(4096)", cudaMallocAsync(&c, 4096, nullptr));
+  Rt("cudaStreamSynchronize", cudaStreamSynchronize(nullptr));
+  Rt("cudaFree(stream-ordered)", cudaFree(c));
+  used("cudaMemPoolGetAttribute after cudaFree", false);
 }
 
 int main(int argc, char** argv) {
