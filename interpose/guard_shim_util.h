@@ -102,10 +102,44 @@ inline Result NoteStickyResult(const char* call, Result result) {
   const int code = static_cast<int>(result);
   if (IsStickyCudaError(code)) {
     constexpr bool kDriver = std::is_same_v<Result, CUresult>;
-    Engine::Get().OnStickyError(call, code,
-                                kDriver ? StickyDriverErrorName(code)
-                                        : StickyRuntimeErrorName(code));
+    Engine::Get().OnStickyError(
+        call, code,
+        kDriver ? StickyDriverErrorName(code) : StickyRuntimeErrorName(code));
   }
+  return result;
+}
+
+// Forwards `call` (which calls the real function `real`) unless
+// `rejected(engine)` refuses the call: then the answer is CUDA's own for a
+// range past an allocation, invalid value, without calling CUDA; a runtime
+// refusal is also what cudaGetLastError answers next, as after CUDA's. Only
+// the outermost intercepted call is checked: what cudart does inside runs
+// under the same scope and is not checked twice. `api` names the call in
+// reports (and for a sticky error the call returns).
+template <typename Real, typename Rejected, typename Call>
+CUresult ForwardDriverUnlessRejected(const char* api, Real real,
+                                     Rejected&& rejected, Call&& call) {
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  InterceptScope scope;
+  const bool recording = scope.Recording();
+  if (recording && rejected(Engine::Get())) return CUDA_ERROR_INVALID_VALUE;
+  const CUresult result = call();
+  if (recording && result != CUDA_SUCCESS) NoteStickyResult(api, result);
+  return result;
+}
+
+template <typename Real, typename Rejected, typename Call>
+cudaError_t ForwardRuntimeUnlessRejected(const char* api, Real real,
+                                         Rejected&& rejected, Call&& call) {
+  if (real == nullptr) return NoRuntimeError();
+  InterceptScope scope;
+  const bool recording = scope.Recording();
+  if (recording && rejected(Engine::Get())) {
+    NoteRuntimeError(cudaErrorInvalidValue);
+    return cudaErrorInvalidValue;
+  }
+  const cudaError_t result = call();
+  if (recording && result != cudaSuccess) NoteStickyResult(api, result);
   return result;
 }
 

@@ -11,29 +11,19 @@
 // untracked and forwarded), and the DEVICE / UNIFIED sides of the 2-D and 3-D
 // descriptors. Calls made by the runtime or by the tool itself run nested and
 // are forwarded unchecked.
-#include "interpose/resolve/driver_hooks.h"
+#include "interpose/device_ranges.h"
 #include "interpose/guard_shim_util.h"
+#include "interpose/resolve/driver_hooks.h"
 
 using gmt::ElementBytes;
-using gmt::InterceptScope;
 using gmt::PitchedExtent;
-using gmt::VolumeExtent;
 
 namespace {
 
-// Forwards `call` unless `rejected(engine)` refuses it.
-// `api`: the entry point, for a sticky error's report.
+// Every shim below forwards through the one checked forwarder.
 template <typename Real, typename Rejected, typename Call>
 CUresult Checked(const char* api, Real real, Rejected&& rejected, Call&& call) {
-  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  InterceptScope scope;
-  const bool recording = scope.Recording();
-  if (recording && rejected(gmt::Engine::Get())) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  CUresult result = call();
-  if (recording && result != CUDA_SUCCESS) gmt::NoteStickyResult(api, result);
-  return result;
+  return gmt::ForwardDriverUnlessRejected(api, real, rejected, call);
 }
 
 // ---- 1-D copies: (dst, src, bytes[, stream]) --------------------------------
@@ -106,55 +96,15 @@ CUresult Set2D(const char* api, CUdeviceptr dst, size_t pitch, Value value,
 
 // ---- 2-D and 3-D descriptors ------------------------------------------------
 
-bool DeviceSide(CUmemorytype type) {
-  return type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED;
-}
-
-bool Copy2DRejected(gmt::Engine& engine, const char* api,
-                    const CUDA_MEMCPY2D* p) {
-  if (p == nullptr) return false;
-  const uint64_t width = p->WidthInBytes;
-  const uint64_t rows = p->Height;
-  if (DeviceSide(p->dstMemoryType) &&
-      gmt::AccessRejected(engine, api,
-                          p->dstDevice + p->dstY * p->dstPitch + p->dstXInBytes,
-                          PitchedExtent(p->dstPitch, width, rows))) {
-    return true;
-  }
-  return DeviceSide(p->srcMemoryType) &&
-         gmt::AccessRejected(
-             engine, api, p->srcDevice + p->srcY * p->srcPitch + p->srcXInBytes,
-             PitchedExtent(p->srcPitch, width, rows));
-}
-
-bool Copy3DRejected(gmt::Engine& engine, const char* api,
-                    const CUDA_MEMCPY3D* p) {
-  if (p == nullptr) return false;
-  const uint64_t width = p->WidthInBytes;
-  if (DeviceSide(p->dstMemoryType) &&
-      gmt::AccessRejected(engine, api,
-                          p->dstDevice +
-                              (p->dstZ * p->dstHeight + p->dstY) * p->dstPitch +
-                              p->dstXInBytes,
-                          VolumeExtent(p->dstPitch, p->dstHeight, width,
-                                       p->Height, p->Depth))) {
-    return true;
-  }
-  return DeviceSide(p->srcMemoryType) &&
-         gmt::AccessRejected(
-             engine, api,
-             p->srcDevice + (p->srcZ * p->srcHeight + p->srcY) * p->srcPitch +
-                 p->srcXInBytes,
-             VolumeExtent(p->srcPitch, p->srcHeight, width, p->Height,
-                          p->Depth));
-}
-
 template <auto& kReal, typename... Stream>
 CUresult Copy2D(const char* api, const CUDA_MEMCPY2D* p, Stream... stream) {
   auto real = kReal.Get();
   return Checked(
       api, real,
-      [&](gmt::Engine& engine) { return Copy2DRejected(engine, api, p); },
+      [&](gmt::Engine& engine) {
+        return p != nullptr &&
+               gmt::RangesRejected(engine, api, gmt::RangesOf(*p));
+      },
       [&] { return real(p, stream...); });
 }
 
@@ -163,7 +113,10 @@ CUresult Copy3D(const char* api, const CUDA_MEMCPY3D* p, Stream... stream) {
   auto real = kReal.Get();
   return Checked(
       api, real,
-      [&](gmt::Engine& engine) { return Copy3DRejected(engine, api, p); },
+      [&](gmt::Engine& engine) {
+        return p != nullptr &&
+               gmt::RangesRejected(engine, api, gmt::RangesOf(*p));
+      },
       [&] { return real(p, stream...); });
 }
 

@@ -15,59 +15,35 @@
 // The check runs only in the outermost intercepted call: cudart's own calls
 // into the driver (cuMemcpy*, cuMemset*) run under the same InterceptScope and
 // are not checked twice. Nothing is captured unless the engine reports.
+#include "interpose/device_ranges.h"
 #include "interpose/guard_shim_util.h"
 #include "interpose/resolve/runtime_hooks.h"
 
-using gmt::InterceptScope;
 using gmt::PitchedExtent;
 using gmt::VolumeExtent;
 
 namespace {
 
-uint64_t Address(const void* p) { return reinterpret_cast<uintptr_t>(p); }
-
-bool DeviceDestination(cudaMemcpyKind kind) {
-  return kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice ||
-         kind == cudaMemcpyDefault;
-}
-
-bool DeviceSource(cudaMemcpyKind kind) {
-  return kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice ||
-         kind == cudaMemcpyDefault;
-}
-
 // True when a copy of `kind` must be refused: a device-side range leaves the
 // user's block.
 bool CopyRejected(const char* api, cudaMemcpyKind kind, const void* dst,
                   uint64_t dst_bytes, const void* src, uint64_t src_bytes) {
-  gmt::Engine& engine = gmt::Engine::Get();
-  return (DeviceDestination(kind) &&
-          gmt::AccessRejected(engine, api, Address(dst), dst_bytes)) ||
-         (DeviceSource(kind) &&
-          gmt::AccessRejected(engine, api, Address(src), src_bytes));
+  return gmt::RangesRejected(
+      gmt::Engine::Get(), api,
+      gmt::KindRanges(kind, dst, dst_bytes, src, src_bytes));
 }
 
 bool SetRejected(const char* api, const void* ptr, uint64_t bytes) {
-  return gmt::AccessRejected(gmt::Engine::Get(), api, Address(ptr), bytes);
+  return gmt::AccessRejected(gmt::Engine::Get(), api, gmt::AddressOf(ptr),
+                             bytes);
 }
 
-// Forwards `call` unless `rejected()` refuses it. The scope is held across the
-// call so that what cudart does inside is not checked again.
-// `api`: the entry point, for a sticky error's report.
+// Every shim below forwards through the one checked forwarder.
 template <typename Real, typename Rejected, typename Call>
 cudaError_t Checked(const char* api, Real real, Rejected&& rejected,
                     Call&& call) {
-  if (real == nullptr) return gmt::NoRuntimeError();
-  InterceptScope scope;
-  const bool recording = scope.Recording();
-  if (recording && rejected()) {
-    // Also what cudaGetLastError must answer next, as after CUDA's refusal.
-    gmt::NoteRuntimeError(cudaErrorInvalidValue);
-    return cudaErrorInvalidValue;
-  }
-  cudaError_t result = call();
-  if (recording && result != cudaSuccess) gmt::NoteStickyResult(api, result);
-  return result;
+  return gmt::ForwardRuntimeUnlessRejected(
+      api, real, [&](gmt::Engine&) { return rejected(); }, call);
 }
 
 // ---- One template per shape; `kReal` is the variant's real-function slot.
@@ -120,34 +96,16 @@ cudaError_t Memset2D(const char* api, void* ptr, size_t pitch, int value,
       [&] { return real(ptr, pitch, value, width, height, stream...); });
 }
 
-// The first byte of a linear side of a 3-D copy at `pos`.
-const void* First3D(const cudaPitchedPtr& p, const cudaPos& pos) {
-  if (p.ptr == nullptr) return nullptr;
-  return static_cast<const char*>(p.ptr) + (pos.z * p.ysize + pos.y) * p.pitch +
-         pos.x;
-}
-
-// Only linear-to-linear copies are checked: with an array on either side the
-// extent's width counts elements, and arrays are never guarded.
-bool Copy3DRejected(const char* api, const cudaMemcpy3DParms* p) {
-  if (p == nullptr || p->srcArray != nullptr || p->dstArray != nullptr) {
-    return false;
-  }
-  const cudaExtent& e = p->extent;
-  return CopyRejected(api, p->kind, First3D(p->dstPtr, p->dstPos),
-                      VolumeExtent(p->dstPtr.pitch, p->dstPtr.ysize, e.width,
-                                   e.height, e.depth),
-                      First3D(p->srcPtr, p->srcPos),
-                      VolumeExtent(p->srcPtr.pitch, p->srcPtr.ysize, e.width,
-                                   e.height, e.depth));
-}
-
 template <auto& kReal, typename... Stream>
 cudaError_t Memcpy3D(const char* api, const cudaMemcpy3DParms* p,
                      Stream... stream) {
   auto real = kReal.Get();
   return Checked(
-      api, real, [&] { return Copy3DRejected(api, p); },
+      api, real,
+      [&] {
+        return p != nullptr &&
+               gmt::RangesRejected(gmt::Engine::Get(), api, gmt::RangesOf(*p));
+      },
       [&] { return real(p, stream...); });
 }
 

@@ -107,6 +107,18 @@ void UnchargeDevice(int device, size_t bytes);
 // For copies, sets and the emulated kernels (fake_driver_memory.cc).
 CUresult CheckMemoryRange(uintptr_t address, size_t bytes, bool need_device);
 
+// CUDA_SUCCESS when [address, address + bytes) is a non-empty range inside
+// one managed block; else CUDA_ERROR_INVALID_VALUE (measured: advice,
+// prefetch and range attributes refuse count 0, a range past the end and
+// memory that is not managed).
+CUresult CheckManagedRange(uintptr_t address, size_t bytes);
+// A discard: the driver drops whole pages, so every 4 KiB page the range
+// touches (within its block) gets indeterminate contents (0xdd here).
+void DiscardManagedRange(uintptr_t address, size_t bytes);
+// Whether `address` lies in a device or managed block (any byte of it).
+bool KnownBlockAddress(uintptr_t address);
+// The backing store and size in bytes of a live CUDA array.
+bool ArrayMemory(CUarray array, void** memory, size_t* bytes);
 // Whether `stream` is a stream handle the double accepts: null, the
 // CU_STREAM_LEGACY / CU_STREAM_PER_THREAD handles, or a live created stream
 // (fake_driver_streams.cc). The double runs all work at once, in call order.

@@ -266,6 +266,78 @@ FAKE_CU_API(cuGraphAddMemFreeNode,
   return fake_cuda::AddFreeLocked(g, dptr, node);
 }
 
+// Copy and set nodes: CUDA validates their ranges against the allocations
+// when the node is made (invalid value for a range past an allocation's
+// end); the double checks the device sides then and runs nothing.
+namespace {
+
+// Bytes from the first to one past the last byte of `rows` rows of `width`
+// bytes `pitch` apart, over `depth` slices of `slice_rows` rows; false when
+// the shape is invalid.
+bool NodeSpan(size_t pitch, size_t slice_rows, size_t width, size_t rows,
+              size_t depth, size_t* span) {
+  if (width == 0 || rows == 0 || depth == 0) return false;
+  if (depth > 1 && slice_rows < rows) return false;
+  const size_t all_rows = (depth - 1) * slice_rows + rows;
+  if (all_rows > 1 && pitch < width) return false;
+  *span = (all_rows - 1) * pitch + width;
+  return true;
+}
+
+bool NodeSideOk(CUmemorytype type, CUdeviceptr device, size_t x, size_t y,
+                size_t z, size_t pitch, size_t slice_rows,
+                const CUDA_MEMCPY3D& p) {
+  if (type != CU_MEMORYTYPE_DEVICE && type != CU_MEMORYTYPE_UNIFIED) {
+    return true;
+  }
+  size_t span = 0;
+  return device != 0 &&
+         NodeSpan(pitch, slice_rows, p.WidthInBytes, p.Height, p.Depth,
+                  &span) &&
+         fake_cuda::CheckMemoryRange(device + (z * slice_rows + y) * pitch + x,
+                                     span, type == CU_MEMORYTYPE_DEVICE) ==
+             CUDA_SUCCESS;
+}
+
+CUresult AddCheckedNode(CUgraphNode* node, CUgraph graph, bool ranges_ok,
+                        CUgraphNodeType type) {
+  if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (node == nullptr || !ranges_ok) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(G().mu);
+  fake_cuda::Graph* g = fake_cuda::LiveGraph(graph);
+  if (g == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  fake_cuda::Node n;
+  n.type = type;
+  return fake_cuda::AddNodeLocked(g, n, node);
+}
+
+}  // namespace
+
+FAKE_CU_API(cuGraphAddMemsetNode,
+            (CUgraphNode * node, CUgraph graph, const CUgraphNode* /*deps*/,
+             size_t /*count*/, const CUDA_MEMSET_NODE_PARAMS* p,
+             CUcontext /*ctx*/)) {
+  size_t span = 0;
+  const bool ok =
+      p != nullptr &&
+      (p->elementSize == 1 || p->elementSize == 2 || p->elementSize == 4) &&
+      NodeSpan(p->pitch, p->height, p->width * p->elementSize, p->height, 1,
+               &span) &&
+      fake_cuda::CheckMemoryRange(p->dst, span, true) == CUDA_SUCCESS;
+  return AddCheckedNode(node, graph, ok, CU_GRAPH_NODE_TYPE_MEMSET);
+}
+
+FAKE_CU_API(cuGraphAddMemcpyNode,
+            (CUgraphNode * node, CUgraph graph, const CUgraphNode* /*deps*/,
+             size_t /*count*/, const CUDA_MEMCPY3D* p, CUcontext /*ctx*/)) {
+  const bool ok = p != nullptr &&
+                  NodeSideOk(p->dstMemoryType, p->dstDevice, p->dstXInBytes,
+                             p->dstY, p->dstZ, p->dstPitch, p->dstHeight, *p) &&
+                  NodeSideOk(p->srcMemoryType, p->srcDevice, p->srcXInBytes,
+                             p->srcY, p->srcZ, p->srcPitch, p->srcHeight, *p);
+  return AddCheckedNode(node, graph, ok, CU_GRAPH_NODE_TYPE_MEMCPY);
+}
+
 FAKE_CU_API(cuGraphAddChildGraphNode,
             (CUgraphNode * node, CUgraph graph, const CUgraphNode* /*deps*/,
              size_t /*count*/, CUgraph child)) {

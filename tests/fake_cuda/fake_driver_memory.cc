@@ -299,6 +299,47 @@ CUresult CheckMemoryRange(uintptr_t address, size_t bytes, bool need_device) {
   return CheckRange(address, bytes, need_device);
 }
 
+CUresult CheckManagedRange(uintptr_t address, size_t bytes) {
+  std::lock_guard<std::mutex> lock(T().mu);
+  auto it = Containing(T().device, address);
+  if (bytes == 0 || it == T().device.end() ||
+      it->second.kind != Kind::kManaged ||
+      address + bytes > it->first + it->second.bytes ||
+      address + bytes < address) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+void DiscardManagedRange(uintptr_t address, size_t bytes) {
+  constexpr uintptr_t kPage = 4096;
+  std::lock_guard<std::mutex> lock(T().mu);
+  auto it = Containing(T().device, address);
+  if (it == T().device.end()) return;
+  const uintptr_t base = it->first;
+  const uintptr_t end = base + it->second.bytes;
+  const uintptr_t first = std::max(base, address / kPage * kPage);
+  const uintptr_t last =
+      std::min(end, (address + bytes + kPage - 1) / kPage * kPage);
+  if (last > first) {
+    std::memset(reinterpret_cast<void*>(first), 0xdd, last - first);
+  }
+}
+
+bool KnownBlockAddress(uintptr_t address) {
+  std::lock_guard<std::mutex> lock(T().mu);
+  return Containing(T().device, address) != T().device.end();
+}
+
+bool ArrayMemory(CUarray array, void** memory, size_t* bytes) {
+  std::lock_guard<std::mutex> lock(T().mu);
+  auto it = T().arrays.find(reinterpret_cast<uintptr_t>(array));
+  if (it == T().arrays.end()) return false;
+  *memory = it->second.memory;
+  *bytes = it->second.bytes;
+  return true;
+}
+
 bool IpcExportable(uintptr_t address) {
   std::lock_guard<std::mutex> lock(T().mu);
   auto it = Containing(T().device, address);
