@@ -14,6 +14,13 @@
 //                                    of benchmarks/gpu/perf_suite.sh name)
 //   churn --kernels [--launches N]   N kernel launches (default 200000) over
 //                                    4 buffers of 64 MiB allocated once
+//   churn --free-sync                whether cudaFree waits for a kernel
+//                                    still running (prints "churn-free-sync:
+//                                    cudaFree waited for the running kernel:
+//                                    yes|no" twice: a free with no earlier
+//                                    frees, then one after 160 MiB of frees
+//                                    whose blocks a kernel wrote; the tool
+//                                    must answer as CUDA does)
 //   churn --live N [--size S] [--seed S]
 //                                    N blocks allocated and kept live (S bytes
 //                                    each; S 0, the default: the sizes of
@@ -100,6 +107,16 @@ __global__ void TouchKernel(unsigned char* p, size_t n) {
   }
 }
 
+// Spins for about `cycles` GPU clocks, then raises *flag (mapped host
+// memory): the host can tell whether a call waited for it.
+__global__ void SpinThenFlagKernel(volatile int* flag, long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+  __threadfence_system();
+  *flag = 1;
+}
+
 __global__ void AxpyKernel(float* y, const float* x, float a, size_t n) {
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i < n) y[i] = a * x[i] + y[i];
@@ -172,6 +189,47 @@ __attribute__((noinline)) void ChurnLiveBlocks(long count, size_t size,
   for (void* p : blocks) EXAMPLE_CHECK_CUDA(cudaFree(p));
 }
 
+// One cudaFree of a block a kernel wrote while another kernel still runs:
+// prints whether the free returned only after that kernel.
+void FreeWhileAKernelRuns(int* flag_host, int* flag_device, const char* which) {
+  void* block = nullptr;
+  EXAMPLE_CHECK_CUDA(cudaMalloc(&block, 4096));
+  TouchKernel<<<1, 128>>>(static_cast<unsigned char*>(block), 4096);
+  EXAMPLE_CHECK_CUDA(cudaDeviceSynchronize());
+  *reinterpret_cast<volatile int*>(flag_host) = 0;
+  // ~50 ms at 2 GHz: far longer than a free takes.
+  SpinThenFlagKernel<<<1, 1>>>(flag_device, 100000000LL);
+  EXAMPLE_CHECK_CUDA(cudaGetLastError());
+  EXAMPLE_CHECK_CUDA(cudaFree(block));
+  const int seen = *reinterpret_cast<volatile int*>(flag_host);
+  EXAMPLE_CHECK_CUDA(cudaDeviceSynchronize());
+  std::printf(
+      "churn-free-sync: %s: cudaFree waited for the running kernel: %s\n",
+      which, seen ? "yes" : "no");
+}
+
+__attribute__((noinline)) void ChurnFreeSync() {
+  int* flag_host = nullptr;
+  int* flag_device = nullptr;
+  EXAMPLE_CHECK_CUDA(
+      cudaHostAlloc(&flag_host, sizeof(int), cudaHostAllocMapped));
+  EXAMPLE_CHECK_CUDA(cudaHostGetDevicePointer(&flag_device, flag_host, 0));
+  FreeWhileAKernelRuns(flag_host, flag_device, "first free");
+  // 160 MiB of freed blocks a kernel wrote: more than the tool's default
+  // quarantine, so some leave it, are checked and go back to CUDA later.
+  constexpr int kBlocks = 40;
+  std::vector<void*> blocks(kBlocks, nullptr);
+  for (void*& b : blocks) EXAMPLE_CHECK_CUDA(cudaMalloc(&b, size_t{4} << 20));
+  for (void* b : blocks) {
+    TouchKernel<<<1, 128>>>(static_cast<unsigned char*>(b), 4096);
+  }
+  EXAMPLE_CHECK_CUDA(cudaDeviceSynchronize());
+  for (void* b : blocks) EXAMPLE_CHECK_CUDA(cudaFree(b));
+  EXAMPLE_CHECK_CUDA(cudaDeviceSynchronize());
+  FreeWhileAKernelRuns(flag_host, flag_device, "after 160 MiB of frees");
+  EXAMPLE_CHECK_CUDA(cudaFreeHost(flag_host));
+}
+
 __attribute__((noinline)) void ChurnKernelLaunches(long launches) {
   constexpr int kBuffers = 4;
   constexpr size_t kFloats = (size_t{64} << 20) / sizeof(float);
@@ -199,6 +257,7 @@ int main(int argc, char** argv) {
   size_t live_size = 0;
   size_t max_size = size_t{4} << 20;
   long kernel_every = 0;
+  bool free_sync = false;
   for (int i = 1; i < argc; ++i) {
     if ((!std::strcmp(argv[i], "--pairs") ||
          !std::strcmp(argv[i], "--launches")) &&
@@ -215,13 +274,15 @@ int main(int argc, char** argv) {
       kernel_every = std::atol(argv[++i]);
     } else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) {
       seed = std::strtoull(argv[++i], nullptr, 10);
+    } else if (!std::strcmp(argv[i], "--free-sync")) {
+      free_sync = true;
     } else if (!std::strcmp(argv[i], "--kernels")) {
       kernels = true;
     } else {
       std::fprintf(stderr,
                    "usage: %s [--pairs N] [--seed S] [--max-size B] "
-                   "[--kernel-every K] | --kernels [--launches N] | --live "
-                   "N [--size S] [--seed S]\n",
+                   "[--kernel-every K] | --kernels [--launches N] | "
+                   "--free-sync | --live N [--size S] [--seed S]\n",
                    argv[0]);
       return 2;
     }
@@ -229,6 +290,10 @@ int main(int argc, char** argv) {
   EXAMPLE_CHECK_CUDA(cudaFree(nullptr));  // create the context before timing
   if (live > 0) {
     ChurnLiveBlocks(live, live_size, seed);
+    return 0;
+  }
+  if (free_sync) {
+    ChurnFreeSync();
     return 0;
   }
   using Clock = std::chrono::steady_clock;
