@@ -1,11 +1,26 @@
 // churn: allocation-heavy and launch-heavy loops, for measuring the tool's
 // overhead (run it with and without LD_PRELOAD and compare the times).
 //
-//   churn [--pairs N] [--seed S]     N cudaMalloc/cudaFree pairs (default
-//                                    200000), sizes 256 B .. 4 MiB, with up
-//                                    to 64 allocations live at once
+//   churn [--pairs N] [--seed S] [--max-size B] [--kernel-every K]
+//                                    N cudaMalloc/cudaFree pairs (default
+//                                    200000), sizes 256 B .. B (default
+//                                    4 MiB), with up to 64 allocations live
+//                                    at once; with K > 0 a small kernel
+//                                    writes into the newest block every K
+//                                    pairs (the tool's checks of freed
+//                                    blocks then have canaries to check:
+//                                    `--max-size 1048576 --kernel-every 100`
+//                                    is the workload the overhead targets
+//                                    of benchmarks/gpu/perf_suite.sh name)
 //   churn --kernels [--launches N]   N kernel launches (default 200000) over
 //                                    4 buffers of 64 MiB allocated once
+//   churn --free-sync                whether cudaFree waits for a kernel
+//                                    still running (prints "churn-free-sync:
+//                                    cudaFree waited for the running kernel:
+//                                    yes|no" twice: a free with no earlier
+//                                    frees, then one after 160 MiB of frees
+//                                    whose blocks a kernel wrote; the tool
+//                                    must answer as CUDA does)
 //   churn --live N [--size S] [--seed S]
 //                                    N blocks allocated and kept live (S bytes
 //                                    each; S 0, the default: the sizes of
@@ -47,14 +62,17 @@ uint64_t NextRandom(uint64_t* state) {
   return *state * 0x2545F4914F6CDD1DULL;
 }
 
-// 256 B .. 4 MiB, log-uniform, so small sizes are as common as large ones.
-size_t RandomSize(uint64_t* state) {
+// 256 B .. `max_bytes` (at least 256), log-uniform, so small sizes are as
+// common as large ones.
+size_t RandomSize(uint64_t* state, size_t max_bytes = size_t{4} << 20) {
   uint64_t r = NextRandom(state);
-  int shift = 8 + static_cast<int>(r % 15);  // 2^8 .. 2^22
+  int top = 8;  // the largest power of two at most max_bytes
+  while (top < 62 && (size_t{1} << (top + 1)) <= max_bytes) ++top;
+  int shift = 8 + static_cast<int>(r % static_cast<uint64_t>(top - 7));
   size_t base = size_t{1} << shift;
   size_t extra = (r >> 8) % base;  // up to 2x the base
   size_t bytes = base + extra;
-  return bytes > (size_t{4} << 20) ? (size_t{4} << 20) : bytes;
+  return bytes > max_bytes ? max_bytes : bytes;
 }
 
 // What ChurnAllocFreePairs measured at the end of its loop, printed after
@@ -82,6 +100,23 @@ long long ProcStatusBytes(const char* key) {
   return 0;
 }
 
+// The small kernel of --kernel-every: writes the first `n` bytes of a block.
+__global__ void TouchKernel(unsigned char* p, size_t n) {
+  for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
+    p[i] = static_cast<unsigned char>(i);
+  }
+}
+
+// Spins for about `cycles` GPU clocks, then raises *flag (mapped host
+// memory): the host can tell whether a call waited for it.
+__global__ void SpinThenFlagKernel(volatile int* flag, long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+  __threadfence_system();
+  *flag = 1;
+}
+
 __global__ void AxpyKernel(float* y, const float* x, float a, size_t n) {
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i < n) y[i] = a * x[i] + y[i];
@@ -90,9 +125,11 @@ __global__ void AxpyKernel(float* y, const float* x, float a, size_t n) {
 }  // namespace
 
 // The loop the tool's per-call overhead shows in: every iteration allocates,
-// and frees the allocation made 64 iterations earlier.
-__attribute__((noinline)) size_t ChurnAllocFreePairs(long pairs,
-                                                     uint64_t seed) {
+// and frees the allocation made 64 iterations earlier; every `kernel_every`
+// iterations (0: never) a small kernel writes into the newest block.
+__attribute__((noinline)) size_t ChurnAllocFreePairs(long pairs, uint64_t seed,
+                                                     size_t max_bytes,
+                                                     long kernel_every) {
   constexpr int kWindow = 64;
   std::vector<void*> window(kWindow, nullptr);
   std::vector<size_t> window_bytes(kWindow, 0);
@@ -102,10 +139,15 @@ __attribute__((noinline)) size_t ChurnAllocFreePairs(long pairs,
   for (long i = 0; i < pairs; ++i) {
     void*& slot = window[i % kWindow];
     if (slot != nullptr) EXAMPLE_CHECK_CUDA(cudaFree(slot));
-    size_t bytes = RandomSize(&state);
+    size_t bytes = RandomSize(&state, max_bytes);
     EXAMPLE_CHECK_CUDA(cudaMalloc(&slot, bytes));
     window_bytes[i % kWindow] = bytes;
     total += bytes;
+    if (kernel_every > 0 && i % kernel_every == kernel_every - 1) {
+      TouchKernel<<<1, 128>>>(static_cast<unsigned char*>(slot),
+                              bytes < 4096 ? bytes : 4096);
+      EXAMPLE_CHECK_CUDA(cudaGetLastError());
+    }
   }
   size_t live = 0;
   for (size_t b : window_bytes) live += b;
@@ -147,6 +189,47 @@ __attribute__((noinline)) void ChurnLiveBlocks(long count, size_t size,
   for (void* p : blocks) EXAMPLE_CHECK_CUDA(cudaFree(p));
 }
 
+// One cudaFree of a block a kernel wrote while another kernel still runs:
+// prints whether the free returned only after that kernel.
+void FreeWhileAKernelRuns(int* flag_host, int* flag_device, const char* which) {
+  void* block = nullptr;
+  EXAMPLE_CHECK_CUDA(cudaMalloc(&block, 4096));
+  TouchKernel<<<1, 128>>>(static_cast<unsigned char*>(block), 4096);
+  EXAMPLE_CHECK_CUDA(cudaDeviceSynchronize());
+  *reinterpret_cast<volatile int*>(flag_host) = 0;
+  // ~50 ms at 2 GHz: far longer than a free takes.
+  SpinThenFlagKernel<<<1, 1>>>(flag_device, 100000000LL);
+  EXAMPLE_CHECK_CUDA(cudaGetLastError());
+  EXAMPLE_CHECK_CUDA(cudaFree(block));
+  const int seen = *reinterpret_cast<volatile int*>(flag_host);
+  EXAMPLE_CHECK_CUDA(cudaDeviceSynchronize());
+  std::printf(
+      "churn-free-sync: %s: cudaFree waited for the running kernel: %s\n",
+      which, seen ? "yes" : "no");
+}
+
+__attribute__((noinline)) void ChurnFreeSync() {
+  int* flag_host = nullptr;
+  int* flag_device = nullptr;
+  EXAMPLE_CHECK_CUDA(
+      cudaHostAlloc(&flag_host, sizeof(int), cudaHostAllocMapped));
+  EXAMPLE_CHECK_CUDA(cudaHostGetDevicePointer(&flag_device, flag_host, 0));
+  FreeWhileAKernelRuns(flag_host, flag_device, "first free");
+  // 160 MiB of freed blocks a kernel wrote: more than the tool's default
+  // quarantine, so some leave it, are checked and go back to CUDA later.
+  constexpr int kBlocks = 40;
+  std::vector<void*> blocks(kBlocks, nullptr);
+  for (void*& b : blocks) EXAMPLE_CHECK_CUDA(cudaMalloc(&b, size_t{4} << 20));
+  for (void* b : blocks) {
+    TouchKernel<<<1, 128>>>(static_cast<unsigned char*>(b), 4096);
+  }
+  EXAMPLE_CHECK_CUDA(cudaDeviceSynchronize());
+  for (void* b : blocks) EXAMPLE_CHECK_CUDA(cudaFree(b));
+  EXAMPLE_CHECK_CUDA(cudaDeviceSynchronize());
+  FreeWhileAKernelRuns(flag_host, flag_device, "after 160 MiB of frees");
+  EXAMPLE_CHECK_CUDA(cudaFreeHost(flag_host));
+}
+
 __attribute__((noinline)) void ChurnKernelLaunches(long launches) {
   constexpr int kBuffers = 4;
   constexpr size_t kFloats = (size_t{64} << 20) / sizeof(float);
@@ -172,6 +255,9 @@ int main(int argc, char** argv) {
   bool kernels = false;
   long live = 0;
   size_t live_size = 0;
+  size_t max_size = size_t{4} << 20;
+  long kernel_every = 0;
+  bool free_sync = false;
   for (int i = 1; i < argc; ++i) {
     if ((!std::strcmp(argv[i], "--pairs") ||
          !std::strcmp(argv[i], "--launches")) &&
@@ -181,14 +267,22 @@ int main(int argc, char** argv) {
       live = std::atol(argv[++i]);
     } else if (!std::strcmp(argv[i], "--size") && i + 1 < argc) {
       live_size = std::strtoull(argv[++i], nullptr, 10);
+    } else if (!std::strcmp(argv[i], "--max-size") && i + 1 < argc) {
+      max_size = std::strtoull(argv[++i], nullptr, 10);
+      if (max_size < 256) max_size = 256;
+    } else if (!std::strcmp(argv[i], "--kernel-every") && i + 1 < argc) {
+      kernel_every = std::atol(argv[++i]);
     } else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) {
       seed = std::strtoull(argv[++i], nullptr, 10);
+    } else if (!std::strcmp(argv[i], "--free-sync")) {
+      free_sync = true;
     } else if (!std::strcmp(argv[i], "--kernels")) {
       kernels = true;
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--pairs N] [--seed S] | --kernels "
-                   "[--launches N] | --live N [--size S] [--seed S]\n",
+                   "usage: %s [--pairs N] [--seed S] [--max-size B] "
+                   "[--kernel-every K] | --kernels [--launches N] | "
+                   "--free-sync | --live N [--size S] [--seed S]\n",
                    argv[0]);
       return 2;
     }
@@ -198,12 +292,16 @@ int main(int argc, char** argv) {
     ChurnLiveBlocks(live, live_size, seed);
     return 0;
   }
+  if (free_sync) {
+    ChurnFreeSync();
+    return 0;
+  }
   using Clock = std::chrono::steady_clock;
   auto start = Clock::now();
   if (kernels) {
     ChurnKernelLaunches(count);
   } else {
-    ChurnAllocFreePairs(count, seed);
+    ChurnAllocFreePairs(count, seed, max_size, kernel_every);
   }
   EXAMPLE_CHECK_CUDA(cudaDeviceSynchronize());
   double ms =

@@ -33,6 +33,7 @@ GuardManager::GuardManager(const Options& options, DeviceOps* ops)
     : policy_(GuardPolicy::FromOptions(options)),
       level_(options.check),
       quarantine_budget_(static_cast<uint64_t>(options.quarantine_bytes)),
+      release_cap_(std::max(quarantine_budget_ / 2, kMinReleaseCapBytes)),
       ops_(policy_.enabled ? ops : nullptr) {}
 
 GuardManager::Context& GuardManager::ContextFor(uint64_t context, int device) {
@@ -96,6 +97,8 @@ std::shared_ptr<const GuardManager::Table> GuardManager::BuildTable(
   auto table = std::make_shared<Table>();
   for (const auto& [raw, b] : c.blocks) {
     if (b.freeing) continue;  // its memory may be CUDA's again
+    // Held without a quarantine: its own check at its free covers it.
+    if (b.held && quarantine_budget_ == 0) continue;
     if (!b.confirmed && !device_wide && b.record.stream != stream) continue;
     AppendArmedZones(b, table.get());
   }
@@ -183,7 +186,7 @@ void GuardManager::CollectResults(uint64_t context, Context& c,
                                   const Table& table,
                                   const std::vector<GmtZoneResult>& results,
                                   absl::string_view check, uint32_t kernel,
-                                  const Block* owned, uint64_t since,
+                                  absl::Span<const Block> owned, uint64_t since,
                                   std::vector<GuardFinding>* findings) {
   std::vector<uint32_t> kernels;
   uint64_t omitted = 0;
@@ -197,10 +200,16 @@ void GuardManager::CollectResults(uint64_t context, Context& c,
       live = &it->second;
     }
     const Block* b = live;
-    if (owned != nullptr && owned->record.raw_address == ref.raw) b = owned;
+    for (const Block& o : owned) {
+      if (o.record.raw_address == ref.raw) {
+        b = &o;
+        break;
+      }
+    }
     if (b == nullptr) continue;
-    // A zone refilled since this table was made was already reported.
-    if (b != owned && b->generation != ref.generation) continue;
+    // A zone refilled since this table was made was already reported (a
+    // block the check owns is in no other table).
+    if (b == live && b->generation != ref.generation) continue;
     const GmtZone& z = table.zones[i];
     GuardFinding f;
     f.block = b->record;
@@ -262,21 +271,17 @@ void GuardManager::CheckTableLocked(uint64_t context,
     mu_.Lock();
   }
   if (state != DeviceOps::Poll::kDone) {
-    ++stats_.check_failures;
-    if (!check_failure_said_) {
-      check_failure_said_ = true;
-      LogError(
-          "a guard-zone check could not run on the GPU; redzones are "
-          "not being verified (see earlier messages)");
-    }
+    NoteCheckFailureLocked();
     return;
   }
   ++stats_.checks;
   for (const GmtZone& z : table->zones) stats_.bytes_checked += z.bytes;
   auto it = contexts_.find(context);
   if (it == contexts_.end()) return;  // torn down meanwhile
-  CollectResults(context, it->second, *table, results, check, 0,
-                 owned ? &*owned : nullptr, since, findings);
+  CollectResults(
+      context, it->second, *table, results, check, 0,
+      owned ? absl::MakeConstSpan(&*owned, 1) : absl::Span<const Block>(),
+      since, findings);
   if (sequence > it->second.clean_sequence) {
     it->second.clean_sequence = sequence;
   }
@@ -298,16 +303,20 @@ void GuardManager::PollPendingLocked(bool wait,
       // waits, without the lock, for the GPU.
       p = std::move(pending_.front());
       pending_.pop_front();
+      ++pending_in_wait_;  // its blocks stay out of CUDA's hands meanwhile
       mu_.Unlock();
       state = ops_->PollCheck(p.ticket, true, &results);
       mu_.Lock();
+      --pending_in_wait_;
     }
     if (state == DeviceOps::Poll::kDone) {
       ++stats_.checks;
       auto it = contexts_.find(p.context);
       if (it != contexts_.end()) {
         CollectResults(p.context, it->second, *p.table, results, p.check,
-                       p.kernel, p.owned ? &*p.owned : nullptr,
+                       p.kernel,
+                       p.owned ? absl::MakeConstSpan(&*p.owned, 1)
+                               : absl::Span<const Block>(),
                        it->second.clean_sequence, findings);
       }
     } else {
@@ -354,6 +363,7 @@ void GuardManager::AfterLaunch(uint64_t context, uint64_t stream,
                                uint32_t kernel,
                                std::vector<GuardFinding>* findings) {
   NoteLaunch(context, kernel);
+  PollReleases(findings);
   CheckAfterLaunch(context, stream, kernel, findings);
 }
 
@@ -404,8 +414,8 @@ void GuardManager::CheckAfterLaunch(uint64_t context, uint64_t stream,
     return;
   }
   for (const GmtZone& z : table->zones) stats_.bytes_checked += z.bytes;
-  pending_.push_back(
-      PendingCheck{ticket, context, table, kernel, "kernel", std::nullopt});
+  pending_.push_back(PendingCheck{ticket, context, table, kernel, "kernel",
+                                  std::nullopt, next_pending_sequence_++});
 }
 
 void GuardManager::OnSynchronized(uint64_t context, uint64_t stream,
@@ -414,11 +424,26 @@ void GuardManager::OnSynchronized(uint64_t context, uint64_t stream,
   if (ops_ == nullptr) return;
   absl::MutexLock lock(&mu_);
   PollPendingLocked(/*wait=*/device_wide, findings);
-  if (level_ < CheckLevel::kSync) return;
   auto it = contexts_.find(context);
   if (it == contexts_.end()) return;
-  CheckContextLocked(context, it->second, stream, device_wide, "sync",
-                     findings);
+  EnqueueFreeChecksLocked(context, it->second);
+  if (level_ >= CheckLevel::kSync) {
+    CheckContextLocked(context, it->second, stream, device_wide, "sync",
+                       findings);
+    // A synchronizing call reports what was written before it, in held
+    // blocks too: the sync check waited on the tool's stream already, so
+    // these answers are in or nearly.
+    AnswerReleasesLocked(context, findings);
+  } else {
+    PollReleasesLocked(context, /*wait_oldest=*/false, findings);
+  }
+  // Their blocks go back to CUDA at the program's next free.
+}
+
+void GuardManager::EnqueueFreeChecksLocked(uint64_t context, Context& c) {
+  if (quarantine_budget_ == 0 && !c.quarantine.empty()) {
+    EvictLocked(context, c, c.quarantine.size());
+  }
 }
 
 // Synchronizes `context` with the lock let go (the GPU may be waiting for a
@@ -442,9 +467,15 @@ void GuardManager::CheckAll(absl::string_view reason,
   absl::MutexLock lock(&mu_);
   PollPendingLocked(/*wait=*/true, findings);
   std::vector<uint64_t> contexts;
-  for (const auto& [context, c] : contexts_) contexts.push_back(context);
+  for (auto& [context, c] : contexts_) {
+    EnqueueFreeChecksLocked(context, c);
+    contexts.push_back(context);
+  }
   for (uint64_t context : contexts) {
     SyncAndCheckLocked(context, reason, findings);
+    // Nothing is left awaiting its check: its findings are in this report,
+    // and its blocks back with CUDA.
+    DrainReleasesLocked(context, /*release=*/true, findings);
   }
 }
 
@@ -456,12 +487,16 @@ void GuardManager::BeforeTeardown(int device, uint64_t context,
   std::vector<uint64_t> doomed;
   for (auto& [ctx, c] : contexts_) {
     if (context != 0 ? ctx == context : c.device == device) {
+      EnqueueFreeChecksLocked(ctx, c);
       doomed.push_back(ctx);
     }
   }
   for (uint64_t ctx : doomed) {
     if (level_ != CheckLevel::kNone)
       SyncAndCheckLocked(ctx, "teardown", findings);
+    // Blocks awaiting release die with the context's memory; their checks'
+    // answers are still reported.
+    DrainReleasesLocked(ctx, /*release=*/false, findings);
     auto it = contexts_.find(ctx);
     if (it == contexts_.end()) continue;
     if (it->second.fills_pending) contexts_with_fills_.fetch_sub(1);
@@ -473,20 +508,39 @@ void GuardManager::BeforeTeardown(int device, uint64_t context,
 // ---- Free and quarantine
 // -------------------------------------------------------
 
+bool GuardManager::HasArmedZones(const Block& b) {
+  const AllocationRecord& r = b.record;
+  if (b.canaries_armed &&
+      (r.address > b.front_begin || r.raw_address + r.raw_bytes > UserEnd(r))) {
+    return true;
+  }
+  return b.held && b.freed_armed && r.bytes > 0;
+}
+
 bool GuardManager::TryHold(const AllocationRecord& block,
                            const FreedRecord& freed,
                            std::vector<GuardFinding>* findings) {
-  if (ops_ == nullptr || quarantine_budget_ == 0 || StreamOrdered(block.api)) {
-    return false;
+  if (ops_ == nullptr || StreamOrdered(block.api)) return false;
+  absl::MutexLock lock(&mu_);
+  {
+    auto cit = contexts_.find(block.context);
+    if (cit == contexts_.end()) return false;
+    auto it = cit->second.blocks.find(block.raw_address);
+    if (it == cit->second.blocks.end()) return false;
+    // Without a quarantine a block is held only so that its check runs
+    // before CUDA can hand its memory out again: one whose canaries were
+    // never written has nothing to check and goes back to CUDA now.
+    if (quarantine_budget_ == 0 &&
+        (level_ == CheckLevel::kNone || !HasArmedZones(it->second))) {
+      return false;
+    }
   }
   // cudaFree waits for the device; so must a free the tool keeps, both for
   // the program's sake and so no kernel still writes the block when it is
-  // filled. An error from earlier work: let CUDA's own free report it.
-  // Without the lock: the wait may be long, and other threads must not
-  // queue behind it.
-  if (ops_->SynchronizeContext(block.context) != 0) return false;
-  (void)findings;
-  absl::MutexLock lock(&mu_);
+  // filled or checked. An error from earlier work: let CUDA's own free
+  // report it.
+  if (!SynchronizeForFreeLocked(block.context, findings)) return false;
+  // The lock was let go: look the block up again.
   auto cit = contexts_.find(block.context);
   if (cit == contexts_.end()) return false;
   Context& c = cit->second;
@@ -495,101 +549,320 @@ bool GuardManager::TryHold(const AllocationRecord& block,
   Block& b = it->second;
   b.held = true;
   b.freed = freed;
-  b.freed_pending = true;
-  if (!c.fills_pending) {
-    c.fills_pending = true;
-    contexts_with_fills_.fetch_add(1, std::memory_order_release);
+  if (quarantine_budget_ > 0) {
+    // The freed pattern, written before the program's next kernel (which
+    // waits for it): a change to it is a write after free.
+    b.freed_pending = true;
+    if (!c.fills_pending) {
+      c.fills_pending = true;
+      contexts_with_fills_.fetch_add(1, std::memory_order_release);
+    }
   }
   c.quarantine.push_back(block.raw_address);
   c.held_bytes += block.raw_bytes;
-  c.held_footprint += HeldFootprint(block);
   c.table.reset();
   return true;
 }
 
-uint64_t GuardManager::EvictLocked(uint64_t context, size_t count,
-                                   std::vector<GuardFinding>* findings) {
-  // In-flight per-kernel checks may read these blocks: let them finish.
-  PollPendingLocked(/*wait=*/true, findings);
-  auto cit = contexts_.find(context);
-  if (cit == contexts_.end()) return 0;
-  Context& c = cit->second;
-  auto batch = std::make_shared<Table>();
-  std::vector<uint64_t> raws;
+bool GuardManager::SynchronizeForFreeLocked(
+    uint64_t context, std::vector<GuardFinding>* findings) {
+  PollPendingLocked(/*wait=*/false, findings);
+  PollReleasesLocked(context, /*wait_oldest=*/false, findings);
+  // CUDA's free synchronizes the device: releasing a block whose check is
+  // in gives the program's free its synchronization, and costs what the
+  // program's own free would have.
+  if (std::optional<Block> ready = TakeReleasableLocked(context)) {
+    if (ReleaseBlockLocked(context, *ready) == 0) return true;
+    // A free that failed may not have synchronized: the context sync below
+    // does, and answers any error of earlier work.
+  }
+  mu_.Unlock();
+  const int synced = ops_->SynchronizeContext(context);
+  mu_.Lock();
+  if (synced != 0) return false;
+  // Everything enqueued before the sync has run: answers without a wait.
+  PollPendingLocked(/*wait=*/false, findings);
+  PollReleasesLocked(context, /*wait_oldest=*/false, findings);
+  return true;
+}
+
+void GuardManager::NoteCheckFailureLocked() {
+  ++stats_.check_failures;
+  if (!check_failure_said_) {
+    check_failure_said_ = true;
+    LogError(
+        "a guard-zone check could not run on the GPU; redzones are "
+        "not being verified (see earlier messages)");
+  }
+}
+
+void GuardManager::EvictLocked(uint64_t context, Context& c, size_t count) {
+  ReleaseBatch batch;
+  batch.check = quarantine_budget_ > 0 ? "quarantine" : "free";
+  batch.since = c.clean_sequence;
+  batch.kernel_checks_before = next_pending_sequence_;
+  auto table = std::make_shared<Table>();
   for (size_t i = 0; i < count && !c.quarantine.empty(); ++i) {
-    uint64_t raw = c.quarantine.front();
+    const uint64_t raw = c.quarantine.front();
     c.quarantine.pop_front();
     auto it = c.blocks.find(raw);
     if (it == c.blocks.end()) continue;
+    Block& b = it->second;
     // Only what was written can be checked: a block freed before any launch
     // was never filled, and costs no GPU work at all.
-    AppendArmedZones(it->second, batch.get());
-    raws.push_back(raw);
+    AppendArmedZones(b, table.get());
+    c.held_bytes -= std::min(c.held_bytes, b.record.raw_bytes);
+    batch.bytes += b.record.raw_bytes;
+    batch.blocks.push_back(std::move(b));
+    c.blocks.erase(it);
   }
+  if (batch.blocks.empty()) return;
+  c.table.reset();
   uint64_t chunk = 0;
-  for (GmtZone& z : batch->zones) {
+  for (GmtZone& z : table->zones) {
     z.chunk_begin = chunk;
     chunk += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
   }
-  CheckTableLocked(context, std::move(batch), "quarantine", std::nullopt,
-                   c.clean_sequence, 0, findings);
-  // The lock was let go during the check: find the context again.
-  cit = contexts_.find(context);
-  if (cit == contexts_.end()) return 0;
-  Context& after = cit->second;
-  struct Doomed {
-    Api api;
-    uint64_t raw;
-  };
-  std::vector<Doomed> doomed;
-  uint64_t released = 0;
-  for (uint64_t raw : raws) {
-    auto it = after.blocks.find(raw);
-    if (it == after.blocks.end()) continue;
-    const AllocationRecord& r = it->second.record;
-    doomed.push_back(Doomed{r.api, raw});
-    after.held_bytes -= std::min(after.held_bytes, r.raw_bytes);
-    after.held_footprint -= std::min(after.held_footprint, HeldFootprint(r));
-    released += r.raw_bytes;
-    ++stats_.evicted;
-    after.blocks.erase(it);
-  }
-  after.table.reset();
-  // CUDA's free synchronizes the device: never under the lock.
-  mu_.Unlock();
-  for (const Doomed& d : doomed) {
-    int rc = ops_->Release(d.api, context, d.raw);
-    if (rc != 0) {
-      LogNote(1, "releasing quarantined 0x%llx failed (%d)",
-              static_cast<unsigned long long>(d.raw), rc);
+  if (!table->zones.empty()) {
+    // On the tool's stream, after the fills of these blocks; answered at a
+    // later entry point, never waited for here.
+    batch.ticket = ops_->CheckAsync(context, 0, table->zones);
+    if (batch.ticket == 0) {
+      NoteCheckFailureLocked();
+    } else {
+      for (const GmtZone& z : table->zones) stats_.bytes_checked += z.bytes;
+      unanswered_releases_.fetch_add(1, std::memory_order_release);
     }
   }
+  batch.table = std::move(table);
+  c.releasing_bytes += batch.bytes;
+  c.releasing.push_back(std::move(batch));
+}
+
+void GuardManager::PollReleasesLocked(uint64_t context, bool wait_oldest,
+                                      std::vector<GuardFinding>* findings) {
+  for (;;) {
+    auto cit = contexts_.find(context);
+    if (cit == contexts_.end()) return;
+    // The batches of a context are checked in order on one stream: the
+    // oldest unanswered one is the one to ask.
+    ReleaseBatch* batch = nullptr;
+    for (ReleaseBatch& b : cit->second.releasing) {
+      if (!b.answered()) {
+        batch = &b;
+        break;
+      }
+    }
+    if (batch == nullptr) return;
+    if (batch->in_wait) {
+      // Another thread waits for its answer (a ticket answers once).
+      if (!wait_oldest) return;
+      mu_.Await(absl::Condition(
+          +[](int* waits) { return *waits == 0; }, &releases_in_wait_));
+      wait_oldest = false;  // something was waited for: enough
+      continue;
+    }
+    const uint64_t ticket = batch->ticket;
+    std::vector<GmtZoneResult> results;
+    DeviceOps::Poll state = DeviceOps::Poll::kPending;
+    if (wait_oldest) {
+      batch->in_wait = true;
+      ++releases_in_wait_;
+      mu_.Unlock();
+      state = ops_->PollCheck(ticket, /*wait=*/true, &results);
+      mu_.Lock();
+      --releases_in_wait_;
+      wait_oldest = false;
+      // The lock was let go: find the batch again (only teardown drops a
+      // batch, and it waits for every answer first).
+      cit = contexts_.find(context);
+      if (cit == contexts_.end()) return;
+      batch = nullptr;
+      for (ReleaseBatch& b : cit->second.releasing) {
+        if (b.ticket == ticket) batch = &b;
+      }
+      if (batch == nullptr) return;
+      batch->in_wait = false;
+    } else {
+      state = ops_->PollCheck(ticket, /*wait=*/false, &results);
+      if (state == DeviceOps::Poll::kPending) return;
+    }
+    batch->ticket = 0;
+    unanswered_releases_.fetch_sub(1, std::memory_order_release);
+    if (state == DeviceOps::Poll::kDone) {
+      ++stats_.checks;
+      CollectResults(context, cit->second, *batch->table, results, batch->check,
+                     0, batch->blocks, batch->since, findings);
+    } else {
+      NoteCheckFailureLocked();
+    }
+    batch->table.reset();
+  }
+}
+
+void GuardManager::AnswerReleasesLocked(uint64_t context,
+                                        std::vector<GuardFinding>* findings) {
+  for (;;) {
+    auto cit = contexts_.find(context);
+    if (cit == contexts_.end()) return;
+    bool unanswered = false;
+    for (const ReleaseBatch& b : cit->second.releasing) {
+      unanswered |= !b.answered();
+    }
+    if (!unanswered) return;
+    PollReleasesLocked(context, /*wait_oldest=*/true, findings);
+  }
+}
+
+bool GuardManager::KernelChecksAnsweredLocked(uint64_t before) const {
+  return pending_in_wait_ == 0 &&
+         (pending_.empty() || pending_.front().sequence >= before);
+}
+
+std::optional<GuardManager::Block> GuardManager::TakeReleasableLocked(
+    uint64_t context) {
+  auto cit = contexts_.find(context);
+  if (cit == contexts_.end()) return std::nullopt;
+  Context& c = cit->second;
+  while (!c.releasing.empty()) {
+    ReleaseBatch& batch = c.releasing.front();
+    if (batch.next == batch.blocks.size()) {
+      c.releasing.pop_front();
+      continue;
+    }
+    if (!batch.answered() ||
+        !KernelChecksAnsweredLocked(batch.kernel_checks_before)) {
+      return std::nullopt;
+    }
+    Block b = std::move(batch.blocks[batch.next++]);
+    const uint64_t bytes = b.record.raw_bytes;
+    batch.bytes -= std::min(batch.bytes, bytes);
+    c.releasing_bytes -= std::min(c.releasing_bytes, bytes);
+    if (batch.next == batch.blocks.size()) c.releasing.pop_front();
+    return b;
+  }
+  return std::nullopt;
+}
+
+int GuardManager::ReleaseBlockLocked(uint64_t context, const Block& b) {
+  ++stats_.evicted;
+  // CUDA's free synchronizes the device: never under the lock.
+  mu_.Unlock();
+  const int rc = ops_->Release(b.record.api, context, b.record.raw_address);
   mu_.Lock();
-  return released;
+  if (rc != 0) {
+    LogNote(1, "releasing held 0x%llx failed (%d)",
+            static_cast<unsigned long long>(b.record.raw_address), rc);
+  }
+  return rc;
+}
+
+bool GuardManager::WaitForReleaseLocked(uint64_t context,
+                                        std::vector<GuardFinding>* findings) {
+  auto cit = contexts_.find(context);
+  if (cit == contexts_.end() || cit->second.releasing.empty()) return false;
+  const ReleaseBatch& oldest = cit->second.releasing.front();
+  if (!oldest.answered()) {
+    PollReleasesLocked(context, /*wait_oldest=*/true, findings);
+    return true;
+  }
+  // Answered, but per-kernel checks enqueued before it may still read its
+  // blocks.
+  PollPendingLocked(/*wait=*/true, findings);
+  mu_.Await(absl::Condition(
+      +[](int* waits) { return *waits == 0; }, &pending_in_wait_));
+  return true;
+}
+
+void GuardManager::BoundReleasesLocked(uint64_t context,
+                                       std::vector<GuardFinding>* findings) {
+  for (;;) {
+    auto cit = contexts_.find(context);
+    if (cit == contexts_.end() || cit->second.releasing_bytes <= release_cap_) {
+      return;
+    }
+    if (std::optional<Block> ready = TakeReleasableLocked(context)) {
+      ReleaseBlockLocked(context, *ready);
+      continue;
+    }
+    ++stats_.release_waits;
+    if (!WaitForReleaseLocked(context, findings)) return;
+  }
+}
+
+uint64_t GuardManager::DrainReleasesLocked(
+    uint64_t context, bool release, std::vector<GuardFinding>* findings) {
+  uint64_t released = 0;
+  for (;;) {
+    auto cit = contexts_.find(context);
+    if (cit == contexts_.end() || cit->second.releasing.empty()) {
+      return released;
+    }
+    if (!release) {
+      // The context is going away with its memory: every answer, then the
+      // blocks are dropped without CUDA.
+      AnswerReleasesLocked(context, findings);
+      cit = contexts_.find(context);
+      if (cit == contexts_.end()) return released;
+      cit->second.releasing.clear();
+      cit->second.releasing_bytes = 0;
+      return released;
+    }
+    if (std::optional<Block> ready = TakeReleasableLocked(context)) {
+      if (ReleaseBlockLocked(context, *ready) == 0) {
+        released += ready->record.raw_bytes;
+      }
+      continue;
+    }
+    if (!WaitForReleaseLocked(context, findings)) return released;
+  }
 }
 
 void GuardManager::EvictOverBudget(std::vector<GuardFinding>* findings) {
   if (ops_ == nullptr) return;
   absl::MutexLock lock(&mu_);
-  // What to evict per context first: eviction lets the lock go.
-  std::vector<std::pair<uint64_t, size_t>> evictions;
+  std::vector<uint64_t> queued;
   for (auto& [context, c] : contexts_) {
-    if (c.held_bytes <= quarantine_budget_) continue;
-    // Evict in batches down to 3/4 of the budget: one check launch for many
-    // blocks instead of one per free.
-    const uint64_t target = quarantine_budget_ / 4 * 3;
     size_t count = 0;
-    uint64_t bytes = c.held_bytes;
-    for (uint64_t raw : c.quarantine) {
-      if (bytes <= target) break;
-      auto it = c.blocks.find(raw);
-      if (it != c.blocks.end()) bytes -= it->second.record.raw_bytes;
-      ++count;
+    if (quarantine_budget_ > 0) {
+      if (c.held_bytes > quarantine_budget_) {
+        // Evict in batches down to 3/4 of the budget: one check launch for
+        // many blocks instead of one per free.
+        const uint64_t target = quarantine_budget_ / 4 * 3;
+        uint64_t bytes = c.held_bytes;
+        for (uint64_t raw : c.quarantine) {
+          if (bytes <= target) break;
+          auto it = c.blocks.find(raw);
+          if (it != c.blocks.end()) bytes -= it->second.record.raw_bytes;
+          ++count;
+        }
+      }
+    } else if (c.held_bytes >= kFreeCheckBatchBytes ||
+               c.quarantine.size() >= kFreeCheckBatchBlocks) {
+      count = c.quarantine.size();
     }
-    evictions.emplace_back(context, count);
+    // Enqueues only: the lock stays held, so contexts_ can be walked on.
+    if (count > 0) EvictLocked(context, c, count);
+    if (!c.releasing.empty()) queued.push_back(context);
   }
-  for (const auto& [context, count] : evictions) {
-    EvictLocked(context, count, findings);
+  for (uint64_t context : queued) {
+    PollReleasesLocked(context, /*wait_oldest=*/false, findings);
+    BoundReleasesLocked(context, findings);
+  }
+}
+
+void GuardManager::PollReleases(std::vector<GuardFinding>* findings) {
+  if (ops_ == nullptr ||
+      unanswered_releases_.load(std::memory_order_acquire) == 0) {
+    return;
+  }
+  absl::MutexLock lock(&mu_);
+  std::vector<uint64_t> queued;
+  for (const auto& [context, c] : contexts_) {
+    if (!c.releasing.empty()) queued.push_back(context);
+  }
+  for (uint64_t context : queued) {
+    PollReleasesLocked(context, /*wait_oldest=*/false, findings);
   }
 }
 
@@ -599,6 +872,11 @@ bool GuardManager::HoldsRaw(uint64_t raw_address) const {
   for (const auto& [context, c] : contexts_) {
     auto it = c.blocks.find(raw_address);
     if (it != c.blocks.end() && it->second.held) return true;
+    for (const ReleaseBatch& batch : c.releasing) {
+      for (size_t i = batch.next; i < batch.blocks.size(); ++i) {
+        if (batch.blocks[i].record.raw_address == raw_address) return true;
+      }
+    }
   }
   return false;
 }
@@ -606,14 +884,14 @@ bool GuardManager::HoldsRaw(uint64_t raw_address) const {
 uint64_t GuardManager::ReleaseQuarantine(std::vector<GuardFinding>* findings) {
   if (ops_ == nullptr) return 0;
   absl::MutexLock lock(&mu_);
-  std::vector<std::pair<uint64_t, size_t>> evictions;
-  for (const auto& [context, c] : contexts_) {
-    if (!c.quarantine.empty())
-      evictions.emplace_back(context, c.quarantine.size());
+  std::vector<uint64_t> queued;
+  for (auto& [context, c] : contexts_) {
+    if (!c.quarantine.empty()) EvictLocked(context, c, c.quarantine.size());
+    if (!c.releasing.empty()) queued.push_back(context);
   }
   uint64_t released = 0;
-  for (const auto& [context, count] : evictions) {
-    released += EvictLocked(context, count, findings);
+  for (uint64_t context : queued) {
+    released += DrainReleasesLocked(context, /*release=*/true, findings);
   }
   return released;
 }
@@ -633,6 +911,9 @@ void GuardManager::BeforeRealFree(const AllocationRecord& block,
   it->second.freeing = true;
   cit->second.table.reset();
   if (level_ == CheckLevel::kNone) return;
+  // Canaries never written: nothing to check, and no check in flight can
+  // hold it in its table.
+  if (!HasArmedZones(it->second)) return;
   // Checks in flight may read this block; CUDA is about to free it. (The
   // lock is let go while they finish: look the block up again after.)
   PollPendingLocked(/*wait=*/true, findings);
@@ -656,8 +937,8 @@ void GuardManager::BeforeRealFree(const AllocationRecord& block,
       ++stats_.check_failures;
       return;
     }
-    pending_.push_back(
-        PendingCheck{ticket, block.context, table, 0, "free", it->second});
+    pending_.push_back(PendingCheck{ticket, block.context, table, 0, "free",
+                                    it->second, next_pending_sequence_++});
     return;
   }
   Block owned = it->second;
@@ -766,7 +1047,16 @@ uint64_t GuardManager::HeldBytes(int device) const {
   absl::MutexLock lock(&mu_);
   uint64_t held = 0;
   for (const auto& [context, c] : contexts_) {
-    if (c.device == device) held += c.held_footprint;
+    if (c.device != device) continue;
+    // What freeing them would give back, CUDA's page rounding included.
+    for (const auto& [raw, b] : c.blocks) {
+      if (b.held) held += HeldFootprint(b.record);
+    }
+    for (const ReleaseBatch& batch : c.releasing) {
+      for (size_t i = batch.next; i < batch.blocks.size(); ++i) {
+        held += HeldFootprint(batch.blocks[i].record);
+      }
+    }
   }
   return held;
 }
@@ -779,7 +1069,9 @@ GuardStats GuardManager::Stats() const {
   s.unguarded_shareable = unguarded_shareable_.load();
   s.unguarded_capture = unguarded_capture_.load();
   s.held_bytes = 0;
-  for (const auto& [context, c] : contexts_) s.held_bytes += c.held_bytes;
+  for (const auto& [context, c] : contexts_) {
+    s.held_bytes += c.held_bytes + c.releasing_bytes;
+  }
   return s;
 }
 

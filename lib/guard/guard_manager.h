@@ -24,8 +24,24 @@
 //
 // Freed blocks of synchronous APIs go to a FIFO quarantine (per context,
 // quarantine_bytes): CUDA is not called; their user bytes are filled with
-// the freed pattern; a later change is a uaf-write. Eviction checks a batch
-// and frees it with the real CUDA call.
+// the freed pattern; a later change is a uaf-write. With quarantine_bytes=0
+// a freed block whose canaries were written is held the same way, without
+// the freed fill, only until its check (a batch of up to
+// kFreeCheckBatchBlocks blocks or kFreeCheckBatchBytes).
+//
+// The free path never waits on the host for a zone check. Blocks leaving the
+// quarantine go, as a batch, to the context's release queue: the batch's
+// check is enqueued on the tool's stream (CheckAsync) and answered at a
+// later entry point (a free, allocation, launch or synchronization polls
+// it); once answered, its blocks go back to CUDA (DeviceOps::Release) one
+// per synchronous free of the program: the free the program makes of a held
+// block owes it a device synchronization, and CUDA's free of the oldest
+// answered block *is* that synchronization (a context sync stands in when
+// none is answered yet). So a cudaFree under the tool synchronizes exactly
+// once, as without it. Bytes in the release queue are bounded
+// (release_cap_): over it, answered blocks are released at once and, if
+// that is not enough, the oldest check is waited for. Out of memory, exit
+// and context teardown drain the queue (waiting for its checks).
 //
 // Thread safety: every member is thread-safe (one mutex; GPU work happens
 // under it, which serializes the tool's own CUDA calls).
@@ -44,6 +60,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "lib/core/error_kind.h"
 #include "lib/core/options.h"
 #include "lib/guard/device_ops.h"
@@ -84,8 +101,10 @@ struct GuardStats {
   // zones were never armed, so they were never checked either.
   uint64_t fill_failures = 0;
   uint64_t bytes_checked = 0;
-  uint64_t held_bytes = 0;  // in quarantine now
-  uint64_t evicted = 0;     // blocks released from quarantine
+  uint64_t held_bytes = 0;  // in quarantine or awaiting release now
+  uint64_t evicted = 0;     // blocks given back to CUDA after their hold
+  // Times the bound on bytes awaiting release made a free wait for a check.
+  uint64_t release_waits = 0;
 };
 
 class GuardManager {
@@ -119,7 +138,9 @@ class GuardManager {
 
   // ---- Free --------------------------------------------------------------
   // A guarded block is being freed by `free_api` (it has left the registry).
-  // True: the tool keeps it in quarantine and CUDA must not be called.
+  // True: the tool keeps it (quarantine, or awaiting its check) and CUDA
+  // must not be called; the device synchronization the program's free owes
+  // has been given (by CUDA's free of an older block, or a context sync).
   // False: the caller frees block.raw_address with CUDA now, after
   // BeforeRealFree.
   bool TryHold(const AllocationRecord& block, const FreedRecord& freed,
@@ -137,12 +158,19 @@ class GuardManager {
   void NoteSynchronousPoolFree(const AllocationRecord& block);
   // CUDA answered the free: `freed` false means the block is still live.
   void AfterRealFree(const AllocationRecord& block, bool freed);
-  // Releases held blocks over the budget (a batch, checked first).
+  // After a held free: moves held blocks over the budget to the release
+  // queue (a batch, its check enqueued without waiting), collects answered
+  // checks, and keeps the queue under its bound.
   void EvictOverBudget(std::vector<GuardFinding>* findings);
-  // Out of memory: checks and releases every held block. Returns the bytes
-  // given back to CUDA.
+  // Out of memory: checks and releases every held block and every block
+  // awaiting its check (waiting for those checks). Returns the bytes given
+  // back to CUDA.
   uint64_t ReleaseQuarantine(std::vector<GuardFinding>* findings);
-  // Whether a block in quarantine starts (its raw block) at `raw_address`.
+  // Collects the answers of release-queue checks that are in, without
+  // waiting (entry points that must not synchronize: allocations).
+  void PollReleases(std::vector<GuardFinding>* findings);
+  // Whether a block the tool holds (quarantine or release queue) starts
+  // (its raw block) at `raw_address`.
   bool HoldsRaw(uint64_t raw_address) const;
 
   // ---- Launches, synchronization, checks -----------------------------------
@@ -187,8 +215,10 @@ class GuardManager {
                           uint64_t* user_bytes = nullptr);
 
   GuardStats Stats() const;
-  // Device memory of `device` held in quarantine now, as freeing it would
-  // show in the device's free memory.
+  // Device memory of `device` the tool holds back now (quarantine and
+  // release queue), as freeing it would show in the device's free memory
+  // (CUDA's page rounding included): free memory as far as the program can
+  // tell.
   uint64_t HeldBytes(int device) const;
   // Guarded stream-ordered blocks CUDA still counts as in use in their pool
   // (live, or held in quarantine) and the bytes of each the program did not
@@ -244,18 +274,35 @@ class GuardManager {
     uint32_t kernel = 0;  // per-kernel check: the kernel; 0 otherwise
     std::string check;
     std::optional<Block> owned;  // a block being freed: it leaves the map
+    uint64_t sequence = 0;       // order of enqueueing (ReleaseBatch)
+  };
+  // Blocks on their way back to CUDA, out of the context's block map: their
+  // check enqueued on the tool's stream, released once it has answered.
+  struct ReleaseBatch {
+    uint64_t ticket = 0;  // 0 once answered (or with nothing to check)
+    std::shared_ptr<const Table> table;
+    std::vector<Block> blocks;  // oldest first
+    size_t next = 0;            // blocks before it are released
+    uint64_t bytes = 0;         // raw bytes of blocks not yet released
+    std::string check;          // "quarantine", or "free" without one
+    uint64_t since = 0;         // launch log position when enqueued
+    // Per-kernel checks enqueued before this batch may read its blocks:
+    // none is released before they have answered (their findings name the
+    // block by its address, which CUDA may hand out again).
+    uint64_t kernel_checks_before = 0;
+    bool in_wait = false;  // a thread waits for its answer, lock let go
+    bool answered() const { return ticket == 0; }
   };
   struct Context {
     int device = -1;
     absl::flat_hash_map<uint64_t, Block> blocks;  // by raw address
     std::deque<uint64_t> quarantine;              // oldest first
     uint64_t held_bytes = 0;
-    // The device memory those blocks take (CUDA's page rounding included):
-    // what freeing them would give back.
-    uint64_t held_footprint = 0;
     uint64_t clean_sequence = 0;  // launch log position at the last check
     bool fills_pending = false;
     std::shared_ptr<const Table> table;  // per-kernel checks; null if stale
+    std::deque<ReleaseBatch> releasing;  // oldest first
+    uint64_t releasing_bytes = 0;
   };
   struct LaunchEntry {
     std::atomic<uint64_t> sequence{0};
@@ -265,6 +312,12 @@ class GuardManager {
   static constexpr size_t kLaunchLog = 1024;
   static constexpr size_t kMaxPendingChecks = 256;
   static constexpr size_t kMaxListedKernels = 16;
+  // Without a quarantine, held blocks are checked in batches of this many
+  // blocks or bytes (one check launch for many frees).
+  static constexpr size_t kFreeCheckBatchBlocks = 64;
+  static constexpr uint64_t kFreeCheckBatchBytes = uint64_t{8} << 20;
+  // The least bound on bytes awaiting release (release_cap_).
+  static constexpr uint64_t kMinReleaseCapBytes = uint64_t{16} << 20;
 
   Context& ContextFor(uint64_t context, int device)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -292,7 +345,7 @@ class GuardManager {
   void CollectResults(uint64_t context, Context& c, const Table& table,
                       const std::vector<GmtZoneResult>& results,
                       absl::string_view check, uint32_t kernel,
-                      const Block* owned, uint64_t since,
+                      absl::Span<const Block> owned, uint64_t since,
                       std::vector<GuardFinding>* findings)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Answers finished asynchronous checks; all of them when `wait` (waiting
@@ -304,10 +357,60 @@ class GuardManager {
                           bool device_wide, absl::string_view check,
                           std::vector<GuardFinding>* findings)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Checks and releases the `count` oldest held blocks of a context (CUDA's
-  // free called with mu_ let go). Returns the raw bytes released.
-  uint64_t EvictLocked(uint64_t context, size_t count,
-                       std::vector<GuardFinding>* findings)
+  // Whether any zone of `b` holds a known pattern (something to check).
+  static bool HasArmedZones(const Block& b);
+  // Moves the `count` oldest held blocks of `c` to its release queue as one
+  // batch and enqueues their check on the tool's stream (no wait).
+  void EvictLocked(uint64_t context, Context& c, size_t count)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Collects the answers of `context`'s release batches that are in; with
+  // `wait_oldest`, waits (mu_ let go) for the oldest unanswered one first.
+  void PollReleasesLocked(uint64_t context, bool wait_oldest,
+                          std::vector<GuardFinding>* findings)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits (mu_ let go) until every release batch of `context` has answered.
+  void AnswerReleasesLocked(uint64_t context,
+                            std::vector<GuardFinding>* findings)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the oldest released-able block of `context` out of its queue
+  // (answered, no earlier per-kernel check outstanding).
+  std::optional<Block> TakeReleasableLocked(uint64_t context)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // DeviceOps::Release with mu_ let go. Returns the CUDA result.
+  int ReleaseBlockLocked(uint64_t context, const Block& b)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The device synchronization a program's free of a held block owes:
+  // CUDA's free of the oldest answered block, else a context sync. False if
+  // the context answered an error (the caller lets CUDA's own free say it).
+  bool SynchronizeForFreeLocked(uint64_t context,
+                                std::vector<GuardFinding>* findings)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Without a quarantine: enqueues the check of every held block of `c`
+  // now (a synchronization, exit or teardown reports what they find).
+  void EnqueueFreeChecksLocked(uint64_t context, Context& c)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Counts a check that could not run; says so once.
+  void NoteCheckFailureLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits (mu_ let go) for what keeps the oldest release batch of `context`
+  // from going back to CUDA: its check, or per-kernel checks before it.
+  // False when the queue is empty.
+  bool WaitForReleaseLocked(uint64_t context,
+                            std::vector<GuardFinding>* findings)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Releases answered blocks of `context` while its release queue is over
+  // release_cap_, waiting for the oldest check when none is answered.
+  void BoundReleasesLocked(uint64_t context,
+                           std::vector<GuardFinding>* findings)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits for every check of `context`'s release queue and releases its
+  // blocks (`release` false: drops them, the context is going away).
+  // Returns the raw bytes released.
+  uint64_t DrainReleasesLocked(uint64_t context, bool release,
+                               std::vector<GuardFinding>* findings)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether per-kernel checks enqueued before sequence `before` are all
+  // answered.
+  bool KernelChecksAnsweredLocked(uint64_t before) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Kernels launched in `context` after `since`, oldest first.
   std::vector<uint32_t> KernelsSince(uint64_t context, uint64_t since,
@@ -319,6 +422,8 @@ class GuardManager {
   const GuardPolicy policy_;
   const CheckLevel level_;
   const uint64_t quarantine_budget_;
+  // Bound on the raw bytes of a context awaiting release.
+  const uint64_t release_cap_;
   DeviceOps* const ops_;
 
   // Held for bookkeeping only, never across a wait for the GPU (a check's
@@ -334,6 +439,14 @@ class GuardManager {
   absl::flat_hash_map<uint64_t, uint64_t> lingering_pool_bytes_
       ABSL_GUARDED_BY(mu_);
   bool check_failure_said_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t next_pending_sequence_ ABSL_GUARDED_BY(mu_) = 1;
+  // Per-kernel checks out of pending_ whose answer a thread is waiting for.
+  int pending_in_wait_ ABSL_GUARDED_BY(mu_) = 0;
+  // Release batches whose answer a thread is waiting for.
+  int releases_in_wait_ ABSL_GUARDED_BY(mu_) = 0;
+  // Release batches whose check has not answered yet, all contexts: the
+  // entry points that poll them skip the lock when there are none.
+  std::atomic<int> unanswered_releases_{0};
 
   // Contexts with pending fills: BeforeLaunch takes the lock only then.
   std::atomic<int> contexts_with_fills_{0};

@@ -687,6 +687,48 @@ def case_churn(c):
                 "churn --kernels leaks: %s" % describe_leaks(ktool.report))
 
 
+def case_churn_freed_checks(c):
+    """Frees of guarded blocks under the tool: checked on the tool's stream
+    and given back to CUDA later, with and without a quarantine. cudaFree
+    must wait for a running kernel exactly when it does without the tool
+    (--free-sync prints it), and the issue's churn must run clean."""
+    pairs = int(os.environ.get("GMT_TEST_CHURN_PAIRS", "20000"))
+    argv = [c.example("churn"), "--free-sync"]
+    plain = c.run("syncplain", argv, tool=False)
+    c.check(plain.rc == 0, "churn --free-sync exited %s: %s" % (
+        plain.rc, _tail(plain.stderr)))
+    c.notes["free_sync_plain"] = plain.stdout.strip()
+    churn = [c.example("churn"), "--pairs", str(pairs), "--max-size",
+             "1048576", "--kernel-every", "100"]
+    for label, options in (("default", None), ("q0", "quarantine_bytes=0"),
+                           ("kernel", "check=kernel")):
+        sync = c.run("sync" + label, argv, tool=True, options=options)
+        c.check(sync.rc == plain.rc and sync.stdout == plain.stdout,
+                "cudaFree's synchronization changed by the tool [%s]: "
+                "without:\n%swith (rc %s):\n%s" % (
+                    options, plain.stdout, sync.rc, sync.stdout))
+        if c.check(sync.report is not None, str(sync.report_error)):
+            c.expect_clean_errors(sync.report)
+        run = c.run("churn" + label, churn, tool=True, options=options)
+        c.check(run.rc == 0, "churn [%s] exited %s: %s" % (
+            options, run.rc, _tail(run.stderr)))
+        c.notes["churn_" + label] = run.stdout.strip()
+        r = run.report
+        if c.check(r is not None, str(run.report_error)):
+            c.expect_clean_errors(r)
+            c.check(not r.get("leaks"), "churn [%s] leaks: %s" % (
+                options, describe_leaks(r)))
+            g = r.get("guard", {})
+            c.notes["guard_" + label] = {
+                k: g.get(k) for k in ("checks", "evicted", "check_failures",
+                                      "quarantine_bytes")}
+            c.check(g.get("check_failures", 0) == 0,
+                    "churn [%s]: %s zone checks failed" % (
+                        options, g.get("check_failures")))
+            c.check(g.get("evicted", 0) > 0,
+                    "churn [%s]: no held block went back to CUDA" % options)
+
+
 TRAIN_TIMING = re.compile(r"^train_seconds=([0-9.]+) steps=(\d+) "
                           r"ms_per_step=([0-9.]+)\s*$", re.M)
 
@@ -1117,6 +1159,7 @@ CASES = [
     ("static_cudart", case_static_cudart),
     ("snapshot_api", case_snapshot_api),
     ("churn", case_churn),
+    ("churn_freed_checks", case_churn_freed_checks),
 ] + [(name, guard_case(name)) for name in GUARD_EXAMPLES] + [
     ("api_bounds", case_api_bounds),
     ("user_view", case_user_view),

@@ -121,6 +121,7 @@ API_BOUNDS = [
 
 out, leaks, errors = "", [], []
 summary_override = {}
+guard_override = {}
 if name == "leak_runtime":
     out = "leak_runtime: leaked 3 x 1048576 bytes with cudaMalloc\n"
     leaks = [leak("cudaMalloc", "LeakRuntimeBuffers",
@@ -188,11 +189,21 @@ elif name == "snapshot_api":
                "snapshot_api: delta after free: allocations=+0 bytes=+0\n")
     else:
         out = "snapshot_api: gpumemtrace not loaded\n"
+elif name == "churn" and "--free-sync" in args:
+    # A cudaFree waits for a running kernel, with the tool as without it
+    # (mistake 'free_sync': the tool's second free does not).
+    late = "no" if brk == "free_sync" and tool else "yes"
+    out = ("churn-free-sync: first free: cudaFree waited for the running "
+           "kernel: yes\n"
+           "churn-free-sync: after 160 MiB of frees: cudaFree waited for "
+           "the running kernel: %s\n" % late)
 elif name == "churn":
-    n = int(args[-1])
+    n = int(args[args.index("--pairs") + 1]) if "--pairs" in args else 200000
     out = "churn: %d pairs in 1.0 ms\n" % n
     if tool:
         summary_override = {"allocations": n, "frees": n}
+        guard_override = {"checks": 10, "evicted": n // 2,
+                          "check_failures": 0, "quarantine_bytes": 1 << 20}
 elif name == "pytorch_train":
     out = "step 0 loss 1.0\nfinal loss 0.123456789 (0.12345678901)\n"
     sys.stderr.write("train_seconds=%s steps=200 ms_per_step=%s\n" % (
@@ -278,6 +289,8 @@ if tool:
                            "peak_bytes": 1, "live_bytes": 0,
                            "allocations": 1, "frees": 1}],
               "summary": summary, "leaks": leaks, "errors": errors}
+    if guard_override:
+        report["guard"] = guard_override
     if brk == "noreport" and name == "leak_driver":
         sys.exit(0)
     with open(path, "w") as f:
@@ -430,6 +443,7 @@ def main():
                       ("missing_bounds", "api_bounds"),
                       ("kernel_error", "clean_multistream"),
                       ("checksum", "train_loop"),
+                      ("free_sync", "churn_freed_checks"),
                       # gpu_cases_memtest.py (selftest_fake_memtest.py)
                       ("mt_address", "memtest_inject_stored"),
                       ("mt_class", "memtest_inject_flaky"),

@@ -2,6 +2,7 @@
 // protocol, lazy fills, checks at sync/kernel/exit, quarantine and eviction,
 // API bounds and reports — with HostDeviceOps standing in for the GPU, so
 // "device" memory is host memory the test corrupts by hand.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -84,12 +85,9 @@ class GuardTest : public ::testing::Test {
   void TearDown() override {
     // Blocks still live or held are host memory of ours.
     engine_.reset();
-    for (void* p : owned_) {
-      bool released = false;
-      for (uint64_t r : ops_->released) {
-        released |= r == reinterpret_cast<uint64_t>(p);
-      }
-      if (!released) std::free(p);
+    EXPECT_EQ(ops_->invalid_releases, 0);  // never a double free
+    for (uint64_t raw : ops_->device_blocks) {
+      std::free(reinterpret_cast<void*>(raw));
     }
   }
 
@@ -100,7 +98,7 @@ class GuardTest : public ::testing::Test {
     const uint64_t raw_bytes = plan ? plan->raw_bytes : bytes;
     void* raw = std::aligned_alloc(256, (raw_bytes + 255) / 256 * 256);
     std::memset(raw, 0x11, raw_bytes);  // CUDA memory holds old data
-    owned_.push_back(raw);
+    ops_->device_blocks.insert(reinterpret_cast<uint64_t>(raw));
     AllocEvent e;
     e.api = api;
     e.bytes = bytes;
@@ -123,6 +121,10 @@ class GuardTest : public ::testing::Test {
     FreeTicket t = engine_->BeginFree(api, reinterpret_cast<uint64_t>(p),
                                       kNoStack, stream);
     engine_->EndFree(t, true, 0, "cudaSuccess");
+    if (!t.held && t.state == FreeTicket::State::kRemoved &&
+        ops_->device_blocks.erase(t.real_address) == 1) {
+      std::free(reinterpret_cast<void*>(t.real_address));  // CUDA's free
+    }
     return !t.held;
   }
 
@@ -135,9 +137,42 @@ class GuardTest : public ::testing::Test {
     return engine_->BuildReport("request").errors;
   }
 
+  // What one free cost on the host: synchronizing calls (the one a cudaFree
+  // owes the program: a context sync, or CUDA's free of a block the tool
+  // held) and waits for a zone check's answer.
+  struct FreeCost {
+    size_t syncs = 0;
+    int check_waits = 0;
+    bool cuda_called = false;
+  };
+  FreeCost FreeAndCount(uint8_t* p) {
+    const size_t syncs_before = ops_->syncs + ops_->released.size();
+    const int waits_before = ops_->waits;
+    FreeCost cost;
+    cost.cuda_called = Free(p);
+    cost.syncs = ops_->syncs + ops_->released.size() - syncs_before;
+    cost.check_waits = ops_->waits - waits_before;
+    return cost;
+  }
+
+  // Frees blocks of `bytes` (canaries written) until a release batch's check
+  // is enqueued and not yet run.
+  void FreeUntilACheckIsInFlight(uint64_t bytes) {
+    for (int i = 0; i < 64 && ops_->checks_in_flight() == 0; ++i) {
+      uint8_t* p = Alloc(bytes);
+      Launch("k");
+      Free(p);
+    }
+    ASSERT_EQ(ops_->checks_in_flight(), 1u);
+  }
+
+  size_t TimesReleased(const void* user) const {
+    const uint64_t raw = reinterpret_cast<uint64_t>(user) - 512;
+    return std::count(ops_->released.begin(), ops_->released.end(), raw);
+  }
+
   std::unique_ptr<HostDeviceOps> ops_;
   std::unique_ptr<Engine> engine_;
-  std::vector<void*> owned_;
 };
 
 TEST_F(GuardTest, UserPointerIsAlignedAndInsideTheRawBlock) {
@@ -258,7 +293,10 @@ TEST_F(GuardTest, QuarantineEvictsOldestBatchAndChecksIt) {
             reinterpret_cast<uint64_t>(blocks[0]) - 512);
   EXPECT_GE(ops_->checks, 1);
   EXPECT_TRUE(Errors().empty());
-  EXPECT_LE(engine_->guard().Stats().held_bytes, 64u * 1024);
+  // The quarantine keeps to its budget; what left it goes back to CUDA one
+  // block per later free, as its check answers (the bound on those bytes:
+  // BytesAwaitingReleaseAreBounded).
+  EXPECT_LT(engine_->guard().Stats().held_bytes, 2u * 64 * 1024);
 }
 
 TEST_F(GuardTest, ChurnWithoutLaunchesCostsNoGpuWork) {
@@ -269,16 +307,210 @@ TEST_F(GuardTest, ChurnWithoutLaunchesCostsNoGpuWork) {
   EXPECT_GE(ops_->released.size(), 90u);
 }
 
-TEST_F(GuardTest, QuarantineOffChecksAtFreeAndCallsCuda) {
+// ---- Frees: the check deferred, CUDA's free once it has answered
+// ---------
+
+TEST_F(GuardTest, QuarantinedFreesNeverWaitForACheck) {
+  Start(GuardOptions(CheckLevel::kSync, /*quarantine=*/64 * 1024));
+  ops_->deferred = true;
+  std::vector<uint8_t*> blocks;
+  for (int i = 0; i < 40; ++i) blocks.push_back(Alloc(16 * 1024));
+  Launch("k");  // canaries written: every eviction has zones to check
+  for (uint8_t* p : blocks) {
+    FreeCost cost = FreeAndCount(p);
+    EXPECT_FALSE(cost.cuda_called);
+    EXPECT_EQ(cost.check_waits, 0);
+    // Exactly the synchronization cudaFree gives, never a second one.
+    EXPECT_EQ(cost.syncs, 1u);
+  }
+  EXPECT_GE(ops_->checks, 2);  // eviction batches, on the tool's stream
+  // Evicted blocks went back to CUDA one per free, oldest first, once each.
+  ASSERT_FALSE(ops_->released.empty());
+  for (size_t i = 0; i < ops_->released.size(); ++i) {
+    EXPECT_EQ(ops_->released[i], reinterpret_cast<uint64_t>(blocks[i]) - 512);
+  }
+  EXPECT_TRUE(Errors().empty());
+}
+
+TEST_F(GuardTest, AFreeReleasesAnAnsweredBlockInsteadOfSynchronizing) {
+  Start(GuardOptions(CheckLevel::kSync, /*quarantine=*/64 * 1024));
+  ops_->deferred = true;
+  FreeUntilACheckIsInFlight(16 * 1024);
+  EXPECT_TRUE(ops_->released.empty());  // the check has not answered
+  ops_->RunChecks();                    // the GPU ran it
+  const int syncs = ops_->syncs;
+  FreeCost cost = FreeAndCount(Alloc(16 * 1024));
+  EXPECT_EQ(cost.syncs, 1u);
+  EXPECT_EQ(ops_->syncs, syncs);  // CUDA's free of the oldest block was it
+  EXPECT_EQ(ops_->released.size(), 1u);
+}
+
+TEST_F(GuardTest, WriteAfterFreeFoundByADeferredCheckKeepsItsDetail) {
+  Start(GuardOptions(CheckLevel::kSync, /*quarantine=*/64 * 1024));
+  ops_->deferred = true;
+  uint8_t* a = Alloc(16 * 1024);
+  Launch("k");
+  EXPECT_FALSE(Free(a));
+  Launch("writer(int*)");  // the freed fill lands before it
+  a[5] = 0;
+  FreeUntilACheckIsInFlight(16 * 1024);
+  EXPECT_TRUE(Errors().empty());  // not answered yet
+  ops_->RunChecks();
+  Free(Alloc(16 * 1024));  // the next free collects the answer
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].kind, ErrorKind::kUafWrite);
+  EXPECT_EQ(errors[0].check, "quarantine");
+  EXPECT_EQ(errors[0].first_offset, 5);
+  EXPECT_EQ(errors[0].changed_bytes, 1u);
+  ASSERT_TRUE(errors[0].allocation);
+  EXPECT_EQ(errors[0].allocation->address, reinterpret_cast<uint64_t>(a));
+  ASSERT_TRUE(errors[0].previous_free);
+  EXPECT_EQ(errors[0].previous_free->free_api, Api::kCudaFree);
+  ASSERT_FALSE(errors[0].kernels.empty());
+  EXPECT_EQ(errors[0].kernels.back(), "k");
+  EXPECT_EQ(TimesReleased(a), 1u);
+}
+
+TEST_F(GuardTest, BytesAwaitingReleaseAreBounded) {
+  constexpr uint64_t kBudget = 1 << 20;
+  Start(GuardOptions(CheckLevel::kSync, kBudget));
+  ops_->deferred = true;
+  // The bound on bytes awaiting release is at least 16 MiB: blocks of
+  // 12 MiB put two batches over it.
+  for (int i = 0; i < 4; ++i) {
+    uint8_t* p = Alloc(12 << 20);
+    Launch("k");
+    FreeCost cost = FreeAndCount(p);
+    EXPECT_EQ(cost.check_waits, 0);  // answered blocks went back first
+    EXPECT_LE(engine_->guard().Stats().held_bytes,
+              kBudget + (uint64_t{16} << 20));
+  }
+  // A block larger than the bound waits for its own check at its free.
+  uint8_t* big = Alloc(40 << 20);
+  Launch("k");
+  FreeCost cost = FreeAndCount(big);
+  EXPECT_EQ(cost.check_waits, 1);
+  EXPECT_EQ(TimesReleased(big), 1u);
+  EXPECT_EQ(engine_->guard().Stats().release_waits, 1u);
+  EXPECT_LE(engine_->guard().Stats().held_bytes,
+            kBudget + (uint64_t{16} << 20));
+}
+
+TEST_F(GuardTest, OutOfMemoryReleasesBlocksAwaitingTheirCheck) {
+  Start(GuardOptions(CheckLevel::kSync, /*quarantine=*/64 * 1024));
+  ops_->deferred = true;
+  std::vector<uint8_t*> blocks;
+  for (int i = 0; i < 6; ++i) blocks.push_back(Alloc(16 * 1024));
+  Launch("k");
+  for (uint8_t* p : blocks) Free(p);
+  ASSERT_GT(engine_->guard().HeldBytes(0), 0u);
+  std::vector<GuardFinding> findings;
+  const uint64_t released = engine_->guard().ReleaseQuarantine(&findings);
+  EXPECT_TRUE(findings.empty());
+  EXPECT_GT(released, 0u);
+  EXPECT_EQ(engine_->guard().HeldBytes(0), 0u);
+  EXPECT_EQ(ops_->checks_in_flight(), 0u);
+  for (uint8_t* p : blocks) EXPECT_EQ(TimesReleased(p), 1u);
+}
+
+TEST_F(GuardTest, QuarantineOffChecksAtFreeWithoutWaiting) {
   Start(GuardOptions(CheckLevel::kSync, /*quarantine=*/0));
+  ops_->deferred = true;
   uint8_t* p = Alloc(1000);
   Launch("k");
   p[1003] = 9;
-  EXPECT_TRUE(Free(p));
+  FreeCost cost = FreeAndCount(p);
+  // Held until its check has answered; cudaFree's own sync, no wait.
+  EXPECT_FALSE(cost.cuda_called);
+  EXPECT_EQ(cost.syncs, 1u);
+  EXPECT_EQ(cost.check_waits, 0);
+  EXPECT_EQ(ops_->fills, 1);  // canaries only: no freed fill without one
+  engine_->OnSynchronized(kContext);
   std::vector<ErrorRecord> errors = Errors();
   ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].kind, ErrorKind::kOobWrite);
   EXPECT_EQ(errors[0].check, "free");
   EXPECT_EQ(errors[0].first_offset, 1003);
+  ASSERT_TRUE(errors[0].previous_free);
+  // The program's view: the bytes held for the check count as free.
+  EXPECT_GT(engine_->guard().HeldBytes(0), 0u);
+  engine_->CheckAllZones("exit");
+  EXPECT_EQ(TimesReleased(p), 1u);
+  EXPECT_EQ(engine_->guard().HeldBytes(0), 0u);
+  EXPECT_EQ(Errors().size(), 1u);
+}
+
+TEST_F(GuardTest, QuarantineOffBlockNeverWrittenGoesStraightToCuda) {
+  Start(GuardOptions(CheckLevel::kSync, /*quarantine=*/0));
+  FreeCost cost = FreeAndCount(Alloc(1000));
+  EXPECT_TRUE(cost.cuda_called);
+  EXPECT_EQ(cost.syncs, 0u);  // CUDA's own free synchronizes
+  EXPECT_EQ(ops_->checks, 0);
+}
+
+TEST_F(GuardTest, QuarantineOffChurnBatchesItsChecks) {
+  Start(GuardOptions(CheckLevel::kSync, /*quarantine=*/0));
+  ops_->deferred = true;
+  // The workload in small: a kernel every 100 pairs, 64 live.
+  std::vector<uint8_t*> window(64, nullptr);
+  int frees = 0;
+  for (int i = 0; i < 2000; ++i) {
+    uint8_t*& slot = window[i % window.size()];
+    if (slot != nullptr) {
+      FreeCost cost = FreeAndCount(slot);
+      EXPECT_EQ(cost.check_waits, 0);
+      EXPECT_LE(cost.syncs, 1u);
+      ++frees;
+    }
+    slot = Alloc(256 + (i * 7919) % 8192);
+    if (i % 100 == 99) Launch("k");
+  }
+  EXPECT_LE(ops_->checks, frees / 32);  // one launch for many frees
+  EXPECT_GT(ops_->checks, 0);
+  for (uint8_t* p : window) Free(p);
+  engine_->CheckAllZones("exit");
+  EXPECT_EQ(engine_->guard().HeldBytes(0), 0u);
+  EXPECT_EQ(ops_->invalid_releases, 0);  // never twice
+  EXPECT_TRUE(ops_->device_blocks.empty());
+  EXPECT_TRUE(Errors().empty());
+}
+
+TEST_F(GuardTest, ExitWithFreesAwaitingTheirCheckReportsAndReleasesThem) {
+  Start(GuardOptions(CheckLevel::kSync, /*quarantine=*/64 * 1024));
+  ops_->deferred = true;
+  uint8_t* a = Alloc(16 * 1024);
+  Launch("k");
+  Free(a);
+  FreeUntilACheckIsInFlight(16 * 1024);
+  a[(16 * 1024) + 8] = 1;  // a late kernel, before the check ran
+  engine_->CheckAllZones("exit");
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].kind, ErrorKind::kOobWrite);
+  EXPECT_EQ(errors[0].check, "quarantine");
+  EXPECT_TRUE(errors[0].previous_free);
+  EXPECT_EQ(TimesReleased(a), 1u);
+  ReportData r = engine_->BuildReport("exit");
+  EXPECT_TRUE(r.leaks.empty());  // the tool's own holds are no leaks
+  EXPECT_EQ(r.errors.size(), 1u);
+}
+
+TEST_F(GuardTest, TeardownWithFreesAwaitingTheirCheckReportsAndDropsThem) {
+  Start(GuardOptions(CheckLevel::kSync, /*quarantine=*/64 * 1024));
+  ops_->deferred = true;
+  uint8_t* a = Alloc(16 * 1024);
+  Launch("k");
+  Free(a);
+  FreeUntilACheckIsInFlight(16 * 1024);
+  a[-3] = 1;
+  engine_->BeforeContextTeardown(0, kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].kind, ErrorKind::kOobUnderflow);
+  // The context's memory goes with it: CUDA is not asked to free it.
+  EXPECT_EQ(TimesReleased(a), 0u);
+  EXPECT_EQ(engine_->guard().HeldBytes(0), 0u);
 }
 
 TEST_F(GuardTest, KernelModeNamesExactlyTheKernel) {

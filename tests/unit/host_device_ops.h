@@ -1,12 +1,15 @@
 // A DeviceOps over host memory for the engine's unit tests: "device"
-// addresses are host pointers, every operation runs at once, and each call is
-// counted so tests can assert what the guard manager asked for.
+// addresses are host pointers, every operation runs at once (unless
+// `deferred`: then an asynchronous check runs when the test says the GPU got
+// to it, or when something waits for it), and each call is counted so tests
+// can assert what the guard manager asked for, host waits included.
 #ifndef GMT_TESTS_UNIT_HOST_DEVICE_OPS_H_
 #define GMT_TESTS_UNIT_HOST_DEVICE_OPS_H_
 
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "lib/guard/device_ops.h"
@@ -24,10 +27,29 @@ class HostDeviceOps : public DeviceOps {
   int async_checks = 0;
   int orders = 0;  // OrderAfterFills calls
   int syncs = 0;
+  // Host waits for a check's answer: PollCheck with `wait`, Check.
+  int waits = 0;
   std::vector<uint64_t> released;  // raw addresses given back
-  int sync_result = 0;             // what SynchronizeContext answers
+  // Blocks "CUDA" handed out (the test adds them) and not yet released;
+  // releasing anything else is refused, as CUDA refuses it, and counted.
+  std::set<uint64_t> device_blocks;
+  int invalid_releases = 0;
+  int sync_result = 0;  // what SynchronizeContext answers
   bool capturing = false;
   bool fail_checks = false;
+  // Asynchronous checks stay pending until RunChecks, a SynchronizeContext
+  // or a PollCheck that waits; they compare the zones when they "run".
+  bool deferred = false;
+
+  // The GPU gets to every asynchronous check enqueued so far.
+  void RunChecks() {
+    for (auto& [ticket, t] : tickets_) Run(&t);
+  }
+  size_t checks_in_flight() const {
+    size_t n = 0;
+    for (const auto& [ticket, t] : tickets_) n += t.ran ? 0 : 1;
+    return n;
+  }
 
   bool Fill(uint64_t, uint64_t, absl::Span<const GmtZone> zones) override {
     ++fills;
@@ -45,6 +67,7 @@ class HostDeviceOps : public DeviceOps {
   bool Check(uint64_t, uint64_t, absl::Span<const GmtZone> zones,
              std::vector<GmtZoneResult>* results) override {
     ++checks;
+    ++waits;
     if (fail_checks) return false;
     *results = Compare(zones);
     return true;
@@ -54,22 +77,35 @@ class HostDeviceOps : public DeviceOps {
     ++(stream == 0 ? checks : async_checks);
     if (fail_checks) return 0;
     uint64_t ticket = next_ticket_++;
-    tickets_[ticket] = Compare(zones);
+    Ticket& t = tickets_[ticket];
+    t.zones.assign(zones.begin(), zones.end());
+    if (!deferred) Run(&t);
     return ticket;
   }
-  Poll PollCheck(uint64_t ticket, bool,
+  Poll PollCheck(uint64_t ticket, bool wait,
                  std::vector<GmtZoneResult>* results) override {
     auto it = tickets_.find(ticket);
     if (it == tickets_.end()) return Poll::kFailed;
-    *results = it->second;
+    if (wait) ++waits;
+    if (!it->second.ran) {
+      if (!wait) return Poll::kPending;
+      Run(&it->second);
+    }
+    *results = it->second.results;
     tickets_.erase(it);
     return Poll::kDone;
   }
   int SynchronizeContext(uint64_t) override {
     ++syncs;
+    RunChecks();  // a synchronization waits for all work, the tool's too
     return sync_result;
   }
   int Release(Api, uint64_t, uint64_t raw) override {
+    RunChecks();  // CUDA's free synchronizes the device
+    if (device_blocks.erase(raw) == 0) {
+      ++invalid_releases;
+      return 1;  // cudaErrorInvalidValue
+    }
     released.push_back(raw);
     std::free(reinterpret_cast<void*>(raw));
     return 0;
@@ -102,8 +138,19 @@ class HostDeviceOps : public DeviceOps {
     return out;
   }
 
+  struct Ticket {
+    std::vector<GmtZone> zones;
+    std::vector<GmtZoneResult> results;
+    bool ran = false;
+  };
+  static void Run(Ticket* t) {
+    if (t->ran) return;
+    t->results = Compare(t->zones);
+    t->ran = true;
+  }
+
   uint64_t next_ticket_ = 1;
-  std::map<uint64_t, std::vector<GmtZoneResult>> tickets_;
+  std::map<uint64_t, Ticket> tickets_;
 };
 
 }  // namespace gmt

@@ -1,0 +1,154 @@
+// The free path of guarded blocks on the host: cudaMalloc/cudaFree churn (64
+// blocks live, a kernel every 100 pairs, the GPU workload of
+// benchmarks/gpu/perf_suite.sh) through the engine, with a DeviceOps that
+// does no GPU work but counts what the engine asks of it. The counters are
+// per free and compare with a program without the tool, whose cudaFree makes
+// one synchronizing call and never waits for a check:
+//   syncs_per_free        synchronizing calls (context syncs and CUDA's frees
+//                         of held blocks): 1 without the tool
+//   check_waits_per_free  host waits for a zone check's answer: 0 without it
+//   check_launches_per_free  zone-check launches
+// Arg: quarantine_bytes (the default 64 MiB, and 0).
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "benchmarks/bench_util.h"
+#include "lib/engine/engine.h"
+#include "lib/guard/guard_layout.h"
+
+namespace gmt {
+namespace {
+
+constexpr uint64_t kContext = 0x1000;
+constexpr uint64_t kBase = 0x7f0000000000ull;
+
+// The GPU as the engine sees it, without memory: fills and checks are
+// recorded, a check answers once a synchronizing call or a few polls have
+// passed (the tool's stream runs it meanwhile), and every zone is clean.
+class CountingDeviceOps : public DeviceOps {
+ public:
+  uint64_t syncs = 0;        // SynchronizeContext and Release
+  uint64_t check_waits = 0;  // PollCheck with wait, Check
+  uint64_t check_launches = 0;
+
+  bool Fill(uint64_t, uint64_t, absl::Span<const GmtZone>) override {
+    return true;
+  }
+  bool OrderAfterFills(uint64_t, uint64_t) override { return true; }
+  bool Check(uint64_t, uint64_t, absl::Span<const GmtZone> zones,
+             std::vector<GmtZoneResult>* results) override {
+    ++check_waits;
+    ++check_launches;
+    results->assign(zones.size(), GmtZoneResult{});
+    return true;
+  }
+  uint64_t CheckAsync(uint64_t, uint64_t,
+                      absl::Span<const GmtZone> zones) override {
+    ++check_launches;
+    zones_[next_] = zones.size();
+    polls_left_[next_] = kPollsToAnswer;
+    return next_++;
+  }
+  Poll PollCheck(uint64_t ticket, bool wait,
+                 std::vector<GmtZoneResult>* results) override {
+    auto it = zones_.find(ticket);
+    if (it == zones_.end()) return Poll::kFailed;
+    if (wait) {
+      ++check_waits;
+    } else if (synced_up_to_ < ticket && --polls_left_[ticket] > 0) {
+      return Poll::kPending;
+    }
+    results->assign(it->second, GmtZoneResult{});
+    zones_.erase(it);
+    polls_left_.erase(ticket);
+    return Poll::kDone;
+  }
+  int SynchronizeContext(uint64_t) override {
+    ++syncs;
+    synced_up_to_ = next_ - 1;
+    return 0;
+  }
+  int Release(Api, uint64_t, uint64_t) override {
+    ++syncs;  // CUDA's free synchronizes the device
+    synced_up_to_ = next_ - 1;
+    return 0;
+  }
+  bool Read(uint64_t, uint64_t, void*, uint64_t) override { return false; }
+  bool Write(uint64_t, uint64_t, const void*, uint64_t) override {
+    return false;
+  }
+  bool StreamCapturing(uint64_t) override { return false; }
+  void ForgetContext(uint64_t) override {}
+
+ private:
+  static constexpr int kPollsToAnswer = 4;
+  uint64_t next_ = 1;
+  uint64_t synced_up_to_ = 0;
+  absl::flat_hash_map<uint64_t, size_t> zones_;
+  absl::flat_hash_map<uint64_t, int> polls_left_;
+};
+
+void BM_GuardedChurnFreePath(benchmark::State& state) {
+  SetAbslDeadlockDetection(false);
+  Options o;
+  o.stack_depth = 0;
+  o.print_errors = false;
+  o.report = ReportFormats();  // report=none
+  o.quarantine_bytes = state.range(0);
+  CountingDeviceOps ops;
+  Engine engine(o, &ops);
+  constexpr int kWindow = 64;
+  std::vector<uint64_t> window(kWindow, 0);
+  uint64_t next_raw = kBase;
+  uint64_t frees = 0;
+  uint64_t i = 0;
+  uint64_t sizes = 0x2545F4914F6CDD1Dull;
+  for (auto _ : state) {
+    uint64_t& slot = window[i % kWindow];
+    if (slot != 0) {
+      FreeTicket t = engine.BeginFree(Api::kCudaFree, slot, kNoStack);
+      engine.EndFree(t, true, 0, "cudaSuccess");
+      if (!t.held) ++ops.syncs;  // CUDA's own free synchronizes
+      ++frees;
+    }
+    sizes ^= sizes << 13;
+    sizes ^= sizes >> 7;
+    sizes ^= sizes << 17;
+    const uint64_t bytes = 256 + sizes % (1 << 20);
+    std::optional<GuardLayout> plan =
+        engine.PlanGuard(Api::kCudaMalloc, bytes, 0);
+    AllocEvent e;
+    e.api = Api::kCudaMalloc;
+    e.bytes = bytes;
+    e.device = 0;
+    e.context = kContext;
+    // Addresses never reused: the engine's view only, no memory behind them.
+    e.raw_address = next_raw;
+    e.raw_bytes = plan->raw_bytes;
+    e.address = e.raw_address + plan->front;
+    next_raw += (plan->raw_bytes + 4095) / 4096 * 4096;
+    engine.OnAlloc(e);
+    slot = e.address;
+    if (++i % 100 == 0) {
+      engine.BeforeLaunch(kContext, 0);
+      engine.AfterLaunch(kContext, 0, 1);
+    }
+  }
+  const double n = frees > 0 ? static_cast<double>(frees) : 1.0;
+  state.counters["syncs_per_free"] = static_cast<double>(ops.syncs) / n;
+  state.counters["check_waits_per_free"] =
+      static_cast<double>(ops.check_waits) / n;
+  state.counters["check_launches_per_free"] =
+      static_cast<double>(ops.check_launches) / n;
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_GuardedChurnFreePath)
+    ->ArgName("quarantine_bytes")
+    ->Arg(64 << 20)
+    ->Arg(0)
+    ->Iterations(200000);
+
+}  // namespace
+}  // namespace gmt
