@@ -162,6 +162,8 @@
   X(cuGraphLaunch, cuGraphLaunch_ptsz, 10000, true)                        \
   X(cuFuncGetName, cuFuncGetName, 12030, false)                            \
   X(cuKernelGetName, cuKernelGetName, 12030, false)                        \
+  X(cuFuncGetParamInfo, cuFuncGetParamInfo, 12040, false)                  \
+  X(cuKernelGetParamInfo, cuKernelGetParamInfo, 12040, false)              \
   X(cuStreamSynchronize, cuStreamSynchronize_ptsz, 7000, true)             \
   X(cuPointerGetAttribute, cuPointerGetAttribute, 4000, false)             \
   X(cuPointerGetAttributes, cuPointerGetAttributes, 7000, false)           \
