@@ -18,7 +18,14 @@
 //   exit    at exit, gmt::snapshot(), context teardown, quarantine eviction
 //   sync    + after every synchronizing call that returned success
 //   kernel  + after every kernel, enqueued on the kernel's own stream with no
-//             host sync; results are collected at the next launch or check
+//             host sync; results are collected at the next launch or check.
+//             The check covers the blocks the kernel's arguments point into
+//             (lib/launch/launch_reach.h; raw extents, so a pointer into a
+//             redzone counts); a kernel that reaches no guarded block costs
+//             no check at all. When its arguments cannot be read (no
+//             parameter layout, a graph launch) it covers every zone.
+//             Blocks it reaches another way (pointers it loads from device
+//             memory) are checked at the next synchronization.
 //   A block freed while quarantine is off (or a stream-ordered block) is
 //   checked at its free.
 //
@@ -49,6 +56,7 @@
 #include "lib/guard/device_ops.h"
 #include "lib/guard/guard_layout.h"
 #include "lib/guard/guarded_alloc.h"
+#include "lib/launch/launch_reach.h"
 #include "lib/registry/registry.h"
 
 namespace gmt {
@@ -140,14 +148,20 @@ class GuardManager {
 
   // ---- Launches, synchronization, checks -----------------------------------
   void BeforeLaunch(uint64_t context, uint64_t stream);
+  // `arg_words`: the launch's parameter words (ReadArgWords), or null when
+  // they are unknown (then a per-kernel check covers every zone).
   void AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel,
+                   const std::vector<ArgWord>* arg_words,
                    std::vector<GuardFinding>* findings);
   // AfterLaunch in two halves (a launch seen from inside the
   // driver's call logs now and is checked later, outside it).
   // NoteLaunch: the launch log only, for attribution; no CUDA call.
   void NoteLaunch(uint64_t context, uint32_t kernel);
-  // With check=kernel, enqueues the check of what `kernel` did on `stream`.
+  // With check=kernel, enqueues the check of what `kernel` did on `stream`:
+  // the zones of the blocks `arg_words` point into, every zone when it is
+  // null.
   void CheckAfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel,
+                        const std::vector<ArgWord>* arg_words,
                         std::vector<GuardFinding>* findings);
   // A launch seen from inside the driver's own call (a CUPTI exit callback):
   // no CUDA call may be made there. The launch is logged for attribution
@@ -155,11 +169,19 @@ class GuardManager {
   // SettleOwedChecks, which the engine calls before the next launch (so a
   // report still names exactly this kernel) and at the next
   // synchronization, zone check or teardown, whichever comes first.
-  void NoteLaunchDeferred(uint64_t context, uint64_t stream, uint32_t kernel);
+  // `arg_words` as for AfterLaunch (copied: the program's arguments are gone
+  // by the time the check is made).
+  void NoteLaunchDeferred(uint64_t context, uint64_t stream, uint32_t kernel,
+                          const std::vector<ArgWord>* arg_words);
   void SettleOwedChecks(std::vector<GuardFinding>* findings);
   // Whether CheckAfterLaunch does anything (check=kernel, zones on).
   bool ChecksEachKernel() const {
     return ops_ != nullptr && level_ == CheckLevel::kKernel;
+  }
+  // Whether a per-kernel check could find anything: some block was guarded.
+  // Lock-free, so a launch's arguments are only read when it is true.
+  bool HasGuardedBlocks() const {
+    return any_armed_.load(std::memory_order_relaxed);
   }
   // A synchronizing call succeeded. `stream` is the stream it waited for;
   // `device_wide` when it waited for the whole context.
@@ -240,6 +262,12 @@ class GuardManager {
     uint64_t clean_sequence = 0;  // launch log position at the last check
     bool fills_pending = false;
     std::shared_ptr<const Table> table;  // per-kernel checks; null if stale
+    // Raw extents of `blocks` (held ones too: a kernel may write through a
+    // dangling pointer), for finding what a launch's arguments reach. Only
+    // new blocks make it stale: an entry of a block gone since is answered
+    // by `blocks` not having it (the lookup checks).
+    BlockRanges ranges;
+    bool ranges_stale = true;
   };
   struct LaunchEntry {
     std::atomic<uint64_t> sequence{0};
@@ -293,6 +321,11 @@ class GuardManager {
   uint64_t EvictLocked(uint64_t context, size_t count,
                        std::vector<GuardFinding>* findings)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The zones of the blocks of `c` that `arg_words` point into (checkable
+  // on `stream`, as for BuildTable).
+  std::shared_ptr<const Table> BuildReachTable(
+      Context& c, uint64_t stream, const std::vector<ArgWord>& arg_words)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Kernels launched in `context` after `since`, oldest first.
   std::vector<uint32_t> KernelsSince(uint64_t context, uint64_t since,
                                      uint64_t* omitted) const;
@@ -317,6 +350,7 @@ class GuardManager {
 
   // Contexts with pending fills: BeforeLaunch takes the lock only then.
   std::atomic<int> contexts_with_fills_{0};
+  std::atomic<bool> any_armed_{false};  // set at the first guarded block
   std::atomic<uint64_t> launch_sequence_{0};
   LaunchEntry launches_[kLaunchLog];
   // Per-kernel checks owed by NoteLaunchDeferred. The count lets every
@@ -325,6 +359,7 @@ class GuardManager {
     uint64_t context;
     uint64_t stream;
     uint32_t kernel;
+    std::optional<std::vector<ArgWord>> arg_words;  // unknown: every zone
   };
   absl::Mutex owed_mu_;
   std::vector<OwedCheck> owed_ ABSL_GUARDED_BY(owed_mu_);

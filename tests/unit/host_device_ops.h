@@ -22,7 +22,8 @@ class HostDeviceOps : public DeviceOps {
   // stream-ordered free: answered later).
   int checks = 0;
   int async_checks = 0;
-  int orders = 0;  // OrderAfterFills calls
+  size_t last_async_zones = 0;  // zones of the latest program-stream check
+  int orders = 0;               // OrderAfterFills calls
   int syncs = 0;
   std::vector<uint64_t> released;  // raw addresses given back
   int sync_result = 0;             // what SynchronizeContext answers
@@ -52,6 +53,7 @@ class HostDeviceOps : public DeviceOps {
   uint64_t CheckAsync(uint64_t, uint64_t stream,
                       absl::Span<const GmtZone> zones) override {
     ++(stream == 0 ? checks : async_checks);
+    if (stream != 0) last_async_zones = zones.size();
     if (fail_checks) return 0;
     uint64_t ticket = next_ticket_++;
     tickets_[ticket] = Compare(zones);
