@@ -23,7 +23,10 @@ TEST(ReadArgWordsTest, PointerAndStructWordsAtTheirBufferOffsets) {
     uint64_t n;
     uint64_t p;
     uint32_t flags;
-  } s{2, kBlock + 64, 0};
+  } s;
+  std::memset(&s, 0, sizeof(s));  // its padding too, as in a real buffer
+  s.n = 2;
+  s.p = kBlock + 64;
   uint64_t ptr = kBlock + 4096;
   void* params[] = {&i, &s, &ptr};
   LaunchArgs args;
