@@ -62,6 +62,7 @@
   X(cuMemHostAlloc, cuMemHostAlloc, 2020, false)                           \
   X(cuMemAllocHost, cuMemAllocHost_v2, 3020, false)                        \
   X(cuMemFreeHost, cuMemFreeHost, 2000, false)                             \
+  X(cuMemHostGetDevicePointer, cuMemHostGetDevicePointer_v2, 3020, false)  \
   X(cuMemHostRegister, cuMemHostRegister_v2, 6050, false)                  \
   X(cuMemHostUnregister, cuMemHostUnregister, 4000, false)                 \
   X(cuMemCreate, cuMemCreate, 10020, false)                                \
