@@ -328,10 +328,26 @@ void GuardManager::PollPendingLocked(bool wait,
     if (state == DeviceOps::Poll::kDone) {
       ++stats_.checks;
       auto it = contexts_.find(p.context);
-      if (it != contexts_.end()) {
+      // After lost findings only a full check may blame a kernel (see
+      // Context::findings_lost); a block being freed is checked nowhere else.
+      if (it != contexts_.end() &&
+          (!it->second.findings_lost || p.owned.has_value())) {
         CollectResults(p.context, it->second, *p.table, results, p.check,
                        p.kernel, p.owned ? &*p.owned : nullptr,
                        it->second.clean_sequence, findings);
+      }
+    } else if (state == DeviceOps::Poll::kLost) {
+      ++stats_.checks;
+      auto it = contexts_.find(p.context);
+      if (it != contexts_.end()) it->second.findings_lost = true;
+      if (!findings_lost_said_) {
+        findings_lost_said_ = true;
+        LogError(
+            "guard zones: a per-kernel check found changed zones, but its "
+            "findings were overwritten before they were read (too many "
+            "checks with findings in flight); they are reported by the full "
+            "check at the next synchronization, naming the kernels since the "
+            "last clean check");
       }
     } else {
       ++stats_.check_failures;
@@ -353,8 +369,16 @@ void GuardManager::CheckContextLocked(uint64_t context, Context& c,
   }
   const uint64_t sequence = LaunchSequence();
   std::shared_ptr<const Table> table = BuildTable(c, stream, device_wide);
+  const bool had_lost_findings = c.findings_lost;
   CheckTableLocked(context, std::move(table), check, std::nullopt,
                    c.clean_sequence, sequence, findings);
+  // The full check has reported what lost findings left changed (the lock
+  // was let go meanwhile: the context is looked up again).
+  if (had_lost_findings) {
+    if (auto it = contexts_.find(context); it != contexts_.end()) {
+      it->second.findings_lost = false;
+    }
+  }
 }
 
 void GuardManager::BeforeLaunch(uint64_t context, uint64_t stream) {
@@ -378,7 +402,10 @@ void GuardManager::AfterLaunch(uint64_t context, uint64_t stream,
                                const std::vector<ArgWord>* arg_words,
                                std::vector<GuardFinding>* findings) {
   NoteLaunch(context, kernel);
-  CheckAfterLaunch(context, stream, kernel, arg_words, findings);
+  // Called right after the program's launch on this thread: `context` is
+  // the one its launch went to.
+  CheckAfterLaunch(context, stream, kernel, arg_words, findings,
+                   /*context_current=*/true);
 }
 
 void GuardManager::NoteLaunch(uint64_t context, uint32_t kernel) {
@@ -393,7 +420,8 @@ void GuardManager::NoteLaunch(uint64_t context, uint32_t kernel) {
 void GuardManager::CheckAfterLaunch(uint64_t context, uint64_t stream,
                                     uint32_t kernel,
                                     const std::vector<ArgWord>* arg_words,
-                                    std::vector<GuardFinding>* findings) {
+                                    std::vector<GuardFinding>* findings,
+                                    bool context_current) {
   if (ops_ == nullptr || level_ != CheckLevel::kKernel) return;
   // No argument can point into a block: nothing this kernel can have
   // written is known to the tool (what it reaches otherwise is checked at
@@ -415,6 +443,7 @@ void GuardManager::CheckAfterLaunch(uint64_t context, uint64_t stream,
     if (it == contexts_.end()) return;
   }
   Context& c = it->second;
+  if (c.findings_lost) return;  // the next synchronization checks every zone
   FlushFillsLocked(context, c);
   std::shared_ptr<const Table> table;
   if (arg_words != nullptr) {
@@ -435,8 +464,9 @@ void GuardManager::CheckAfterLaunch(uint64_t context, uint64_t stream,
     if (has_local_unconfirmed) table = BuildTable(c, stream, false);
   }
   if (table->zones.empty()) return;
-  uint64_t ticket =
-      ops_->CheckAsync(context, ProgramStream(stream), table->zones);
+  // One launch on the program's stream when the zones are few and small.
+  uint64_t ticket = ops_->CheckAfterKernel(context, ProgramStream(stream),
+                                           table->zones, context_current);
   if (ticket == 0) {
     ++stats_.check_failures;
     return;

@@ -25,7 +25,11 @@
 //             no check at all. When its arguments cannot be read (no
 //             parameter layout, a graph launch) it covers every zone.
 //             Blocks it reaches another way (pointers it loads from device
-//             memory) are checked at the next synchronization.
+//             memory) are checked at the next synchronization. A few small
+//             zones cost one launch and no other CUDA call
+//             (DeviceOps::CheckAfterKernel); findings that were lost before
+//             they were read leave the zones to the next synchronization's
+//             full check (Context::findings_lost).
 //   A block freed while quarantine is off (or a stream-ordered block) is
 //   checked at its free.
 //
@@ -159,10 +163,13 @@ class GuardManager {
   void NoteLaunch(uint64_t context, uint32_t kernel);
   // With check=kernel, enqueues the check of what `kernel` did on `stream`:
   // the zones of the blocks `arg_words` point into, every zone when it is
-  // null.
+  // null. `context_current`: `context` is current on this thread (the
+  // caller has just launched the kernel there), so the check need not make
+  // it current (DeviceOps::CheckAfterKernel).
   void CheckAfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel,
                         const std::vector<ArgWord>* arg_words,
-                        std::vector<GuardFinding>* findings);
+                        std::vector<GuardFinding>* findings,
+                        bool context_current = false);
   // A launch seen from inside the driver's own call (a CUPTI exit callback):
   // no CUDA call may be made there. The launch is logged for attribution
   // and, with check=kernel, its check is owed: enqueued on its stream by
@@ -268,6 +275,13 @@ class GuardManager {
     // by `blocks` not having it (the lookup checks).
     BlockRanges ranges;
     bool ranges_stale = true;
+    // A per-kernel check's findings were overwritten before they were read
+    // (DeviceOps::Poll::kLost): the changed zones are still changed, and
+    // the next full check (at the next synchronization) reports them, naming
+    // the kernels since the last clean check. Until then per-kernel checks
+    // of this context are neither made nor answered, so no later kernel is
+    // blamed for them.
+    bool findings_lost = false;
   };
   struct LaunchEntry {
     std::atomic<uint64_t> sequence{0};
@@ -347,6 +361,7 @@ class GuardManager {
   std::deque<PendingCheck> pending_ ABSL_GUARDED_BY(mu_);
   GuardStats stats_ ABSL_GUARDED_BY(mu_);
   bool check_failure_said_ ABSL_GUARDED_BY(mu_) = false;
+  bool findings_lost_said_ ABSL_GUARDED_BY(mu_) = false;
 
   // Contexts with pending fills: BeforeLaunch takes the lock only then.
   std::atomic<int> contexts_with_fills_{0};
