@@ -501,6 +501,56 @@ TEST_F(KernelScopeTest, DeferredLaunchKeepsItsArgumentWords) {
   EXPECT_EQ(ops_->async_checks, before + 1);
 }
 
+// The launch shims call right after the program's launch, in its context:
+// the check need not make it current. A check owed from a CUPTI callback is
+// made later, perhaps on another thread: it must.
+TEST_F(KernelScopeTest, OnlyAChecksOwnLaunchVouchesForTheContext) {
+  uint8_t* a = Alloc(1000);
+  Launch("warm_up");
+  int n = 0;
+  void* params[] = {&a, &n};
+  LaunchWith(g_fill, params);
+  EXPECT_TRUE(ops_->last_context_current);
+  LaunchArgs args;
+  args.function = g_fill;
+  args.params = params;
+  engine_->AfterLaunchDeferred(kContext, kStream, engine_->InternKernel("fill"),
+                               &args);
+  const int before = ops_->kernel_checks;
+  engine_->OnSynchronized(kContext);
+  EXPECT_EQ(ops_->kernel_checks, before + 1);
+  EXPECT_FALSE(ops_->last_context_current);
+}
+
+// Findings overwritten before they were read: nothing is reported in their
+// name, no later kernel is blamed for the zones they left changed, and the
+// next synchronization's full check reports them, naming the kernels since
+// the last clean check. Then per-kernel checks resume.
+TEST_F(KernelScopeTest, LostFindingsAreReportedByTheNextSynchronization) {
+  uint8_t* a = Alloc(1000);
+  Launch("warm_up");
+  engine_->OnSynchronized(kContext);  // clean up to here
+  ops_->lose_findings = true;
+  int n = 0;
+  void* params[] = {&a, &n};
+  LaunchWith(g_fill, params, [&] { a[1000] = 1; });
+  LaunchWith(g_fill, params);  // answers the lost check first
+  const int before = ops_->kernel_checks;
+  LaunchWith(g_fill, params);
+  EXPECT_EQ(ops_->kernel_checks, before);  // none while the loss is owed
+  EXPECT_TRUE(Errors().empty());
+  ops_->lose_findings = false;
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].check, "sync");
+  EXPECT_EQ(errors[0].first_offset, 1000);
+  ASSERT_FALSE(errors[0].kernels.empty());
+  EXPECT_EQ(errors[0].kernels.back(), "fill");
+  LaunchWith(g_fill, params);
+  EXPECT_EQ(ops_->kernel_checks, before + 1);
+}
+
 TEST_F(GuardTest, SyncFindingSaysItWasFoundAtASynchronization) {
   uint8_t* p = Alloc(1000);
   Launch("k");

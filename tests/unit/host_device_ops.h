@@ -4,6 +4,7 @@
 #ifndef GMT_TESTS_UNIT_HOST_DEVICE_OPS_H_
 #define GMT_TESTS_UNIT_HOST_DEVICE_OPS_H_
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -29,6 +30,13 @@ class HostDeviceOps : public DeviceOps {
   int sync_result = 0;             // what SynchronizeContext answers
   bool capturing = false;
   bool fail_checks = false;
+  // Per-kernel checks (CheckAfterKernel): how many, and whether the caller
+  // vouched for the current context at the latest.
+  int kernel_checks = 0;
+  bool last_context_current = false;
+  // A program-stream check that finds a changed zone answers kLost (its
+  // findings overwritten before they were read).
+  bool lose_findings = false;
 
   bool Fill(uint64_t, uint64_t, absl::Span<const GmtZone> zones) override {
     ++fills;
@@ -59,10 +67,27 @@ class HostDeviceOps : public DeviceOps {
     tickets_[ticket] = Compare(zones);
     return ticket;
   }
+  uint64_t CheckAfterKernel(uint64_t context, uint64_t stream,
+                            absl::Span<const GmtZone> zones,
+                            bool context_current) override {
+    ++kernel_checks;
+    last_context_current = context_current;
+    const uint64_t ticket = CheckAsync(context, stream, zones);
+    if (ticket != 0 && lose_findings) {
+      for (const GmtZoneResult& r : tickets_[ticket]) {
+        if (r.changed_bytes != 0) lost_.push_back(ticket);
+      }
+    }
+    return ticket;
+  }
   Poll PollCheck(uint64_t ticket, bool,
                  std::vector<GmtZoneResult>* results) override {
     auto it = tickets_.find(ticket);
     if (it == tickets_.end()) return Poll::kFailed;
+    if (std::find(lost_.begin(), lost_.end(), ticket) != lost_.end()) {
+      tickets_.erase(it);
+      return Poll::kLost;
+    }
     *results = it->second;
     tickets_.erase(it);
     return Poll::kDone;
@@ -105,6 +130,7 @@ class HostDeviceOps : public DeviceOps {
   }
 
   uint64_t next_ticket_ = 1;
+  std::vector<uint64_t> lost_;
   std::map<uint64_t, std::vector<GmtZoneResult>> tickets_;
 };
 
