@@ -109,7 +109,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& run : runs) {
-      if (run.skipped || run.iterations == 0) continue;
+      if (run.error_occurred || run.iterations == 0) continue;
       ns_[run.benchmark_name()] =
           run.GetAdjustedRealTime();  // ns per iteration (the default unit)
     }
