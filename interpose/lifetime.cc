@@ -1,7 +1,8 @@
 // Load and exit of the library itself.
-#include "lib/platform/driver_device_ops.h"
 #include "interpose/intercept_scope.h"
 #include "lib/engine/engine.h"
+#include "lib/platform/driver_device_ops.h"
+#include "lib/platform/driver_param_layouts.h"
 
 namespace gmt {
 
@@ -9,11 +10,13 @@ namespace {
 
 // At load: learn our own text range so captured stacks drop the tool's frames,
 // and install the GPU side of guard zones (no CUDA call: it resolves the driver
-// and loads its kernels on first use). Nothing else: a program that never
-// touches CUDA pays nothing more.
+// and loads its kernels on first use) and of kernel parameter layouts (asked
+// at a kernel's first launch with check=kernel). Nothing else: a program that
+// never touches CUDA pays nothing more.
 __attribute__((constructor)) void OnLoad() {
   Engine::HideToolModule(reinterpret_cast<const void*>(&OnLoad));
   InstallDriverDeviceOps();
+  InstallDriverParamLayouts();
 }
 
 // At exit, as late as the loader allows (after the program's static

@@ -61,6 +61,71 @@ typedef struct GmtCheckSummary {
 #define GMT_FILL_KERNEL_NAME "gmt_fill_zones"
 #define GMT_CHECK_KERNEL_NAME "gmt_check_zones"
 
+// ---- The per-kernel check: one launch, zones by value, answers in host memory
+//
+// A check after a program's kernel usually covers a handful of small zones
+// (the redzones of the blocks its arguments point into). Staging a table in
+// device memory, clearing results and copying a summary back cost four GPU
+// operations and ~24 us of host time per check; this kernel needs one launch:
+// the zones travel in its parameter buffer, and it answers in the context's
+// GmtCheckReport, pinned host memory mapped into the device, which the host
+// reads without a CUDA call.
+//
+//   gmt_check_zones_inline(GmtInlineCheck check)
+//     one block (GMT_INLINE_CHECK_THREADS threads) compares every byte of
+//     check.zones[0, zone_count) with its pattern; then, for each zone with
+//     changed bytes, writes a GmtFinding into the check's region of the
+//     finding ring, and last writes done[check_id % GMT_REPORT_DONE_SLOTS].
+//
+// One block, on purpose: the block's threads merge their tallies in shared
+// memory and one thread publishes after a __syncthreads, so no two blocks
+// ever need to agree on who finishes last (that would take a device-memory
+// counter per check in flight). The host sends larger checks (more zones, or
+// more than GMT_INLINE_MAX_BYTES) through gmt_check_zones and its table.
+#define GMT_INLINE_CHECK_KERNEL_NAME "gmt_check_zones_inline"
+#define GMT_INLINE_MAX_ZONES 32
+#define GMT_INLINE_CHECK_THREADS 512
+// Bytes one check may cover: at ~16 B per thread per step, 256 KiB is 32
+// steps of one block, a few microseconds.
+#define GMT_INLINE_MAX_BYTES (256u * 1024u)
+// Checks that may be in flight in one context at once (the host never has
+// more): done[] is indexed by check id modulo this.
+#define GMT_REPORT_DONE_SLOTS 1024
+// The finding ring: one region of GMT_INLINE_MAX_ZONES records per check, by
+// check id modulo this. A region is written again GMT_REPORT_RING_CHECKS
+// checks later; findings the host had not read by then are lost, which it
+// detects (fewer records carry the check's id than done[].findings says).
+#define GMT_REPORT_RING_CHECKS 64
+
+// The launch's only parameter (1,048 bytes, within the 4 KiB a classic
+// parameter buffer holds). chunk_begin of the zones is not used.
+typedef struct GmtInlineCheck {
+  GmtZone zones[GMT_INLINE_MAX_ZONES];
+  uint64_t zone_count;  // <= GMT_INLINE_MAX_ZONES
+  uint64_t check_id;    // > 0, increasing per context
+  uint64_t report;      // device address of the context's GmtCheckReport
+} GmtInlineCheck;
+
+// One zone with changed bytes. check_id is written last (after a
+// __threadfence_system), and is 0 while the record is being rewritten.
+typedef struct GmtFinding {
+  unsigned long long check_id;
+  unsigned long long zone;  // index into GmtInlineCheck::zones
+  unsigned long long changed_bytes;
+  unsigned long long first_last;  // first offset (low 32) | last (high 32)
+} GmtFinding;
+
+// A check's completion: `findings` first, then check_id.
+typedef struct GmtCheckDone {
+  unsigned long long check_id;
+  unsigned long long findings;  // zones with changed bytes
+} GmtCheckDone;
+
+typedef struct GmtCheckReport {
+  GmtCheckDone done[GMT_REPORT_DONE_SLOTS];
+  GmtFinding ring[GMT_REPORT_RING_CHECKS * GMT_INLINE_MAX_ZONES];
+} GmtCheckReport;
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

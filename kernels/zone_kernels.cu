@@ -1,7 +1,7 @@
 // The guard-zone kernels: fill zones with their pattern byte, and compare them
 // with it (layout and entry points: zone_abi.h). Device code only; the host
-// side is lib/platform/driver_device_ops.cc, which loads this file's fatbin with
-// cuLibraryLoadData.
+// side is lib/platform/driver_device_ops.cc, which loads this file's fatbin
+// with cuLibraryLoadData.
 //
 // Work split: the zone table is cut into chunks of GMT_ZONE_CHUNK_BYTES (each
 // zone starts a new chunk). A block takes one chunk at a time (grid-stride, so
@@ -16,6 +16,9 @@
 // vector; only a vector with a changed byte takes the slow path (exact byte
 // offsets and counts), and each thread publishes its tally for the chunk with
 // a few atomics once, at the chunk's end.
+//
+// gmt_check_zones_inline (per-kernel checks, zone_abi.h) is the same compare
+// in one block, over zones passed by value, answering in mapped host memory.
 #include <stdint.h>
 
 #include "kernels/zone_abi.h"
@@ -154,7 +157,108 @@ __device__ __noinline__ void Publish(Tally t, uint64_t zone,
   if (before == 0) atomicAdd(&summary->zones_changed, 1ull);
 }
 
+// ---- The per-kernel check (gmt_check_zones_inline) ----------------------
+//
+// Three phases, split into functions so the host emulation
+// (tests/kernels/device_code_on_host.h runs threads one after another) can run
+// them with the barriers in between:
+//   InlineClear    thread 0 zeroes the block's per-zone tallies
+//   InlineScan     every thread compares its share of every zone
+//   InlinePublish  thread 0 writes the findings and then the completion
+
+// Per zone, in shared memory: merged with shared-memory atomics.
+struct InlineTally {
+  unsigned long long changed;
+  unsigned long long first_inverted;  // atomicMax of ~offset
+  unsigned long long last_plus1;      // atomicMax of offset + 1
+};
+
+__device__ __forceinline__ void InlineClear(InlineTally* tallies) {
+  for (unsigned i = 0; i < GMT_INLINE_MAX_ZONES; ++i) {
+    tallies[i] = InlineTally{0, 0, 0};
+  }
+}
+
+// Thread `tid` of `threads`: bytes tid, tid + threads, ... (16 at a time in
+// the aligned middle) of every zone.
+__device__ __forceinline__ void InlineScan(const GmtInlineCheck& check,
+                                           unsigned tid, unsigned threads,
+                                           InlineTally* tallies) {
+  const uint64_t count = check.zone_count < GMT_INLINE_MAX_ZONES
+                             ? check.zone_count
+                             : GMT_INLINE_MAX_ZONES;
+  for (uint64_t z = 0; z < count; ++z) {
+    const uint64_t lo = check.zones[z].address;
+    const uint64_t hi = lo + check.zones[z].bytes;
+    const uint32_t pattern =
+        static_cast<uint32_t>(check.zones[z].pattern & 0xffu) * 0x01010101u;
+    uint64_t vlo, vhi;
+    AlignedMiddle(lo, hi, &vlo, &vhi);
+    Tally t;
+    for (uint64_t a = lo + tid; a < vlo; a += threads) {
+      CountByte(*reinterpret_cast<const uint8_t*>(a), pattern, a - lo, &t);
+    }
+    for (uint64_t a = vhi + tid; a < hi; a += threads) {
+      CountByte(*reinterpret_cast<const uint8_t*>(a), pattern, a - lo, &t);
+    }
+    const uint4* v = reinterpret_cast<const uint4*>(vlo);
+    const uint64_t n = (vhi - vlo) / 16;
+    for (uint64_t i = tid; i < n; i += threads) {
+      const uint4 w = __ldcs(v + i);
+      const uint32_t differs =
+          (w.x ^ pattern) | (w.y ^ pattern) | (w.z ^ pattern) | (w.w ^ pattern);
+      if (differs != 0) Merge(CountVector(w, pattern, vlo + i * 16 - lo), &t);
+    }
+    if (t.changed != 0) {
+      atomicAdd(&tallies[z].changed, t.changed);
+      atomicMax(&tallies[z].first_inverted, ~t.first);
+      atomicMax(&tallies[z].last_plus1, t.last + 1);
+    }
+  }
+}
+
+// Thread 0, after every thread's scan: the findings into the check's region
+// of the ring, then the completion. The fences make the host see a record
+// whole before its check id, and every record before the completion.
+__device__ __forceinline__ void InlinePublish(const GmtInlineCheck& check,
+                                              const InlineTally* tallies) {
+  auto* report = reinterpret_cast<GmtCheckReport*>(check.report);
+  const uint64_t count = check.zone_count < GMT_INLINE_MAX_ZONES
+                             ? check.zone_count
+                             : GMT_INLINE_MAX_ZONES;
+  GmtFinding* region = &report->ring[(check.check_id % GMT_REPORT_RING_CHECKS) *
+                                     GMT_INLINE_MAX_ZONES];
+  unsigned long long findings = 0;
+  for (uint64_t z = 0; z < count; ++z) {
+    if (tallies[z].changed == 0) continue;
+    volatile GmtFinding* f = &region[findings++];
+    f->check_id = 0;
+    __threadfence_system();
+    f->zone = z;
+    f->changed_bytes = tallies[z].changed;
+    f->first_last = (~tallies[z].first_inverted & 0xffffffffull) |
+                    ((tallies[z].last_plus1 - 1) << 32);
+    __threadfence_system();
+    f->check_id = check.check_id;
+  }
+  volatile GmtCheckDone* done =
+      &report->done[check.check_id % GMT_REPORT_DONE_SLOTS];
+  done->findings = findings;
+  __threadfence_system();
+  done->check_id = check.check_id;
+}
+
 }  // namespace
+
+extern "C" __global__ void __launch_bounds__(GMT_INLINE_CHECK_THREADS)
+    gmt_check_zones_inline(GmtInlineCheck check) {
+  __shared__ InlineTally tallies[GMT_INLINE_MAX_ZONES];
+  if (threadIdx.x == 0) InlineClear(tallies);
+  __syncthreads();
+  InlineScan(check, threadIdx.x, blockDim.x, tallies);
+  __syncthreads();
+  if (threadIdx.x == 0) InlinePublish(check, tallies);
+}
 
 extern "C" __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
     gmt_fill_zones(const GmtZone* zones, uint64_t zone_count,

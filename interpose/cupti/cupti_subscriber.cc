@@ -49,6 +49,7 @@
 #include "lib/core/log.h"
 #include "lib/core/options.h"
 #include "lib/engine/cupti_plan.h"
+#include "lib/launch/launch_args.h"
 #include "lib/platform/cupti_loader.h"
 
 namespace gmt {
@@ -379,12 +380,20 @@ uint32_t GraphLaunchId() {
 void OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
   const void* function = nullptr;  // null for a graph
   const void* stream = nullptr;
+  // The launch as made, passed through (the engine copies the argument words
+  // it needs before this callback returns).
+  LaunchArgs args;
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
       const auto& p = ParamsOf<cuLaunchKernel_params>(cb);
       function = p.f;
       stream = p.hStream;
+      args.dims = {{p.gridDimX, p.gridDimY, p.gridDimZ},
+                   {p.blockDimX, p.blockDimY, p.blockDimZ},
+                   p.sharedMemBytes};
+      args.params = p.kernelParams;
+      args.extra = p.extra;
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
@@ -392,6 +401,14 @@ void OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
       const auto& p = ParamsOf<cuLaunchKernelEx_params>(cb);
       function = p.f;
       stream = p.config != nullptr ? p.config->hStream : nullptr;
+      if (p.config != nullptr) {
+        args.dims = {
+            {p.config->gridDimX, p.config->gridDimY, p.config->gridDimZ},
+            {p.config->blockDimX, p.config->blockDimY, p.config->blockDimZ},
+            p.config->sharedMemBytes};
+      }
+      args.params = p.kernelParams;
+      args.extra = p.extra;
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
@@ -399,6 +416,10 @@ void OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
       const auto& p = ParamsOf<cuLaunchCooperativeKernel_params>(cb);
       function = p.f;
       stream = p.hStream;
+      args.dims = {{p.gridDimX, p.gridDimY, p.gridDimZ},
+                   {p.blockDimX, p.blockDimY, p.blockDimZ},
+                   p.sharedMemBytes};
+      args.params = p.kernelParams;
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
@@ -434,7 +455,14 @@ void OnLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
                                 });
   // The driver's launch call is still in progress here; the check
   // of what this kernel did is owed, not made (Engine::AfterLaunchDeferred).
-  engine.AfterLaunchDeferred(context, engine_stream, kernel);
+  // Its argument words are copied now, while the program's arguments exist;
+  // at a kernel's first launch that asks the driver for its parameter layout
+  // (cuFuncGetParamInfo, a query of the module's metadata: no GPU work, no
+  // wait, and CUPTI lets a callback make driver calls).
+  args.kind = KernelHandleKind::kDriver;
+  args.function = function;
+  engine.AfterLaunchDeferred(context, engine_stream, kernel,
+                             function != nullptr ? &args : nullptr);
 }
 
 // ---- Graph memory nodes ------------------------------------

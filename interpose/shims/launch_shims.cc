@@ -3,7 +3,11 @@
 //
 //   engine.BeforeLaunch(context, stream);
 //   result = real launch;
-//   if (success) engine.AfterLaunch(context, stream, kernel id);
+//   if (success) engine.AfterLaunch(context, stream, kernel id, &args);
+//
+// `args` is the launch as made (lib/launch/launch_args.h): the function, its
+// dimensions and the program's own parameter array or `extra` buffer, passed
+// through untouched; the engine decides what to read from it.
 //
 // Covered: cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel and
 // cudaLaunchKernel, cudaLaunchKernelExC, cudaLaunchCooperativeKernel, each
@@ -22,11 +26,12 @@
 #include <cstdlib>
 #include <string>
 
-#include "interpose/resolve/driver_hooks.h"
-#include "interpose/shims/graph_memory_shims.h"
-#include "interpose/guard_shim_util.h"
 #include "interpose/cupti/kernel_id_cache.h"
+#include "interpose/guard_shim_util.h"
+#include "interpose/resolve/driver_hooks.h"
 #include "interpose/resolve/runtime_hooks.h"
+#include "interpose/shims/graph_memory_shims.h"
+#include "lib/launch/launch_args.h"
 
 using gmt::InterceptScope;
 
@@ -109,7 +114,7 @@ uint32_t GraphKernelId() {
 // `name`: the entry point, for a sticky error's report.
 template <typename KernelId, typename Call>
 auto Launch(const char* name, const void* stream, bool per_thread,
-            KernelId&& kernel_id, Call&& call) {
+            const gmt::LaunchArgs* args, KernelId&& kernel_id, Call&& call) {
   InterceptScope scope;
   if (!scope.Recording()) return call();
   gmt::Engine& engine = gmt::Engine::Get();
@@ -118,7 +123,7 @@ auto Launch(const char* name, const void* stream, bool per_thread,
   engine.BeforeLaunch(context, engine_stream);
   auto result = call();
   if (static_cast<int>(result) == 0) {
-    engine.AfterLaunch(context, engine_stream, kernel_id());
+    engine.AfterLaunch(context, engine_stream, kernel_id(), args);
   } else {
     gmt::NoteStickyResult(name, result);
   }
@@ -130,8 +135,9 @@ auto Launch(const char* name, const void* stream, bool per_thread,
 template <typename Call>
 auto GraphLaunch(const char* name, const void* exec, const void* stream,
                  bool per_thread, Call&& call) {
+  // A graph's kernels and their arguments are not seen here.
   return Launch(
-      name, stream, per_thread,
+      name, stream, per_thread, nullptr,
       [exec, stream, per_thread] {
         gmt::NoteGraphLaunched(
             static_cast<CUgraphExec>(const_cast<void*>(exec)),
@@ -141,6 +147,48 @@ auto GraphLaunch(const char* name, const void* exec, const void* stream,
         return GraphKernelId();
       },
       call);
+}
+
+gmt::LaunchArgs DriverArgs(CUfunction f, unsigned int gx, unsigned int gy,
+                           unsigned int gz, unsigned int bx, unsigned int by,
+                           unsigned int bz, unsigned int shared_bytes,
+                           void** params, void** extra) {
+  gmt::LaunchArgs a;
+  a.kind = gmt::KernelHandleKind::kDriver;
+  a.function = f;
+  a.dims = {{gx, gy, gz}, {bx, by, bz}, shared_bytes};
+  a.params = params;
+  a.extra = extra;
+  return a;
+}
+
+gmt::LaunchArgs DriverArgsEx(const CUlaunchConfig* config, CUfunction f,
+                             void** params, void** extra) {
+  if (config == nullptr)
+    return DriverArgs(f, 0, 0, 0, 0, 0, 0, 0, params, extra);
+  return DriverArgs(f, config->gridDimX, config->gridDimY, config->gridDimZ,
+                    config->blockDimX, config->blockDimY, config->blockDimZ,
+                    config->sharedMemBytes, params, extra);
+}
+
+gmt::LaunchArgs RuntimeArgs(const void* func, dim3 grid, dim3 block,
+                            void** args, size_t shared_bytes) {
+  gmt::LaunchArgs a;
+  a.kind = gmt::KernelHandleKind::kRuntime;
+  a.function = func;
+  a.dims = {{grid.x, grid.y, grid.z},
+            {block.x, block.y, block.z},
+            static_cast<uint32_t>(shared_bytes)};
+  a.params = args;
+  return a;
+}
+
+gmt::LaunchArgs RuntimeArgsEx(const cudaLaunchConfig_t* config,
+                              const void* func, void** args) {
+  if (config == nullptr)
+    return RuntimeArgs(func, dim3(0, 0, 0), dim3(0, 0, 0), args, 0);
+  return RuntimeArgs(func, config->gridDim, config->blockDim, args,
+                     config->dynamicSmemBytes);
 }
 
 }  // namespace
@@ -153,8 +201,11 @@ CUresult Shim_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
                              CUstream stream, void** params, void** extra) {
   auto real = gmt::g_real_cuLaunchKernel.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const gmt::LaunchArgs launch =
+      DriverArgs(f, gx, gy, gz, bx, by, bz, shared_bytes, params, extra);
   return Launch(
-      "cuLaunchKernel", stream, false, [f] { return DriverKernelId(f); },
+      "cuLaunchKernel", stream, false, &launch,
+      [f] { return DriverKernelId(f); },
       [&] {
         return real(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params,
                     extra);
@@ -169,8 +220,11 @@ CUresult Shim_cuLaunchKernel_ptsz(CUfunction f, unsigned int gx,
                                   void** extra) {
   auto real = gmt::g_real_cuLaunchKernel_ptsz.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const gmt::LaunchArgs launch =
+      DriverArgs(f, gx, gy, gz, bx, by, bz, shared_bytes, params, extra);
   return Launch(
-      "cuLaunchKernel_ptsz", stream, true, [f] { return DriverKernelId(f); },
+      "cuLaunchKernel_ptsz", stream, true, &launch,
+      [f] { return DriverKernelId(f); },
       [&] {
         return real(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params,
                     extra);
@@ -181,9 +235,10 @@ CUresult Shim_cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f,
                                void** params, void** extra) {
   auto real = gmt::g_real_cuLaunchKernelEx.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const gmt::LaunchArgs launch = DriverArgsEx(config, f, params, extra);
   return Launch(
       "cuLaunchKernelEx", config != nullptr ? config->hStream : nullptr, false,
-      [f] { return DriverKernelId(f); },
+      &launch, [f] { return DriverKernelId(f); },
       [&] { return real(config, f, params, extra); });
 }
 
@@ -191,9 +246,10 @@ CUresult Shim_cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f,
                                     void** params, void** extra) {
   auto real = gmt::g_real_cuLaunchKernelEx_ptsz.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const gmt::LaunchArgs launch = DriverArgsEx(config, f, params, extra);
   return Launch(
       "cuLaunchKernelEx_ptsz", config != nullptr ? config->hStream : nullptr,
-      true, [f] { return DriverKernelId(f); },
+      true, &launch, [f] { return DriverKernelId(f); },
       [&] { return real(config, f, params, extra); });
 }
 
@@ -205,8 +261,10 @@ CUresult Shim_cuLaunchCooperativeKernel(CUfunction f, unsigned int gx,
                                         CUstream stream, void** params) {
   auto real = gmt::g_real_cuLaunchCooperativeKernel.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const gmt::LaunchArgs launch =
+      DriverArgs(f, gx, gy, gz, bx, by, bz, shared_bytes, params, nullptr);
   return Launch(
-      "cuLaunchCooperativeKernel", stream, false,
+      "cuLaunchCooperativeKernel", stream, false, &launch,
       [f] { return DriverKernelId(f); },
       [&] {
         return real(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params);
@@ -221,8 +279,10 @@ CUresult Shim_cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx,
                                              CUstream stream, void** params) {
   auto real = gmt::g_real_cuLaunchCooperativeKernel_ptsz.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const gmt::LaunchArgs launch =
+      DriverArgs(f, gx, gy, gz, bx, by, bz, shared_bytes, params, nullptr);
   return Launch(
-      "cuLaunchCooperativeKernel_ptsz", stream, true,
+      "cuLaunchCooperativeKernel_ptsz", stream, true, &launch,
       [f] { return DriverKernelId(f); },
       [&] {
         return real(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params);
@@ -250,8 +310,10 @@ cudaError_t Shim_cudaLaunchKernel(const void* func, dim3 grid, dim3 block,
                                   cudaStream_t stream) {
   auto real = gmt::g_real_cudaLaunchKernel.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
+  const gmt::LaunchArgs launch =
+      RuntimeArgs(func, grid, block, args, shared_bytes);
   return Launch(
-      "cudaLaunchKernel", stream, false,
+      "cudaLaunchKernel", stream, false, &launch,
       [func] { return RuntimeKernelId(func); },
       [&] { return real(func, grid, block, args, shared_bytes, stream); });
 }
@@ -261,8 +323,10 @@ cudaError_t Shim_cudaLaunchKernel_ptsz(const void* func, dim3 grid, dim3 block,
                                        cudaStream_t stream) {
   auto real = gmt::g_real_cudaLaunchKernel_ptsz.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
+  const gmt::LaunchArgs launch =
+      RuntimeArgs(func, grid, block, args, shared_bytes);
   return Launch(
-      "cudaLaunchKernel_ptsz", stream, true,
+      "cudaLaunchKernel_ptsz", stream, true, &launch,
       [func] { return RuntimeKernelId(func); },
       [&] { return real(func, grid, block, args, shared_bytes, stream); });
 }
@@ -271,9 +335,10 @@ cudaError_t Shim_cudaLaunchKernelExC(const cudaLaunchConfig_t* config,
                                      const void* func, void** args) {
   auto real = gmt::g_real_cudaLaunchKernelExC.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
+  const gmt::LaunchArgs launch = RuntimeArgsEx(config, func, args);
   return Launch(
       "cudaLaunchKernelExC", config != nullptr ? config->stream : nullptr,
-      false, [func] { return RuntimeKernelId(func); },
+      false, &launch, [func] { return RuntimeKernelId(func); },
       [&] { return real(config, func, args); });
 }
 
@@ -281,9 +346,10 @@ cudaError_t Shim_cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config,
                                           const void* func, void** args) {
   auto real = gmt::g_real_cudaLaunchKernelExC_ptsz.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
+  const gmt::LaunchArgs launch = RuntimeArgsEx(config, func, args);
   return Launch(
       "cudaLaunchKernelExC_ptsz", config != nullptr ? config->stream : nullptr,
-      true, [func] { return RuntimeKernelId(func); },
+      true, &launch, [func] { return RuntimeKernelId(func); },
       [&] { return real(config, func, args); });
 }
 
@@ -293,8 +359,10 @@ cudaError_t Shim_cudaLaunchCooperativeKernel(const void* func, dim3 grid,
                                              cudaStream_t stream) {
   auto real = gmt::g_real_cudaLaunchCooperativeKernel.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
+  const gmt::LaunchArgs launch =
+      RuntimeArgs(func, grid, block, args, shared_bytes);
   return Launch(
-      "cudaLaunchCooperativeKernel", stream, false,
+      "cudaLaunchCooperativeKernel", stream, false, &launch,
       [func] { return RuntimeKernelId(func); },
       [&] { return real(func, grid, block, args, shared_bytes, stream); });
 }
@@ -305,8 +373,10 @@ cudaError_t Shim_cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 grid,
                                                   cudaStream_t stream) {
   auto real = gmt::g_real_cudaLaunchCooperativeKernel_ptsz.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
+  const gmt::LaunchArgs launch =
+      RuntimeArgs(func, grid, block, args, shared_bytes);
   return Launch(
-      "cudaLaunchCooperativeKernel_ptsz", stream, true,
+      "cudaLaunchCooperativeKernel_ptsz", stream, true, &launch,
       [func] { return RuntimeKernelId(func); },
       [&] { return real(func, grid, block, args, shared_bytes, stream); });
 }

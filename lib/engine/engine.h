@@ -28,6 +28,9 @@
 #include "lib/guard/guard_manager.h"
 #include "lib/guard/guarded_alloc.h"
 #include "lib/health/oom_diagnosis.h"
+#include "lib/launch/launch_args.h"
+#include "lib/launch/launch_reach.h"
+#include "lib/launch/param_layout.h"
 #include "lib/leaks/growth.h"
 #include "lib/registry/graph_memory.h"
 #include "lib/registry/mem_pools.h"
@@ -217,13 +220,19 @@ class Engine {
 
   // Around every kernel launch on `stream` (0: the legacy stream) of
   // `context`: Before flushes pending canary fills; After logs the kernel for
-  // attribution and, with check=kernel, enqueues a check on `stream`.
+  // attribution and, with check=kernel, enqueues a check on `stream` of the
+  // blocks its arguments point into. `args`: the launch as the program made
+  // it, valid during the call; null when its arguments are unknown (a graph
+  // launch): the check then covers every zone.
   void BeforeLaunch(uint64_t context, uint64_t stream);
-  void AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel);
+  void AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel,
+                   const LaunchArgs* args = nullptr);
   // AfterLaunch for a launch seen from inside the driver's own call (a CUPTI
   // exit callback): no CUDA call is made there; with check=kernel its check
-  // is owed (GuardManager::NoteLaunchDeferred).
-  void AfterLaunchDeferred(uint64_t context, uint64_t stream, uint32_t kernel);
+  // is owed (GuardManager::NoteLaunchDeferred), with the argument words
+  // copied now.
+  void AfterLaunchDeferred(uint64_t context, uint64_t stream, uint32_t kernel,
+                           const LaunchArgs* args = nullptr);
 
   // A synchronizing call (cudaDeviceSynchronize, cudaStreamSynchronize,
   // cuCtxSynchronize, ...) returned success in `context`: with check=sync or
@@ -522,6 +531,12 @@ class Engine {
   // Enqueues the per-kernel checks owed by launches seen from inside the
   // driver's call (GuardManager::NoteLaunchDeferred) and reports them.
   void SettleOwedChecks();
+  // With check=kernel and some guarded block: the words of the launch's
+  // parameters (lib/launch/launch_reach.h); false when they cannot be read
+  // (said once per kernel at verbosity 1). Nothing is read otherwise.
+  bool ReadLaunchWords(const LaunchArgs* args, uint32_t kernel,
+                       std::vector<ArgWord>* words);
+  ParamLayoutCache param_layouts_;
 
   // (lib/engine/engine_graph.cc): graph memory nodes.
   // A stream-ordered allocation made on a stream being captured: noted as an

@@ -1,6 +1,9 @@
 // Engine members for guard zones: thin glue between the front ends and the
 // GuardManager, plus the reports of what it finds.
+#include <atomic>
+
 #include "lib/core/clock.h"
+#include "lib/core/log.h"
 #include "lib/engine/engine.h"
 #include "lib/engine/error_reports.h"
 
@@ -123,12 +126,51 @@ void Engine::BeforeLaunch(uint64_t context, uint64_t stream) {
   guard_.BeforeLaunch(context, stream);
 }
 
-void Engine::AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel) {
+bool Engine::ReadLaunchWords(const LaunchArgs* args, uint32_t kernel,
+                             std::vector<ArgWord>* words) {
+  if (args == nullptr) {
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true)) {
+      LogNote(1,
+              "check=kernel: %s has no arguments the tool can read (a graph "
+              "launch); its checks cover every zone",
+              KernelName(kernel).c_str());
+    }
+    return false;
+  }
+  // The layout is needed only to read `kernelParams` (`extra` carries the
+  // packed buffer and its size).
+  const ParamLayout* layout = nullptr;
+  bool first = false;
+  if (args->params != nullptr) {
+    layout = param_layouts_.Get(GetParamLayoutSource(), args->kind,
+                                args->function, &first);
+  }
+  if (ReadArgWords(*args, layout, words)) return true;
+  if (first || args->params == nullptr) {
+    LogNote(1,
+            "check=kernel: the parameter layout of %s is unknown (a driver "
+            "older than CUDA 12.4?); its checks cover every zone",
+            KernelName(kernel).c_str());
+  }
+  return false;
+}
+
+void Engine::AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel,
+                         const LaunchArgs* args) {
   SettleOwedChecks();
   recent_launches_.Record(kernel, stream, context,
                           NowNs());  // for the crash report
+  // No guarded block yet: an empty reach, so the check costs nothing (not
+  // even the manager's lock).
+  std::vector<ArgWord> words;
+  bool known = true;
+  if (guard_.ChecksEachKernel() && guard_.HasGuardedBlocks()) {
+    known = ReadLaunchWords(args, kernel, &words);
+  }
   std::vector<GuardFinding> findings;
-  guard_.AfterLaunch(context, stream, kernel, &findings);
+  guard_.AfterLaunch(context, stream, kernel, known ? &words : nullptr,
+                     &findings);
   ReportFindings(findings);
 }
 
@@ -136,9 +178,16 @@ void Engine::AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel) {
 // progress in the driver, and the tool makes no CUDA call there (check=kernel
 // under injection alone hung on the H200 when it did): bookkeeping only.
 void Engine::AfterLaunchDeferred(uint64_t context, uint64_t stream,
-                                 uint32_t kernel) {
+                                 uint32_t kernel, const LaunchArgs* args) {
   recent_launches_.Record(kernel, stream, context, NowNs());
-  guard_.NoteLaunchDeferred(context, stream, kernel);
+  // No guarded block yet: an empty reach, so the check costs nothing (not
+  // even the manager's lock).
+  std::vector<ArgWord> words;
+  bool known = true;
+  if (guard_.ChecksEachKernel() && guard_.HasGuardedBlocks()) {
+    known = ReadLaunchWords(args, kernel, &words);
+  }
+  guard_.NoteLaunchDeferred(context, stream, kernel, known ? &words : nullptr);
 }
 
 void Engine::SettleOwedChecks() {

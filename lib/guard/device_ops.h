@@ -76,10 +76,26 @@ class DeviceOps {
   virtual uint64_t CheckAsync(uint64_t context, uint64_t stream,
                               absl::Span<const GmtZone> zones) = 0;
 
+  // The check that follows one of the program's kernels on its `stream`
+  // (check=kernel): CheckAsync's contract, made as cheap as the zones allow.
+  // `context_current`: the caller knows `context` is current on this thread
+  // (it has just launched the program's kernel there), so the implementation
+  // need not make it current. The driver implementation sends a few small
+  // zones through one launch whose answer it reads from host memory
+  // (kernels/zone_abi.h, gmt_check_zones_inline), others through CheckAsync.
+  virtual uint64_t CheckAfterKernel(uint64_t context, uint64_t stream,
+                                    absl::Span<const GmtZone> zones,
+                                    bool context_current) {
+    (void)context_current;
+    return CheckAsync(context, stream, zones);
+  }
+
   // The state of an asynchronous check. kPending only when `wait` is false.
-  // kDone fills `results` (one per zone). A ticket is forgotten once it has
-  // answered kDone or kFailed.
-  enum class Poll : uint8_t { kPending, kDone, kFailed };
+  // kDone fills `results` (one per zone). kLost: the check ran and found
+  // changed zones, but what it found was overwritten before it was read
+  // (results untouched): the caller must check those zones again. A ticket is
+  // forgotten once it has answered anything but kPending.
+  enum class Poll : uint8_t { kPending, kDone, kFailed, kLost };
   virtual Poll PollCheck(uint64_t ticket, bool wait,
                          std::vector<GmtZoneResult>* results) = 0;
 

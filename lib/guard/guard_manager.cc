@@ -71,6 +71,8 @@ void GuardManager::Arm(const AllocationRecord& record) {
   }
   c.blocks[record.raw_address] = std::move(b);
   c.table.reset();
+  c.ranges_stale = true;
+  any_armed_.store(true, std::memory_order_relaxed);
 }
 
 // ---- Zones
@@ -100,6 +102,33 @@ std::shared_ptr<const GuardManager::Table> GuardManager::BuildTable(
     // Held without a quarantine: its own check at its free covers it.
     if (b.held && quarantine_budget_ == 0) continue;
     if (!b.confirmed && !device_wide && b.record.stream != stream) continue;
+    AppendArmedZones(b, table.get());
+  }
+  uint64_t chunk = 0;
+  for (GmtZone& z : table->zones) {
+    z.chunk_begin = chunk;
+    chunk += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
+  }
+  return table;
+}
+
+std::shared_ptr<const GuardManager::Table> GuardManager::BuildReachTable(
+    Context& c, uint64_t stream, const std::vector<ArgWord>& arg_words) {
+  if (c.ranges_stale) {
+    c.ranges.Clear();
+    for (const auto& [raw, b] : c.blocks) {
+      c.ranges.Add(raw, raw + b.record.raw_bytes);
+    }
+    c.ranges.Seal();
+    c.ranges_stale = false;
+  }
+  auto table = std::make_shared<Table>();
+  for (uint64_t raw : ReachedBlocks(arg_words, c.ranges)) {
+    auto it = c.blocks.find(raw);
+    if (it == c.blocks.end()) continue;  // gone since the index was built
+    const Block& b = it->second;
+    if (b.freeing) continue;  // its memory may be CUDA's again
+    if (!b.confirmed && b.record.stream != stream) continue;
     AppendArmedZones(b, table.get());
   }
   uint64_t chunk = 0;
@@ -312,12 +341,28 @@ void GuardManager::PollPendingLocked(bool wait,
     if (state == DeviceOps::Poll::kDone) {
       ++stats_.checks;
       auto it = contexts_.find(p.context);
-      if (it != contexts_.end()) {
+      // After lost findings only a full check may blame a kernel (see
+      // Context::findings_lost); a block being freed is checked nowhere else.
+      if (it != contexts_.end() &&
+          (!it->second.findings_lost || p.owned.has_value())) {
         CollectResults(p.context, it->second, *p.table, results, p.check,
                        p.kernel,
                        p.owned ? absl::MakeConstSpan(&*p.owned, 1)
                                : absl::Span<const Block>(),
                        it->second.clean_sequence, findings);
+      }
+    } else if (state == DeviceOps::Poll::kLost) {
+      ++stats_.checks;
+      auto it = contexts_.find(p.context);
+      if (it != contexts_.end()) it->second.findings_lost = true;
+      if (!findings_lost_said_) {
+        findings_lost_said_ = true;
+        LogError(
+            "guard zones: a per-kernel check found changed zones, but its "
+            "findings were overwritten before they were read (too many "
+            "checks with findings in flight); they are reported by the full "
+            "check at the next synchronization, naming the kernels since the "
+            "last clean check");
       }
     } else {
       ++stats_.check_failures;
@@ -339,8 +384,16 @@ void GuardManager::CheckContextLocked(uint64_t context, Context& c,
   }
   const uint64_t sequence = LaunchSequence();
   std::shared_ptr<const Table> table = BuildTable(c, stream, device_wide);
+  const bool had_lost_findings = c.findings_lost;
   CheckTableLocked(context, std::move(table), check, std::nullopt,
                    c.clean_sequence, sequence, findings);
+  // The full check has reported what lost findings left changed (the lock
+  // was let go meanwhile: the context is looked up again).
+  if (had_lost_findings) {
+    if (auto it = contexts_.find(context); it != contexts_.end()) {
+      it->second.findings_lost = false;
+    }
+  }
 }
 
 void GuardManager::BeforeLaunch(uint64_t context, uint64_t stream) {
@@ -361,10 +414,14 @@ void GuardManager::BeforeLaunch(uint64_t context, uint64_t stream) {
 
 void GuardManager::AfterLaunch(uint64_t context, uint64_t stream,
                                uint32_t kernel,
+                               const std::vector<ArgWord>* arg_words,
                                std::vector<GuardFinding>* findings) {
   NoteLaunch(context, kernel);
   PollReleases(findings);
-  CheckAfterLaunch(context, stream, kernel, findings);
+  // Called right after the program's launch on this thread: `context` is
+  // the one its launch went to.
+  CheckAfterLaunch(context, stream, kernel, arg_words, findings,
+                   /*context_current=*/true);
 }
 
 void GuardManager::NoteLaunch(uint64_t context, uint32_t kernel) {
@@ -378,8 +435,14 @@ void GuardManager::NoteLaunch(uint64_t context, uint32_t kernel) {
 
 void GuardManager::CheckAfterLaunch(uint64_t context, uint64_t stream,
                                     uint32_t kernel,
-                                    std::vector<GuardFinding>* findings) {
+                                    const std::vector<ArgWord>* arg_words,
+                                    std::vector<GuardFinding>* findings,
+                                    bool context_current) {
   if (ops_ == nullptr || level_ != CheckLevel::kKernel) return;
+  // No argument can point into a block: nothing this kernel can have
+  // written is known to the tool (what it reaches otherwise is checked at
+  // the next synchronization). No lock, no GPU call.
+  if (arg_words != nullptr && arg_words->empty()) return;
   absl::MutexLock lock(&mu_);
   auto it = contexts_.find(context);
   if (it == contexts_.end() || ops_->StreamCapturing(ProgramStream(stream))) {
@@ -396,19 +459,30 @@ void GuardManager::CheckAfterLaunch(uint64_t context, uint64_t stream,
     if (it == contexts_.end()) return;
   }
   Context& c = it->second;
+  if (c.findings_lost) return;  // the next synchronization checks every zone
   FlushFillsLocked(context, c);
-  if (!c.table) c.table = BuildTable(c, stream, /*device_wide=*/false);
-  std::shared_ptr<const Table> table = c.table;
-  // Unconfirmed stream-ordered blocks of other streams are left out of the
-  // cached table; blocks of this stream are in order here.
-  bool has_local_unconfirmed = false;
-  for (const auto& [raw, b] : c.blocks) {
-    if (!b.confirmed && b.record.stream == stream) has_local_unconfirmed = true;
+  std::shared_ptr<const Table> table;
+  if (arg_words != nullptr) {
+    // After the flush: a zone re-armed there is checked with its new
+    // generation.
+    table = BuildReachTable(c, stream, *arg_words);
+  } else {
+    if (!c.table) c.table = BuildTable(c, stream, /*device_wide=*/false);
+    table = c.table;
+    // Unconfirmed stream-ordered blocks of other streams are left out of the
+    // cached table; blocks of this stream are in order here.
+    bool has_local_unconfirmed = false;
+    for (const auto& [raw, b] : c.blocks) {
+      if (!b.confirmed && b.record.stream == stream) {
+        has_local_unconfirmed = true;
+      }
+    }
+    if (has_local_unconfirmed) table = BuildTable(c, stream, false);
   }
-  if (has_local_unconfirmed) table = BuildTable(c, stream, false);
   if (table->zones.empty()) return;
-  uint64_t ticket =
-      ops_->CheckAsync(context, ProgramStream(stream), table->zones);
+  // One launch on the program's stream when the zones are few and small.
+  uint64_t ticket = ops_->CheckAfterKernel(context, ProgramStream(stream),
+                                           table->zones, context_current);
   if (ticket == 0) {
     ++stats_.check_failures;
     return;
@@ -1076,11 +1150,15 @@ GuardStats GuardManager::Stats() const {
 }
 
 void GuardManager::NoteLaunchDeferred(uint64_t context, uint64_t stream,
-                                      uint32_t kernel) {
+                                      uint32_t kernel,
+                                      const std::vector<ArgWord>* arg_words) {
   NoteLaunch(context, kernel);
   if (!ChecksEachKernel()) return;
+  if (arg_words != nullptr && arg_words->empty()) return;  // reaches nothing
+  std::optional<std::vector<ArgWord>> words;
+  if (arg_words != nullptr) words = *arg_words;
   absl::MutexLock lock(&owed_mu_);
-  owed_.push_back(OwedCheck{context, stream, kernel});
+  owed_.push_back(OwedCheck{context, stream, kernel, std::move(words)});
   owed_count_.fetch_add(1, std::memory_order_release);
 }
 
@@ -1093,7 +1171,8 @@ void GuardManager::SettleOwedChecks(std::vector<GuardFinding>* findings) {
     owed_count_.store(0, std::memory_order_release);
   }
   for (const OwedCheck& o : owed) {
-    CheckAfterLaunch(o.context, o.stream, o.kernel, findings);
+    CheckAfterLaunch(o.context, o.stream, o.kernel,
+                     o.arg_words ? &*o.arg_words : nullptr, findings);
   }
 }
 

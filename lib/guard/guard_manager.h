@@ -18,7 +18,18 @@
 //   exit    at exit, gmt::snapshot(), context teardown, quarantine eviction
 //   sync    + after every synchronizing call that returned success
 //   kernel  + after every kernel, enqueued on the kernel's own stream with no
-//             host sync; results are collected at the next launch or check
+//             host sync; results are collected at the next launch or check.
+//             The check covers the blocks the kernel's arguments point into
+//             (lib/launch/launch_reach.h; raw extents, so a pointer into a
+//             redzone counts); a kernel that reaches no guarded block costs
+//             no check at all. When its arguments cannot be read (no
+//             parameter layout, a graph launch) it covers every zone.
+//             Blocks it reaches another way (pointers it loads from device
+//             memory) are checked at the next synchronization. A few small
+//             zones cost one launch and no other CUDA call
+//             (DeviceOps::CheckAfterKernel); findings that were lost before
+//             they were read leave the zones to the next synchronization's
+//             full check (Context::findings_lost).
 //   A block freed while quarantine is off (or a stream-ordered block) is
 //   checked at its free.
 //
@@ -66,6 +77,7 @@
 #include "lib/guard/device_ops.h"
 #include "lib/guard/guard_layout.h"
 #include "lib/guard/guarded_alloc.h"
+#include "lib/launch/launch_reach.h"
 #include "lib/registry/registry.h"
 
 namespace gmt {
@@ -175,26 +187,43 @@ class GuardManager {
 
   // ---- Launches, synchronization, checks -----------------------------------
   void BeforeLaunch(uint64_t context, uint64_t stream);
+  // `arg_words`: the launch's parameter words (ReadArgWords), or null when
+  // they are unknown (then a per-kernel check covers every zone).
   void AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel,
+                   const std::vector<ArgWord>* arg_words,
                    std::vector<GuardFinding>* findings);
   // AfterLaunch in two halves (a launch seen from inside the
   // driver's call logs now and is checked later, outside it).
   // NoteLaunch: the launch log only, for attribution; no CUDA call.
   void NoteLaunch(uint64_t context, uint32_t kernel);
-  // With check=kernel, enqueues the check of what `kernel` did on `stream`.
+  // With check=kernel, enqueues the check of what `kernel` did on `stream`:
+  // the zones of the blocks `arg_words` point into, every zone when it is
+  // null. `context_current`: `context` is current on this thread (the
+  // caller has just launched the kernel there), so the check need not make
+  // it current (DeviceOps::CheckAfterKernel).
   void CheckAfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel,
-                        std::vector<GuardFinding>* findings);
+                        const std::vector<ArgWord>* arg_words,
+                        std::vector<GuardFinding>* findings,
+                        bool context_current = false);
   // A launch seen from inside the driver's own call (a CUPTI exit callback):
   // no CUDA call may be made there. The launch is logged for attribution
   // and, with check=kernel, its check is owed: enqueued on its stream by
   // SettleOwedChecks, which the engine calls before the next launch (so a
   // report still names exactly this kernel) and at the next
   // synchronization, zone check or teardown, whichever comes first.
-  void NoteLaunchDeferred(uint64_t context, uint64_t stream, uint32_t kernel);
+  // `arg_words` as for AfterLaunch (copied: the program's arguments are gone
+  // by the time the check is made).
+  void NoteLaunchDeferred(uint64_t context, uint64_t stream, uint32_t kernel,
+                          const std::vector<ArgWord>* arg_words);
   void SettleOwedChecks(std::vector<GuardFinding>* findings);
   // Whether CheckAfterLaunch does anything (check=kernel, zones on).
   bool ChecksEachKernel() const {
     return ops_ != nullptr && level_ == CheckLevel::kKernel;
+  }
+  // Whether a per-kernel check could find anything: some block was guarded.
+  // Lock-free, so a launch's arguments are only read when it is true.
+  bool HasGuardedBlocks() const {
+    return any_armed_.load(std::memory_order_relaxed);
   }
   // A synchronizing call succeeded. `stream` is the stream it waited for;
   // `device_wide` when it waited for the whole context.
@@ -303,6 +332,19 @@ class GuardManager {
     std::shared_ptr<const Table> table;  // per-kernel checks; null if stale
     std::deque<ReleaseBatch> releasing;  // oldest first
     uint64_t releasing_bytes = 0;
+    // Raw extents of `blocks` (held ones too: a kernel may write through a
+    // dangling pointer), for finding what a launch's arguments reach. Only
+    // new blocks make it stale: an entry of a block gone since is answered
+    // by `blocks` not having it (the lookup checks).
+    BlockRanges ranges;
+    bool ranges_stale = true;
+    // A per-kernel check's findings were overwritten before they were read
+    // (DeviceOps::Poll::kLost): the changed zones are still changed, and
+    // the next full check (at the next synchronization) reports them, naming
+    // the kernels since the last clean check. Until then per-kernel checks
+    // of this context are neither made nor answered, so no later kernel is
+    // blamed for them.
+    bool findings_lost = false;
   };
   struct LaunchEntry {
     std::atomic<uint64_t> sequence{0};
@@ -412,6 +454,11 @@ class GuardManager {
   // answered.
   bool KernelChecksAnsweredLocked(uint64_t before) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The zones of the blocks of `c` that `arg_words` point into (checkable
+  // on `stream`, as for BuildTable).
+  std::shared_ptr<const Table> BuildReachTable(
+      Context& c, uint64_t stream, const std::vector<ArgWord>& arg_words)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Kernels launched in `context` after `since`, oldest first.
   std::vector<uint32_t> KernelsSince(uint64_t context, uint64_t since,
                                      uint64_t* omitted) const;
@@ -447,9 +494,11 @@ class GuardManager {
   // Release batches whose check has not answered yet, all contexts: the
   // entry points that poll them skip the lock when there are none.
   std::atomic<int> unanswered_releases_{0};
+  bool findings_lost_said_ ABSL_GUARDED_BY(mu_) = false;
 
   // Contexts with pending fills: BeforeLaunch takes the lock only then.
   std::atomic<int> contexts_with_fills_{0};
+  std::atomic<bool> any_armed_{false};  // set at the first guarded block
   std::atomic<uint64_t> launch_sequence_{0};
   LaunchEntry launches_[kLaunchLog];
   // Per-kernel checks owed by NoteLaunchDeferred. The count lets every
@@ -458,6 +507,7 @@ class GuardManager {
     uint64_t context;
     uint64_t stream;
     uint32_t kernel;
+    std::optional<std::vector<ArgWord>> arg_words;  // unknown: every zone
   };
   absl::Mutex owed_mu_;
   std::vector<OwedCheck> owed_ ABSL_GUARDED_BY(owed_mu_);

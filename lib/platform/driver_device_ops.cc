@@ -1,9 +1,12 @@
 #include "lib/platform/driver_device_ops.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <optional>
+#include <thread>
 
+#include "absl/container/btree_set.h"
 #include "absl/strings/match.h"
 #include "kernels/zone_abi.h"
 #include "kernels/zone_kernels_image.h"
@@ -47,6 +50,20 @@ uint64_t StageTable(absl::Span<const GmtZone> zones, GmtZone* table) {
   return chunks;
 }
 
+// An inline check's zones: few and small enough for one block
+// (kernels/zone_abi.h).
+bool FitsInline(absl::Span<const GmtZone> zones) {
+  if (zones.empty() || zones.size() > GMT_INLINE_MAX_ZONES) return false;
+  uint64_t bytes = 0;
+  for (const GmtZone& z : zones) {
+    bytes += z.bytes;
+    if (z.bytes > GMT_INLINE_MAX_BYTES || bytes > GMT_INLINE_MAX_BYTES) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // Results the driver gives for an image it cannot run on this GPU or parse.
 bool IsImageError(CUresult r) {
   return r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_INVALID_IMAGE ||
@@ -77,9 +94,23 @@ struct DriverDeviceOps::ContextState {
   CUstream stream = nullptr;    // the tool's, non-blocking
   CUevent fill_done = nullptr;  // recorded after each Fill on `stream`
   bool fill_recorded = false;
+  // Fills recorded on `stream`, and how many of them are known to have
+  // completed: when the two agree, a program stream needs no wait for them
+  // (the steady state of a training loop: no new block, no cuStreamWaitEvent
+  // per check).
+  uint64_t fills_enqueued = 0;
+  uint64_t fills_known_done = 0;
   unsigned max_grid = kFallbackGrid;
   uint64_t use_clock = 0;
   std::vector<std::unique_ptr<Slot>> slots;
+  // The inline checks' report (host view and device address); null when it
+  // could not be made (then every check takes the slots).
+  GmtCheckReport* report = nullptr;
+  CUdeviceptr report_device = 0;
+  uint64_t next_check_id = 1;
+  // Inline checks not answered yet, by id: the oldest bounds the next id, so
+  // a completion slot is never reused while its check may be unread.
+  absl::btree_set<uint64_t> inline_in_flight;
 };
 
 // What a guard-zone fill or check works with: the driver and the context made
@@ -109,7 +140,8 @@ void DriverDeviceOps::Prepare(uint64_t context) {
   // With lazy loading (CUDA's default) a kernel reaches the device at its
   // first launch; load both here (cuFuncLoad: drivers of CUDA 12.4 on).
   if (d->kernel_get_function == nullptr || d->func_load == nullptr) return;
-  for (CUkernel kernel : {fill_kernel_, check_kernel_}) {
+  for (CUkernel kernel : {fill_kernel_, check_kernel_, inline_check_kernel_}) {
+    if (kernel == nullptr) continue;
     CUfunction function = nullptr;
     if (d->kernel_get_function(&function, kernel) == CUDA_SUCCESS) {
       d->func_load(function);
@@ -146,6 +178,7 @@ bool DriverDeviceOps::Fill(uint64_t context, uint64_t stream,
     r = d.event_record(state->fill_done, s);
     if (r != CUDA_SUCCESS) return Failed(&d, "cuEventRecord", r);
     state->fill_recorded = true;
+    ++state->fills_enqueued;
   }
   return true;
 }
@@ -225,12 +258,72 @@ uint64_t DriverDeviceOps::CheckAsync(uint64_t context, uint64_t stream,
   return id;
 }
 
+uint64_t DriverDeviceOps::CheckAfterKernel(uint64_t context, uint64_t stream,
+                                           absl::Span<const GmtZone> zones,
+                                           bool context_current) {
+  if (stream != 0 && FitsInline(zones)) {
+    absl::MutexLock lock(&mu_);
+    uint64_t ticket = 0;
+    switch (
+        EnqueueInlineCheck(context, stream, zones, context_current, &ticket)) {
+      case InlineOutcome::kEnqueued:
+        return ticket;
+      case InlineOutcome::kFailed:
+        return 0;
+      case InlineOutcome::kNotApplicable:
+        break;
+    }
+  }
+  return CheckAsync(context, stream, zones);
+}
+
 DeviceOps::Poll DriverDeviceOps::PollCheck(
     uint64_t ticket, bool wait, std::vector<GmtZoneResult>* results) {
   absl::MutexLock lock(&mu_);
   auto it = tickets_.find(ticket);
   if (it == tickets_.end()) return Poll::kFailed;
   const Ticket t = it->second;
+  if (t.check_id != 0) {
+    // An inline check: its answer is in host memory. A wait sleeps on it
+    // without the lock, and now and then asks the context whether it has
+    // faulted (then the check will never run). The report is read only under
+    // the lock with the context's state still known: ForgetContext drops
+    // the state before the context (and with it the report) goes.
+    const ToolDriver* d = Driver();
+    auto state_it = contexts_.find(t.context);
+    Poll answer = Poll::kFailed;
+    for (int round = 0; state_it != contexts_.end(); ++round) {
+      answer = ReadInlineAnswer(*state_it->second, t, results);
+      if (answer != Poll::kPending || !wait) break;
+      if (round % 64 == 1 && d != nullptr) {
+        const CUresult r = d->event_query(state_it->second->fill_done);
+        if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY) {
+          Failed(d, "waiting for a guard-zone check", r);
+          answer = Poll::kFailed;
+          break;
+        }
+        // The query may have let the work finish (the test double runs
+        // queued work when it is polled): read again before sleeping.
+        continue;
+      }
+      mu_.Unlock();
+      if (round < 16) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(
+            std::min(1000, 10 << std::min(round - 16, 7))));
+      }
+      mu_.Lock();
+      state_it = contexts_.find(t.context);
+      answer = Poll::kFailed;  // forgotten meanwhile
+    }
+    if (answer == Poll::kPending) return answer;
+    tickets_.erase(ticket);
+    if (state_it != contexts_.end()) {
+      state_it->second->inline_in_flight.erase(t.check_id);
+    }
+    return answer;
+  }
   if (t.slot == nullptr) {
     tickets_.erase(it);
     results->assign(t.zone_count, GmtZoneResult{});
@@ -394,6 +487,101 @@ bool DriverDeviceOps::BeginZoneWork(uint64_t context, uint64_t stream,
   return true;
 }
 
+DriverDeviceOps::InlineOutcome DriverDeviceOps::EnqueueInlineCheck(
+    uint64_t context, uint64_t stream, absl::Span<const GmtZone> zones,
+    bool context_current, uint64_t* ticket) {
+  const ToolDriver* d = Driver();
+  if (d == nullptr || !EnsureKernels(*d) || inline_check_kernel_ == nullptr) {
+    return InlineOutcome::kNotApplicable;
+  }
+  // The tool's own call, whatever the thread's context: CUPTI and the shims
+  // must not take the check kernel for the program's.
+  InterceptLevel tool_calls;
+  CUcontext key = reinterpret_cast<CUcontext>(context);
+  std::optional<ToolContextScope> scope;
+  if (!context_current || key == nullptr) {
+    // Made current only when the caller cannot vouch for it (a check owed
+    // from a CUPTI callback, settled on another thread).
+    scope.emplace(*d, context);
+    if (scope->result() != CUDA_SUCCESS) {
+      Failed(d, "making the context current", scope->result());
+      return InlineOutcome::kFailed;
+    }
+    key = scope->context();
+  }
+  ContextState* state = State(*d, key);
+  if (state == nullptr) return InlineOutcome::kFailed;
+  if (state->report == nullptr) return InlineOutcome::kNotApplicable;
+  const uint64_t id = state->next_check_id;
+  if (!state->inline_in_flight.empty() &&
+      id - *state->inline_in_flight.begin() >= GMT_REPORT_DONE_SLOTS) {
+    return InlineOutcome::kNotApplicable;  // its completion slot is taken
+  }
+  CUstream s = nullptr;
+  if (!WorkStream(*d, state, stream, &s)) return InlineOutcome::kFailed;
+  GmtInlineCheck check;
+  std::copy(zones.begin(), zones.end(), check.zones);
+  check.zone_count = zones.size();
+  check.check_id = id;
+  check.report = state->report_device;
+  void* params[] = {&check};
+  const CUresult r = d->launch_kernel(
+      reinterpret_cast<CUfunction>(inline_check_kernel_), 1, 1, 1,
+      GMT_INLINE_CHECK_THREADS, 1, 1, 0, s, params, nullptr);
+  if (r != CUDA_SUCCESS) {
+    if (IsImageError(r)) {
+      // This kernel cannot run here; the others may still.
+      inline_check_kernel_ = nullptr;
+      return InlineOutcome::kNotApplicable;
+    }
+    Failed(d, "guard-zone check", r);
+    return InlineOutcome::kFailed;
+  }
+  ++state->next_check_id;
+  state->inline_in_flight.insert(id);
+  *ticket = next_ticket_++;
+  tickets_[*ticket] = Ticket{key, nullptr, zones.size(), id};
+  return InlineOutcome::kEnqueued;
+}
+
+DeviceOps::Poll DriverDeviceOps::ReadInlineAnswer(
+    const ContextState& state, const Ticket& ticket,
+    std::vector<GmtZoneResult>* results) {
+  const uint64_t id = ticket.check_id;
+  const GmtCheckDone& done = state.report->done[id % GMT_REPORT_DONE_SLOTS];
+  // The device wrote `findings` and its records before the id (fenced).
+  if (__atomic_load_n(&done.check_id, __ATOMIC_ACQUIRE) != id) {
+    return Poll::kPending;
+  }
+  const uint64_t findings = __atomic_load_n(&done.findings, __ATOMIC_RELAXED);
+  results->assign(ticket.zone_count, GmtZoneResult{});
+  if (findings == 0) return Poll::kDone;
+  const GmtFinding* region =
+      &state.report->ring[(id % GMT_REPORT_RING_CHECKS) * GMT_INLINE_MAX_ZONES];
+  uint64_t read = 0;
+  for (uint64_t k = 0; k < findings && k < GMT_INLINE_MAX_ZONES; ++k) {
+    const GmtFinding& f = region[k];
+    // A record is the check's only if it carries the id before and after
+    // its fields are read: a later check reusing the region zeroes the id
+    // first.
+    if (__atomic_load_n(&f.check_id, __ATOMIC_ACQUIRE) != id) continue;
+    const uint64_t zone = __atomic_load_n(&f.zone, __ATOMIC_RELAXED);
+    const uint64_t changed =
+        __atomic_load_n(&f.changed_bytes, __ATOMIC_RELAXED);
+    const uint64_t first_last =
+        __atomic_load_n(&f.first_last, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&f.check_id, __ATOMIC_RELAXED) != id) continue;
+    if (zone >= ticket.zone_count) continue;
+    GmtZoneResult& out = (*results)[zone];
+    out.changed_bytes = changed;
+    out.first_inverted = ~(first_last & 0xffffffffull);
+    out.last_plus1 = (first_last >> 32) + 1;
+    ++read;
+  }
+  return read == findings ? Poll::kDone : Poll::kLost;
+}
+
 bool DriverDeviceOps::CopyOnToolStream(
     uint64_t context, uint64_t bytes, const char* what,
     absl::FunctionRef<CUresult(const ToolDriver&, CUstream)> enqueue) {
@@ -459,6 +647,11 @@ bool DriverDeviceOps::EnsureKernels(const ToolDriver& d) {
   if (r == CUDA_SUCCESS) {
     r = d.library_get_kernel(&check_kernel_, library, GMT_CHECK_KERNEL_NAME);
   }
+  if (r == CUDA_SUCCESS &&
+      d.library_get_kernel(&inline_check_kernel_, library,
+                           GMT_INLINE_CHECK_KERNEL_NAME) != CUDA_SUCCESS) {
+    inline_check_kernel_ = nullptr;  // per-kernel checks take the slots
+  }
   if (r != CUDA_SUCCESS) {
     image_state_ = ImageState::kFailed;
     LogError(
@@ -496,6 +689,26 @@ DriverDeviceOps::ContextState* DriverDeviceOps::State(const ToolDriver& d,
                              device) == CUDA_SUCCESS &&
       sms > 0) {
     state->max_grid = static_cast<unsigned>(sms) * kBlocksPerSm;
+  }
+  // The inline checks' report: host memory the device writes through the
+  // bus, so its answer is read without a copy or an event. Best effort.
+  void* report = nullptr;
+  CUdeviceptr report_device = 0;
+  r = d.mem_host_alloc(&report, sizeof(GmtCheckReport),
+                       CU_MEMHOSTALLOC_DEVICEMAP);
+  if (r == CUDA_SUCCESS) {
+    std::memset(report, 0, sizeof(GmtCheckReport));
+    r = d.mem_host_get_device_pointer(&report_device, report, 0);
+    if (r != CUDA_SUCCESS) d.mem_free_host(report);
+  }
+  if (r == CUDA_SUCCESS) {
+    state->report = static_cast<GmtCheckReport*>(report);
+    state->report_device = report_device;
+  } else {
+    LogNote(1,
+            "guard zones: no mapped host memory for per-kernel checks (%s); "
+            "they use the zone-table path",
+            ToolResultName(d, r));
   }
   ContextState* raw = state.get();
   contexts_[context] = std::move(state);
@@ -584,8 +797,19 @@ bool DriverDeviceOps::WorkStream(const ToolDriver& d, ContextState* state,
     return true;
   }
   *out = reinterpret_cast<CUstream>(stream);
-  if (!state->fill_recorded) return true;
-  const CUresult r = d.stream_wait_event(*out, state->fill_done, 0);
+  if (!state->fill_recorded ||
+      state->fills_known_done == state->fills_enqueued) {
+    return true;
+  }
+  // Fills were enqueued since they were last seen done: done by now, or
+  // waited for on the program's stream.
+  CUresult r = d.event_query(state->fill_done);
+  if (r == CUDA_SUCCESS) {
+    state->fills_known_done = state->fills_enqueued;
+    return true;
+  }
+  if (r != CUDA_ERROR_NOT_READY) return Failed(&d, "cuEventQuery", r);
+  r = d.stream_wait_event(*out, state->fill_done, 0);
   return r == CUDA_SUCCESS || Failed(&d, "cuStreamWaitEvent", r);
 }
 

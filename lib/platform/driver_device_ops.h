@@ -10,12 +10,24 @@
 //   * the tool's stream (non-blocking, so it never joins the program's
 //     legacy-stream work) and an event recorded after each Fill on it, which
 //     work on a program stream waits for first;
+//   * the context's check report (kernels/zone_abi.h GmtCheckReport): pinned
+//     host memory mapped into the device (cuMemHostAlloc DEVICEMAP), which
+//     per-kernel checks of a few small zones answer in; the host reads it
+//     without a CUDA call;
 //   * a small pool of "slots": a device buffer holding [summary | results |
 //     zone table] and a pinned host twin it is staged through, plus an event
 //     recorded after the slot's last use. A slot is reused only when that
 //     event has completed, so a staging buffer is never rewritten while an
 //     earlier copy from it may be in flight. Slots grow by doubling; an
 //     asynchronous check holds its slot until PollCheck answers.
+//
+// Per-kernel checks (CheckAfterKernel) of at most GMT_INLINE_MAX_ZONES zones
+// and GMT_INLINE_MAX_BYTES take the inline path: one cuLaunchKernel of
+// gmt_check_zones_inline on the program's stream, the zones in its parameter
+// buffer, and no other CUDA call when the caller says the context is current
+// and no fill is still running on the tool's stream. PollCheck reads the
+// answer from the report; a wait sleeps on it, probing the context for a
+// fault now and then. Larger checks go through the slots as CheckAsync does.
 //
 // Failures never abort: a CUDA error makes the call return false / 0 /
 // kFailed and is reported once (later ones at verbosity 2). If the kernel
@@ -61,6 +73,9 @@ class DriverDeviceOps : public DeviceOps {
              std::vector<GmtZoneResult>* results) override;
   uint64_t CheckAsync(uint64_t context, uint64_t stream,
                       absl::Span<const GmtZone> zones) override;
+  uint64_t CheckAfterKernel(uint64_t context, uint64_t stream,
+                            absl::Span<const GmtZone> zones,
+                            bool context_current) override;
   Poll PollCheck(uint64_t ticket, bool wait,
                  std::vector<GmtZoneResult>* results) override;
   int SynchronizeContext(uint64_t context) override;
@@ -81,7 +96,10 @@ class DriverDeviceOps : public DeviceOps {
     CUcontext context;
     Slot* slot;
     uint64_t zone_count;
+    uint64_t check_id = 0;  // an inline check's id in its context; 0: not one
   };
+  // What the inline path did with a check.
+  enum class InlineOutcome : uint8_t { kEnqueued, kNotApplicable, kFailed };
   enum class ImageState : uint8_t { kNotLoaded, kLoaded, kFailed };
 
   // The driver table, or null (logged once).
@@ -131,6 +149,16 @@ class DriverDeviceOps : public DeviceOps {
   bool BeginZoneWork(uint64_t context, uint64_t stream,
                      absl::Span<const GmtZone> zones, ZoneWork* work)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The inline path of CheckAfterKernel; `*ticket` set when kEnqueued.
+  InlineOutcome EnqueueInlineCheck(uint64_t context, uint64_t stream,
+                                   absl::Span<const GmtZone> zones,
+                                   bool context_current, uint64_t* ticket)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An inline check's answer as the report has it now: kPending until the
+  // kernel has written its completion; kLost when its findings were
+  // overwritten in the ring before this read.
+  static Poll ReadInlineAnswer(const ContextState& state, const Ticket& ticket,
+                               std::vector<GmtZoneResult>* results);
   // Read and Write: `enqueue` puts a copy of `bytes` on the tool's stream of
   // `context`, and this waits for it; `what` names it in a failure.
   bool CopyOnToolStream(
@@ -147,6 +175,7 @@ class DriverDeviceOps : public DeviceOps {
   CUlibrary library_ ABSL_GUARDED_BY(mu_) = nullptr;
   CUkernel fill_kernel_ ABSL_GUARDED_BY(mu_) = nullptr;
   CUkernel check_kernel_ ABSL_GUARDED_BY(mu_) = nullptr;
+  CUkernel inline_check_kernel_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool driver_missing_logged_ ABSL_GUARDED_BY(mu_) = false;
   bool failure_logged_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_map<CUcontext, std::unique_ptr<ContextState>> contexts_

@@ -88,7 +88,11 @@ namespace gmt {
   X(library_get_kernel, cuLibraryGetKernel, cuLibraryGetKernel, 12000)         \
   X(library_unload, cuLibraryUnload, cuLibraryUnload, 12000)                   \
   X(kernel_get_function, cuKernelGetFunction, cuKernelGetFunction, 12000)      \
-  X(func_load, cuFuncLoad, cuFuncLoad, 12040)
+  X(func_load, cuFuncLoad, cuFuncLoad, 12040)                                  \
+  X(mem_host_get_device_pointer, cuMemHostGetDevicePointer,                    \
+    cuMemHostGetDevicePointer_v2, 3020)                                        \
+  X(func_get_param_info, cuFuncGetParamInfo, cuFuncGetParamInfo, 12040)        \
+  X(kernel_get_param_info, cuKernelGetParamInfo, cuKernelGetParamInfo, 12040)
 
 // The oldest driver GetToolDriver accepts: the newest function the library's
 // own work cannot do without is cuThreadExchangeStreamCaptureMode (10.1). Its

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "lib/core/error_kind.h"
-#include "lib/report/oom_record.h"
 #include "lib/registry/registry.h"
+#include "lib/report/oom_record.h"
 
 namespace gmt {
 
@@ -48,6 +48,21 @@ struct ErrorRecord {
   // (kind oom): the diagnosis (lib/health/oom_diagnosis.h).
   std::optional<OomDiagnosis> oom;
 };
+
+// How a guard-zone finding was found, as the reports say it: "by the check
+// after kernel K (check=kernel)", "at a synchronization (check=sync)", else
+// "by the <check> check" (exit, free, quarantine, teardown, snapshot, ...).
+// The per-kernel check names exactly one kernel, so the mode tells a reader
+// whether the kernel named is the one that wrote or one of several.
+inline std::string FoundBy(const ErrorRecord& e) {
+  if (e.check == "kernel") {
+    return "by the check after kernel " +
+           (e.kernels.empty() ? std::string("?") : e.kernels.back()) +
+           " (check=kernel)";
+  }
+  if (e.check == "sync") return "at a synchronization (check=sync)";
+  return "by the " + e.check + " check";
+}
 
 }  // namespace gmt
 

@@ -154,7 +154,10 @@ std::string RenderJson(const ReportData& data) {
       j["changed_bytes"] = e.changed_bytes;
       j["kernels_omitted"] = e.kernels_omitted;
     }
-    if (!e.check.empty()) j["check"] = e.check;
+    if (!e.check.empty()) {
+      j["check"] = e.check;
+      if (e.has_range) j["found_by"] = "found " + FoundBy(e);
+    }
     if (!e.call.empty()) j["call"] = e.call;
     if (!e.suppression.empty()) j["suppression"] = e.suppression;
     if (e.allocation)

@@ -54,11 +54,10 @@ void PrintError(TextOut& out, const ErrorRecord& e, const StackTable& stacks,
     // there are the kernels that may have made it.
     if (e.kernels.empty()) {
       out.Line(
-          "  found by the %s check; no kernel launch was seen since the "
-          "last clean check",
-          e.check);
+          "  found %s; no kernel launch was seen since the last clean check",
+          FoundBy(e));
     } else {
-      out.Line("  found by the %s check; %s:", e.check,
+      out.Line("  found %s; %s:", FoundBy(e),
                e.kernels.size() == 1 && e.kernels_omitted == 0
                    ? "written by kernel"
                    : "kernels run since the last clean check (newest last)");

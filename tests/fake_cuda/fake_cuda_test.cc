@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -637,6 +638,70 @@ TEST(FakeRuntimeTest, DriverEntryPointsComeFromTheDriver) {
             cudaSuccess);
 #pragma GCC diagnostic pop
   EXPECT_EQ(fn, DriverSymbol("cuMemFreeAsync_ptsz"));
+}
+
+// Kernel parameter layouts, read from the double's mangled kernel names as a
+// compiler lays out the parameter buffer; past the last parameter is
+// CUDA_ERROR_INVALID_VALUE, as in CUDA.
+TEST_F(FakeDriverTest, ParamInfoFollowsTheMangledSignature) {
+  struct Expected {
+    const char* name;
+    std::vector<std::pair<size_t, size_t>> params;  // offset, size
+  };
+  const Expected cases[] = {
+      {"_Z4fillPfi", {{0, 8}, {8, 4}}},
+      {"_Z4stepv", {}},
+      {"_Z3addPKfS0_Pfi", {{0, 8}, {8, 8}, {16, 8}, {24, 4}}},
+      {"_Z4copyc6Args24i", {{0, 1}, {8, 24}, {32, 4}}},
+      {"_Z3sumPdS_m", {{0, 8}, {8, 8}, {16, 8}}},
+  };
+  for (const Expected& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto f = reinterpret_cast<CUfunction>(const_cast<char*>(c.name));
+    auto k = reinterpret_cast<CUkernel>(const_cast<char*>(c.name));
+    size_t i = 0;
+    for (; i < c.params.size(); ++i) {
+      size_t offset = 99;
+      size_t size = 99;
+      ASSERT_EQ(cuFuncGetParamInfo(f, i, &offset, &size), CUDA_SUCCESS);
+      EXPECT_EQ(offset, c.params[i].first);
+      EXPECT_EQ(size, c.params[i].second);
+      ASSERT_EQ(cuKernelGetParamInfo(k, i, &offset, &size), CUDA_SUCCESS);
+      EXPECT_EQ(offset, c.params[i].first);
+    }
+    size_t offset = 0;
+    size_t size = 0;
+    EXPECT_EQ(cuFuncGetParamInfo(f, i, &offset, &size),
+              CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(cuKernelGetParamInfo(k, i + 5, &offset, &size),
+              CUDA_ERROR_INVALID_VALUE);
+  }
+  size_t offset = 0;
+  size_t size = 0;
+  EXPECT_EQ(cuFuncGetParamInfo(nullptr, 0, &offset, &size),
+            CUDA_ERROR_INVALID_HANDLE);
+  // A name the double cannot read: it does not know the layout.
+  char unmangled[] = "fill";
+  EXPECT_EQ(cuFuncGetParamInfo(reinterpret_cast<CUfunction>(unmangled), 0,
+                               &offset, &size),
+            CUDA_ERROR_NOT_SUPPORTED);
+}
+
+TEST(FakeRuntimeTest, FuncBySymbolAndParamInfo) {
+  static char name[] = "_Z4fillPfi";
+  cudaFunction_t f = nullptr;
+  ASSERT_EQ(cudaGetFuncBySymbol(&f, name), cudaSuccess);
+  EXPECT_EQ(static_cast<void*>(f), static_cast<void*>(name));
+  size_t offset = 0;
+  size_t size = 0;
+  ASSERT_EQ(cudaFuncGetParamInfo(name, 1, &offset, &size), cudaSuccess);
+  EXPECT_EQ(offset, 8u);
+  EXPECT_EQ(size, 4u);
+  EXPECT_EQ(cudaFuncGetParamInfo(name, 2, &offset, &size),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetFuncBySymbol(&f, nullptr), cudaErrorInvalidDeviceFunction);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidDeviceFunction);
 }
 
 TEST(FakeRuntimeTest, FaultInjection) {

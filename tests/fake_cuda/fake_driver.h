@@ -22,6 +22,17 @@
 #include <cstddef>
 #include <cstdint>
 
+// Test controls of the per-kernel guard checks (RunDeferredChecks below):
+// exported, so a test linked with the double calls them directly.
+extern "C" __attribute__((visibility("default"))) void
+FakeCudaDeferInlineChecks(int defer);
+extern "C" __attribute__((visibility("default"))) void
+FakeCudaRunDeferredChecks();
+// Inline checks launched so far (run or deferred), for tests that count GPU
+// work.
+extern "C" __attribute__((visibility("default"))) unsigned long long
+FakeCudaInlineCheckLaunches();
+
 // Defines an exported driver entry point under its real symbol name. The C++
 // name is Fake_<name>, so the macros in cuda.h (cuMemAlloc -> cuMemAlloc_v2,
 // cuGetProcAddress -> cuGetProcAddress_v2, ...) cannot rename it:
@@ -80,6 +91,14 @@ Context* CurrentContext();
 CUresult RequireContext(Context** ctx);
 // Whether `ctx` is the primary context of a device or a live created context.
 bool IsLiveContext(CUcontext ctx);
+
+// Per-kernel guard checks (gmt_check_zones_inline) launched while deferral
+// is on (FakeCudaDeferInlineChecks, or FAKE_CUDA_DEFER_INLINE_CHECKS=1 in the
+// environment) wait in a queue, as work the GPU has not reached yet: they run
+// at the next synchronization (context, stream or event), at cuEventQuery
+// (time passes while someone polls), when their context is destroyed, and at
+// FakeCudaRunDeferredChecks. Launches run at once otherwise.
+void RunDeferredChecks();
 
 // Memory owned by `ctx` (device, managed, pinned, arrays) is freed and removed
 // from the tables; called on context destruction and primary context reset.

@@ -183,6 +183,7 @@ FAKE_CU_API(cuCtxSynchronize, ()) {
   fake_cuda::CheckCallFromLaunchCallback("cuCtxSynchronize");
   Context* ctx = nullptr;
   if (CUresult r = fake_cuda::RequireContext(&ctx); r != CUDA_SUCCESS) return r;
+  fake_cuda::RunDeferredChecks();
   return fake_cuda::StickyError();
 }
 
@@ -191,6 +192,7 @@ FAKE_CU_API(cuCtxSynchronize_v2, (CUcontext ctx)) {
   if (ctx == nullptr) return Fake_cuCtxSynchronize();
   if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (!fake_cuda::IsLiveContext(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  fake_cuda::RunDeferredChecks();
   return fake_cuda::StickyError();
 }
 
@@ -198,6 +200,7 @@ FAKE_CU_API(cuStreamSynchronize, (CUstream /*stream*/)) {
   fake_cuda::CheckCallFromLaunchCallback("cuStreamSynchronize");
   Context* ctx = nullptr;
   if (CUresult r = fake_cuda::RequireContext(&ctx); r != CUDA_SUCCESS) return r;
+  fake_cuda::RunDeferredChecks();
   return fake_cuda::StickyError();
 }
 

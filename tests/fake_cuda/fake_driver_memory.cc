@@ -229,6 +229,8 @@ CUresult CheckRange(uintptr_t address, size_t bytes, bool need_device) {
 }  // namespace
 
 void FreeContextMemory(const Context* ctx) {
+  // The GPU finishes queued work before a context's memory goes.
+  RunDeferredChecks();
   std::vector<void*> to_free;
   {
     Tables& t = T();
@@ -578,6 +580,25 @@ FAKE_CU_API(cuMemHostAlloc, (void** pp, size_t bytes, unsigned int flags)) {
                                     : CUDA_ERROR_NOT_INITIALIZED;
   }
   return fake_cuda::AllocPinned(pp, bytes);
+}
+
+// Under unified addressing a pinned block's device address is its host
+// address. CUDA refuses flags other than 0 and memory it did not pin.
+FAKE_CU_API(cuMemHostGetDevicePointer_v2,
+            (CUdeviceptr * pdptr, void* p, unsigned int flags)) {
+  fake_cuda::Context* ctx = nullptr;
+  if (CUresult r = fake_cuda::RequireContext(&ctx); r != CUDA_SUCCESS) return r;
+  if (pdptr == nullptr || p == nullptr || flags != 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  fake_cuda::Tables& t = fake_cuda::T();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (fake_cuda::Containing(t.pinned, reinterpret_cast<uintptr_t>(p)) ==
+      t.pinned.end()) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *pdptr = reinterpret_cast<CUdeviceptr>(p);
+  return CUDA_SUCCESS;
 }
 
 FAKE_CU_API(cuMemAllocHost_v2, (void** pp, size_t bytes)) {

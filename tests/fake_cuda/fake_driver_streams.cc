@@ -224,14 +224,16 @@ FAKE_CU_API(cuEventRecord, (CUevent event, CUstream stream)) {
 // Everything recorded has already happened.
 FAKE_CU_API(cuEventQuery, (CUevent event)) {
   if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-  return fake_cuda::IsValidEvent(event) ? CUDA_SUCCESS
-                                        : CUDA_ERROR_INVALID_HANDLE;
+  if (!fake_cuda::IsValidEvent(event)) return CUDA_ERROR_INVALID_HANDLE;
+  fake_cuda::RunDeferredChecks();
+  return CUDA_SUCCESS;
 }
 
 FAKE_CU_API(cuEventSynchronize, (CUevent event)) {
   fake_cuda::CheckCallFromLaunchCallback("cuEventSynchronize");
   if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (!fake_cuda::IsValidEvent(event)) return CUDA_ERROR_INVALID_HANDLE;
+  fake_cuda::RunDeferredChecks();
   // Reliability tests: FAKE_CUDA_HOLD_TOOL_WAIT (fake_tool_faults.h).
   fake_cuda::HoldToolWaitIfAsked(__builtin_return_address(0));
   return fake_cuda::StickyError();  // a planted fault (fake_sticky_error.h)

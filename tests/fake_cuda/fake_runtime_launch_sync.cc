@@ -6,7 +6,9 @@
 // A runtime kernel handle (`func`, a host stub in a real program) is, in the
 // double, the same thing as a driver one: a pointer to the kernel's name (see
 // fake_driver_launch_sync.cc). cudaLaunchKernel(func) is
-// cuLaunchKernel((CUfunction)func), cudaFuncGetName is cuFuncGetName.
+// cuLaunchKernel((CUfunction)func), cudaFuncGetName is cuFuncGetName,
+// cudaFuncGetParamInfo is cuFuncGetParamInfo and cudaGetFuncBySymbol gives
+// the handle back.
 //
 // Defined weak (fake_weak.h): where another file of the double defines the
 // same entry point, that one is kept.
@@ -154,6 +156,28 @@ FAKE_CUDART_API_WEAK(cudaFuncGetName, (const char** name, const void* func)) {
     return e;
   }
   return Return(get(name, AsFunction(func)));
+}
+
+// ---- Kernel parameters ------------------------------------------------------
+// The layout is the driver's (fake_driver_kernel_params.cc).
+
+FAKE_CUDART_API_WEAK(cudaFuncGetParamInfo, (const void* func, size_t index,
+                                            size_t* offset, size_t* size)) {
+  PFN_cuFuncGetParamInfo_v12040 get = nullptr;
+  if (cudaError_t e = LookupDriver("cuFuncGetParamInfo", false, &get);
+      e != cudaSuccess) {
+    return e;
+  }
+  return Return(get(AsFunction(func), index, offset, size));
+}
+
+// The double's host stub is its function handle.
+FAKE_CUDART_API_WEAK(cudaGetFuncBySymbol,
+                     (cudaFunction_t * function, const void* symbol)) {
+  if (function == nullptr) return Return(cudaErrorInvalidValue);
+  if (symbol == nullptr) return Return(cudaErrorInvalidDeviceFunction);
+  *function = static_cast<cudaFunction_t>(const_cast<void*>(symbol));
+  return cudaSuccess;
 }
 
 // ---- Synchronizing calls ----------------------------------------------------

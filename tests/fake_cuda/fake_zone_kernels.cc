@@ -1,7 +1,7 @@
 // Fake driver: libraries and kernel launches, for the guard-zone kernels only.
 //
 // cuLibraryLoadData accepts a fatbin (checked by its magic number) and hands
-// out a library whose cuLibraryGetKernel knows the two kernels of
+// out a library whose cuLibraryGetKernel knows the three kernels of
 // kernels/zone_abi.h (others: CUDA_ERROR_NOT_FOUND). cuLaunchKernel runs them
 // on the host, at once, reading kernelParams in the order zone_abi.h gives;
 // other function handles launch nothing, as fake_driver_launch_sync.cc
@@ -12,7 +12,10 @@
 // so host code that builds a wrong table fails its tests.
 #include <cupti_driver_cbid.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <set>
 
@@ -28,11 +31,12 @@ namespace {
 // The first word of a fatbin (fatbinary.h's FATBIN_MAGIC).
 constexpr uint32_t kFatbinMagic = 0xBA55ED50u;
 
-// CUkernel (and, cast, CUfunction) values of the two kernels: pointers to
+// CUkernel (and, cast, CUfunction) values of the kernels: pointers to
 // their NUL-terminated names, the double's convention for function handles
 // (fake_driver_launch_sync.cc), so cuKernelGetName answers for them too.
 constexpr char kFillName[] = GMT_FILL_KERNEL_NAME;
 constexpr char kCheckName[] = GMT_CHECK_KERNEL_NAME;
+constexpr char kInlineCheckName[] = GMT_INLINE_CHECK_KERNEL_NAME;
 
 struct Library {
   int unused = 0;
@@ -137,8 +141,114 @@ CUresult RunCheck(void** params) {
   return CUDA_SUCCESS;
 }
 
+// gmt_check_zones_inline(GmtInlineCheck check): the zones by value, the
+// answer in the context's GmtCheckReport (pinned memory mapped into the
+// device). Validated at launch as the GPU would fault on it: a zone count
+// over GMT_INLINE_MAX_ZONES or a zone past GMT_INLINE_MAX_BYTES in all is
+// CUDA_ERROR_LAUNCH_FAILED, memory outside known blocks (the report included)
+// CUDA_ERROR_ILLEGAL_ADDRESS.
+CUresult ValidateInline(const GmtInlineCheck& check) {
+  if (check.zone_count > GMT_INLINE_MAX_ZONES || check.check_id == 0) {
+    return CUDA_ERROR_LAUNCH_FAILED;
+  }
+  uint64_t bytes = 0;
+  for (uint64_t i = 0; i < check.zone_count; ++i) {
+    const GmtZone& z = check.zones[i];
+    bytes += z.bytes;
+    if (z.bytes != 0 &&
+        CheckMemoryRange(z.address, z.bytes, true) != CUDA_SUCCESS) {
+      return CUDA_ERROR_ILLEGAL_ADDRESS;
+    }
+  }
+  if (bytes > GMT_INLINE_MAX_BYTES) return CUDA_ERROR_LAUNCH_FAILED;
+  return CheckMemoryRange(check.report, sizeof(GmtCheckReport), true) ==
+                 CUDA_SUCCESS
+             ? CUDA_SUCCESS
+             : CUDA_ERROR_ILLEGAL_ADDRESS;
+}
+
+// What the kernel does once it runs: findings into the check's region of the
+// ring, then the completion, in the kernel's order.
+void RunInline(const GmtInlineCheck& check) {
+  auto* report = reinterpret_cast<GmtCheckReport*>(check.report);
+  GmtFinding* region = &report->ring[(check.check_id % GMT_REPORT_RING_CHECKS) *
+                                     GMT_INLINE_MAX_ZONES];
+  unsigned long long findings = 0;
+  for (uint64_t i = 0; i < check.zone_count; ++i) {
+    const GmtZone& z = check.zones[i];
+    const auto* bytes = reinterpret_cast<const unsigned char*>(z.address);
+    const auto pattern = static_cast<unsigned char>(z.pattern & 0xff);
+    unsigned long long changed = 0, first = 0, last = 0;
+    for (uint64_t off = 0; off < z.bytes; ++off) {
+      if (bytes[off] == pattern) continue;
+      if (changed == 0) first = off;
+      last = off;
+      ++changed;
+    }
+    if (changed == 0) continue;
+    GmtFinding& f = region[findings++];
+    __atomic_store_n(&f.check_id, 0, __ATOMIC_RELEASE);
+    f.zone = i;
+    f.changed_bytes = changed;
+    f.first_last = first | (last << 32);
+    __atomic_store_n(&f.check_id, check.check_id, __ATOMIC_RELEASE);
+  }
+  GmtCheckDone& done = report->done[check.check_id % GMT_REPORT_DONE_SLOTS];
+  done.findings = findings;
+  __atomic_store_n(&done.check_id, check.check_id, __ATOMIC_RELEASE);
+}
+
+std::mutex g_deferred_mu;
+bool g_defer_inline = [] {
+  const char* value = std::getenv("FAKE_CUDA_DEFER_INLINE_CHECKS");
+  return value != nullptr && value[0] == '1';
+}();
+std::deque<GmtInlineCheck>* g_deferred = new std::deque<GmtInlineCheck>();
+std::atomic<unsigned long long> g_inline_launches{0};
+
+CUresult LaunchInline(void** params) {
+  GmtInlineCheck check;
+  std::memcpy(&check, params[0], sizeof(check));
+  if (CUresult r = ValidateInline(check); r != CUDA_SUCCESS) return r;
+  g_inline_launches.fetch_add(1);
+  {
+    std::lock_guard<std::mutex> lock(g_deferred_mu);
+    if (g_defer_inline) {
+      g_deferred->push_back(check);
+      return CUDA_SUCCESS;
+    }
+  }
+  RunInline(check);
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
+
+void RunDeferredChecks() {
+  std::deque<GmtInlineCheck> queued;
+  {
+    std::lock_guard<std::mutex> lock(g_deferred_mu);
+    queued.swap(*g_deferred);
+  }
+  // In launch order, as one GPU queue would run them.
+  for (const GmtInlineCheck& check : queued) RunInline(check);
+}
+
 }  // namespace fake_cuda
+
+void FakeCudaDeferInlineChecks(int defer) {
+  {
+    std::lock_guard<std::mutex> lock(fake_cuda::g_deferred_mu);
+    fake_cuda::g_defer_inline = defer != 0;
+  }
+  if (defer == 0) fake_cuda::RunDeferredChecks();
+}
+
+void FakeCudaRunDeferredChecks() { fake_cuda::RunDeferredChecks(); }
+
+unsigned long long FakeCudaInlineCheckLaunches() {
+  return fake_cuda::g_inline_launches.load();
+}
 
 FAKE_CU_API(cuLibraryLoadData,
             (CUlibrary * library, const void* code, CUjit_option* jit_options,
@@ -191,7 +301,8 @@ FAKE_CU_API(cuLibraryGetKernel,
   if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (kernel == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!fake_cuda::IsLiveLibrary(library)) return CUDA_ERROR_INVALID_HANDLE;
-  for (const char* known : {fake_cuda::kFillName, fake_cuda::kCheckName}) {
+  for (const char* known : {fake_cuda::kFillName, fake_cuda::kCheckName,
+                            fake_cuda::kInlineCheckName}) {
     if (std::strcmp(known, name) == 0) {
       *kernel = reinterpret_cast<CUkernel>(const_cast<char*>(known));
       return CUDA_SUCCESS;
@@ -243,7 +354,9 @@ FAKE_CU_API(cuLaunchKernel,
   if (CUresult r = fake_cuda::StickyError(); r != CUDA_SUCCESS) return r;
   const auto* name = reinterpret_cast<const char*>(f);
   const bool fill = name == fake_cuda::kFillName;
-  const bool guard_kernel = fill || name == fake_cuda::kCheckName;
+  const bool inline_check = name == fake_cuda::kInlineCheckName;
+  const bool guard_kernel =
+      fill || inline_check || name == fake_cuda::kCheckName;
   // CUPTI sees every launch, the tool's own guard kernels included, as the
   // real driver shows it (the tool must tell its own launches from
   // the program's; on the H200 it once took its exit-time check kernel for a
@@ -270,10 +383,21 @@ FAKE_CU_API(cuLaunchKernel,
   }
   // The guard kernels take their arguments in kernelParams only.
   if (params == nullptr || extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
+  // The inline check is built for one block of at most
+  // GMT_INLINE_CHECK_THREADS threads (__launch_bounds__): CUDA refuses larger
+  // blocks, and a second block would publish the same check twice.
+  if (inline_check) {
+    if (uint64_t{block_x} * block_y * block_z > GMT_INLINE_CHECK_THREADS) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (grid_x != 1 || grid_y != 1 || grid_z != 1) {
+      return CUDA_ERROR_LAUNCH_FAILED;
+    }
+  }
   const void* caller = __builtin_return_address(0);  // of this entry point
   return fake_cuda::WithCuptiCallbacks(
       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", &cupti_params,
-      name, [fill, params, caller] {
+      name, [fill, inline_check, params, caller] {
         // Reliability tests: FAKE_CUDA_FAIL_LAUNCH (fake_tool_faults.h).
         if (CUresult r = fake_cuda::InjectToolFailure(
                 fill ? fake_cuda::ToolCall::kFillLaunch
@@ -283,6 +407,7 @@ FAKE_CU_API(cuLaunchKernel,
           return r;
         }
         if (fill) fake_cuda::HoldFillIfAsked();
+        if (inline_check) return fake_cuda::LaunchInline(params);
         return fill ? fake_cuda::RunFill(params) : fake_cuda::RunCheck(params);
       });
 }

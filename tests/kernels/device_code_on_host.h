@@ -4,9 +4,10 @@
 //
 // A launch runs every thread of every block in turn (RunGrid). That is exact
 // only for kernels without __syncthreads, shared memory or warp intrinsics
-// that exchange data between threads: the guard kernels use none, and their
+// that exchange data between threads: the table kernels use none, and their
 // atomics become plain read-modify-writes, which sequential threads make
-// atomic.
+// atomic. The inline check (one block, shared tallies, a barrier) is run by
+// phases instead (zone_kernels_host_test.cc).
 #ifndef GMT_TESTS_KERNELS_DEVICE_CODE_ON_HOST_H_
 #define GMT_TESTS_KERNELS_DEVICE_CODE_ON_HOST_H_
 
@@ -19,6 +20,13 @@
 #define __forceinline__ inline
 #define __noinline__
 #define __launch_bounds__(...)
+// A kernel with block-shared state compiles, but only its phases between
+// barriers can run here, called one after another by the test (the inline
+// check's InlineClear / InlineScan / InlinePublish): sequential threads would
+// pass a barrier before the others reached it.
+#define __shared__ static
+inline void __syncthreads() {}
+inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
 struct uint4 {
   unsigned int x, y, z, w;

@@ -1,7 +1,7 @@
-// DriverDeviceOps (lib/platform/driver_device_ops.cc) against the CPU test double
-// of libcuda (tests/fake_cuda), which runs the guard kernels on the host: the
-// shared scenarios of zone_scenarios.cc, one GoogleTest test each, plus what
-// only the double can show.
+// DriverDeviceOps (lib/platform/driver_device_ops.cc) against the CPU test
+// double of libcuda (tests/fake_cuda), which runs the guard kernels on the
+// host: the shared scenarios of zone_scenarios.cc, one GoogleTest test each,
+// plus what only the double can show.
 #include <dlfcn.h>
 
 #include <cstdlib>
@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "lib/platform/driver_device_ops.h"
+#include "tests/fake_cuda/fake_driver.h"
 #include "tests/kernels/zone_scenarios.h"
 
 namespace gmt_test {
@@ -74,6 +75,149 @@ bool FillBeforeAndAfterCuInit() {
   const GmtZone zone = {p, 64, 0x5c, 0};
   return ops->Fill(0, 0, {&zone, 1}) &&
          reinterpret_cast<unsigned char*>(p)[63] == 0x5c;
+}
+
+// ---- Per-kernel checks through the inline path, as only the double shows
+// them: its launches counted, and held back like work the GPU has not reached.
+
+// A context of its own, current on this thread for the test's lifetime.
+class InlineCheckTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(P().ok) << P().why;
+    ASSERT_EQ(cuCtxCreate(&context_, nullptr, 0, 0), CUDA_SUCCESS);
+    ASSERT_EQ(cuMemAlloc(&block_, 8192), CUDA_SUCCESS);
+    ASSERT_EQ(cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    zones_ = {{block_, 512, 0xcb, 0}, {block_ + 512 + 4000, 96, 0xcb, 0}};
+    ASSERT_TRUE(P().ops.Fill(ctx(), 0, zones_));
+  }
+  void TearDown() override {
+    FakeCudaDeferInlineChecks(0);
+    if (context_ != nullptr) {
+      P().ops.ForgetContext(ctx());
+      cuCtxDestroy(context_);
+    }
+    CUcontext primary = P().driver.context;
+    cuCtxSetCurrent(primary);
+  }
+  uint64_t ctx() const { return reinterpret_cast<uint64_t>(context_); }
+  uint64_t stream() const { return reinterpret_cast<uint64_t>(stream_); }
+  // The program's kernel wrote one byte past the user's 4000.
+  void Overrun() {
+    reinterpret_cast<unsigned char*>(block_)[512 + 4000 + 1] = 0;
+  }
+
+  CUcontext context_ = nullptr;
+  CUdeviceptr block_ = 0;
+  CUstream stream_ = nullptr;
+  std::vector<GmtZone> zones_;
+};
+
+TEST_F(InlineCheckTest, OneLaunchAndAnAnswerReadFromHostMemory) {
+  Overrun();
+  const unsigned long long launches = FakeCudaInlineCheckLaunches();
+  FakeCudaDeferInlineChecks(1);
+  const uint64_t ticket = P().ops.CheckAfterKernel(ctx(), stream(), zones_,
+                                                   /*context_current=*/true);
+  ASSERT_NE(ticket, 0u);
+  EXPECT_EQ(FakeCudaInlineCheckLaunches(), launches + 1);
+  // Not run yet: pending, however often it is asked without waiting (the
+  // answer is read from memory; asking must not make the GPU progress).
+  std::vector<GmtZoneResult> results;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(P().ops.PollCheck(ticket, false, &results),
+              gmt::DeviceOps::Poll::kPending);
+  }
+  FakeCudaRunDeferredChecks();
+  ASSERT_EQ(P().ops.PollCheck(ticket, false, &results),
+            gmt::DeviceOps::Poll::kDone);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].changed_bytes, 0u);
+  EXPECT_EQ(results[1].changed_bytes, 1u);
+  EXPECT_EQ(~results[1].first_inverted, 1u);
+  EXPECT_EQ(results[1].last_plus1, 2u);
+  // Answered: forgotten.
+  EXPECT_EQ(P().ops.PollCheck(ticket, false, &results),
+            gmt::DeviceOps::Poll::kFailed);
+}
+
+TEST_F(InlineCheckTest, AWaitLetsTheDeviceFinish) {
+  Overrun();
+  FakeCudaDeferInlineChecks(1);
+  const uint64_t ticket = P().ops.CheckAfterKernel(ctx(), stream(), zones_,
+                                                   /*context_current=*/true);
+  ASSERT_NE(ticket, 0u);
+  std::vector<GmtZoneResult> results;
+  ASSERT_EQ(P().ops.PollCheck(ticket, true, &results),
+            gmt::DeviceOps::Poll::kDone);
+  EXPECT_EQ(results[1].changed_bytes, 1u);
+}
+
+TEST_F(InlineCheckTest, ManyZonesTakeTheTable) {
+  std::vector<GmtZone> many;
+  for (uint64_t i = 0; i < GMT_INLINE_MAX_ZONES + 1; ++i) {
+    many.push_back(GmtZone{block_ + 4096 + i * 64, 32, 0x11, 0});
+  }
+  ASSERT_TRUE(P().ops.Fill(ctx(), 0, many));
+  const unsigned long long launches = FakeCudaInlineCheckLaunches();
+  const uint64_t ticket = P().ops.CheckAfterKernel(ctx(), stream(), many, true);
+  ASSERT_NE(ticket, 0u);
+  EXPECT_EQ(FakeCudaInlineCheckLaunches(), launches);
+  std::vector<GmtZoneResult> results;
+  EXPECT_EQ(P().ops.PollCheck(ticket, true, &results),
+            gmt::DeviceOps::Poll::kDone);
+  EXPECT_EQ(results.size(), many.size());
+}
+
+// The tool's own stream (0) keeps the table path: its checks are waited for
+// at once, and the inline path is for the program's streams.
+TEST_F(InlineCheckTest, TheToolsStreamTakesTheTable) {
+  const unsigned long long launches = FakeCudaInlineCheckLaunches();
+  const uint64_t ticket = P().ops.CheckAfterKernel(ctx(), 0, zones_, true);
+  ASSERT_NE(ticket, 0u);
+  EXPECT_EQ(FakeCudaInlineCheckLaunches(), launches);
+  std::vector<GmtZoneResult> results;
+  EXPECT_EQ(P().ops.PollCheck(ticket, true, &results),
+            gmt::DeviceOps::Poll::kDone);
+}
+
+// The context goes with checks in flight: they ran before it went (the
+// driver finishes queued work), and a ticket of a forgotten context answers
+// kFailed without reading the report, which went with the context.
+TEST_F(InlineCheckTest, ContextTeardownWithChecksInFlight) {
+  FakeCudaDeferInlineChecks(1);
+  const uint64_t waited = P().ops.CheckAfterKernel(ctx(), stream(), zones_,
+                                                   /*context_current=*/true);
+  const uint64_t dropped = P().ops.CheckAfterKernel(ctx(), stream(), zones_,
+                                                    /*context_current=*/true);
+  ASSERT_NE(waited, 0u);
+  ASSERT_NE(dropped, 0u);
+  std::vector<GmtZoneResult> results;
+  // What the guard manager does before a context goes: wait, then forget.
+  EXPECT_EQ(P().ops.PollCheck(waited, true, &results),
+            gmt::DeviceOps::Poll::kDone);
+  P().ops.ForgetContext(ctx());
+  ASSERT_EQ(cuCtxDestroy(context_), CUDA_SUCCESS);
+  context_ = nullptr;
+  EXPECT_EQ(P().ops.PollCheck(dropped, true, &results),
+            gmt::DeviceOps::Poll::kFailed);
+}
+
+// In steady state nothing but the launch: no wait for fills long done.
+TEST_F(InlineCheckTest, NoStreamWaitOnceFillsAreSeenDone) {
+  std::vector<GmtZoneResult> results;
+  // The first check learns that the fill of SetUp is done.
+  uint64_t ticket = P().ops.CheckAfterKernel(ctx(), stream(), zones_, true);
+  ASSERT_EQ(P().ops.PollCheck(ticket, true, &results),
+            gmt::DeviceOps::Poll::kDone);
+  FakeCudaDeferInlineChecks(1);
+  const unsigned long long launches = FakeCudaInlineCheckLaunches();
+  ticket = P().ops.CheckAfterKernel(ctx(), stream(), zones_, true);
+  // Had it queried the fill's event, the double would have run the held
+  // check (time passes while someone polls).
+  EXPECT_EQ(P().ops.PollCheck(ticket, false, &results),
+            gmt::DeviceOps::Poll::kPending);
+  EXPECT_EQ(FakeCudaInlineCheckLaunches(), launches + 1);
 }
 
 TEST(DriverDeviceOpsTest, FailsSoftlyBeforeCuInitAndRecoversAfter) {

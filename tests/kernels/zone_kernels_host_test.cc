@@ -6,7 +6,9 @@
 // independent emulation.
 #include <algorithm>
 #include <cstdlib>
+#include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -202,6 +204,112 @@ TEST(ZoneKernelsOnHostTest, EveryAlignmentAndLength) {
         if (HasFailure()) return;
       }
     }
+  }
+}
+
+// ---- gmt_check_zones_inline, phase by phase ---------------------------------
+
+// Runs the inline check as the GPU would, barriers between the phases: thread
+// 0 clears, every thread scans, thread 0 publishes into `report`.
+void RunInlineCheck(const std::vector<GmtZone>& zones, uint64_t check_id,
+                    GmtCheckReport* report, unsigned threads) {
+  GmtInlineCheck check{};
+  std::copy(zones.begin(), zones.end(), check.zones);
+  check.zone_count = zones.size();
+  check.check_id = check_id;
+  check.report = reinterpret_cast<uint64_t>(report);
+  InlineTally tallies[GMT_INLINE_MAX_ZONES];
+  InlineClear(tallies);
+  for (unsigned tid = 0; tid < threads; ++tid) {
+    InlineScan(check, tid, threads, tallies);
+  }
+  InlinePublish(check, tallies);
+}
+
+// The per-zone results a report holds for `check_id`, as the host reads them.
+std::vector<GmtZoneResult> ResultsOf(const GmtCheckReport& report,
+                                     uint64_t check_id, size_t zones,
+                                     uint64_t* findings) {
+  const GmtCheckDone& done = report.done[check_id % GMT_REPORT_DONE_SLOTS];
+  EXPECT_EQ(done.check_id, check_id);
+  *findings = done.findings;
+  std::vector<GmtZoneResult> out(zones);
+  const GmtFinding* region =
+      &report.ring[(check_id % GMT_REPORT_RING_CHECKS) * GMT_INLINE_MAX_ZONES];
+  for (uint64_t k = 0; k < done.findings; ++k) {
+    EXPECT_EQ(region[k].check_id, check_id);
+    GmtZoneResult& r = out.at(region[k].zone);
+    r.changed_bytes = region[k].changed_bytes;
+    r.first_inverted = ~(region[k].first_last & 0xffffffffull);
+    r.last_plus1 = (region[k].first_last >> 32) + 1;
+  }
+  return out;
+}
+
+// Every alignment, the zone count and byte limits, random writes: the
+// findings match the model exactly, for a full block and for fewer threads
+// than a zone has vectors.
+TEST(ZoneKernelsOnHostTest, InlineCheckMatchesTheModel) {
+  std::mt19937_64 rng(11);
+  auto uniform = [&rng](uint64_t lo, uint64_t hi) {
+    return std::uniform_int_distribution<uint64_t>(lo, hi)(rng);
+  };
+  Memory m(GMT_INLINE_MAX_BYTES + 64 * 1024);
+  auto report = std::make_unique<GmtCheckReport>();
+  std::memset(report.get(), 0, sizeof(GmtCheckReport));
+  uint64_t check_id = 0;
+  for (int round = 0; round < 20; ++round) {
+    std::vector<GmtZone> zones;
+    uint64_t at = uniform(0, 15);
+    const uint64_t count = uniform(1, GMT_INLINE_MAX_ZONES);
+    uint64_t budget = GMT_INLINE_MAX_BYTES;
+    while (zones.size() < count) {
+      const uint64_t bytes = std::min<uint64_t>(
+          budget, round == 0 ? GMT_INLINE_MAX_BYTES / count : uniform(0, 2000));
+      zones.push_back({m.address(at), bytes, uniform(0, 255), 0});
+      budget -= bytes;
+      at += bytes + uniform(0, 40);
+    }
+    std::vector<GmtZone> table = zones;
+    const uint64_t chunks = PrefixSum(&table);
+    RunGrid(2, 256, gmt_fill_zones, table.data(),
+            static_cast<uint64_t>(table.size()), chunks);
+    std::vector<Write> writes;
+    for (int i = 0; i < static_cast<int>(uniform(0, 12)); ++i) {
+      const GmtZone& z = zones[uniform(0, zones.size() - 1)];
+      if (z.bytes == 0) continue;
+      const uint64_t offset = uniform(0, z.bytes - 1);
+      writes.push_back({z.address + offset,
+                        {static_cast<uint8_t>(z.pattern ^ uniform(1, 255))}});
+    }
+    Apply(writes);
+    const auto want = ExpectedResults(zones, writes);
+    for (unsigned threads : {unsigned{GMT_INLINE_CHECK_THREADS}, 3u}) {
+      ++check_id;
+      RunInlineCheck(zones, check_id, report.get(), threads);
+      uint64_t findings = 0;
+      const auto got = ResultsOf(*report, check_id, zones.size(), &findings);
+      const std::string what = "round " + std::to_string(round) + ", " +
+                               std::to_string(threads) + " threads";
+      EXPECT_EQ(
+          findings,
+          static_cast<uint64_t>(std::count_if(
+              want.begin(), want.end(),
+              [](const GmtZoneResult& r) { return r.changed_bytes != 0; })))
+          << what;
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_EQ(got[i].changed_bytes, want[i].changed_bytes)
+            << what << " zone " << i;
+        EXPECT_EQ(got[i].first_inverted, want[i].first_inverted)
+            << what << " zone " << i;
+        EXPECT_EQ(got[i].last_plus1, want[i].last_plus1)
+            << what << " zone " << i;
+      }
+    }
+    // Clean again for the next round.
+    RunGrid(2, 256, gmt_fill_zones, table.data(),
+            static_cast<uint64_t>(table.size()), chunks);
+    if (HasFailure()) return;
   }
 }
 

@@ -420,6 +420,106 @@ void SyncCaptureForget(ScenarioContext& sc) {
   CompareResults(sc, "after ForgetContext", results, Clean(1));
 }
 
+// Per-kernel checks (CheckAfterKernel) on a program stream: exact results
+// through the inline path (a few small zones), through the zone table (more
+// zones than a launch's parameters hold, or too many bytes), and the inline
+// path's own limits: a check answered after 64 later checks with findings
+// has lost its findings (the ring), and says so.
+std::vector<GmtZoneResult> AfterKernel(ScenarioContext& sc, uint64_t stream,
+                                       const std::vector<GmtZone>& zones,
+                                       DeviceOps::Poll want_poll,
+                                       bool context_current = true) {
+  std::vector<GmtZoneResult> results;
+  const uint64_t ticket =
+      sc.ops().CheckAfterKernel(sc.context(), stream, zones, context_current);
+  if (ticket == 0) {
+    sc.Fail("DeviceOps::CheckAfterKernel failed");
+    return results;
+  }
+  const DeviceOps::Poll poll = sc.ops().PollCheck(ticket, true, &results);
+  if (poll != want_poll) {
+    sc.Fail("CheckAfterKernel answered " +
+            std::to_string(static_cast<int>(poll)) + ", want " +
+            std::to_string(static_cast<int>(want_poll)));
+  }
+  return results;
+}
+
+void KernelChecks(ScenarioContext& sc) {
+  TestDriver& d = sc.driver();
+  const uint64_t b = sc.Alloc(2 * kChunk + 64 * 1024);
+  if (b == 0) return;
+  CUstream stream = nullptr;
+  if (d.stream_create(&stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+    sc.Fail("cuStreamCreate failed");
+    return;
+  }
+  const uint64_t s = reinterpret_cast<uint64_t>(stream);
+
+  // A front and a tail redzone of two blocks, unaligned edges included.
+  const std::vector<GmtZone> small = {{b, 512, 0xcb, 0},
+                                      {b + 512 + 1000, 536, 0xcb, 0},
+                                      {b + 4096, 512, 0xcb, 0},
+                                      {b + 4096 + 512 + 77, 3, 0xcb, 0}};
+  SC_CHECK(sc, sc.ops().Fill(sc.context(), 0, small));
+  CompareResults(sc, "inline, clean",
+                 AfterKernel(sc, s, small, DeviceOps::Poll::kDone),
+                 Clean(small.size()));
+  const std::vector<Write> writes = {{b + 511, {1}},
+                                     {b + 512 + 1000 + 17, {2, 3, 4, 5}},
+                                     {b + 4096 + 512 + 77 + 2, {9}}};
+  ApplyWrites(sc, writes);
+  CompareResults(sc, "inline, overrun",
+                 AfterKernel(sc, s, small, DeviceOps::Poll::kDone),
+                 ExpectedResults(small, writes));
+  // Context not vouched for: the same answer.
+  CompareResults(sc, "inline, context made current",
+                 AfterKernel(sc, s, small, DeviceOps::Poll::kDone, false),
+                 ExpectedResults(small, writes));
+
+  // 40 zones: more than one launch's parameters hold.
+  std::vector<GmtZone> many;
+  for (uint64_t i = 0; i < 40; ++i) {
+    many.push_back(GmtZone{b + 8192 + i * 300, 100 + i, 0x5e, 0});
+  }
+  SC_CHECK(sc, sc.ops().Fill(sc.context(), 0, many));
+  const std::vector<Write> many_writes = {{b + 8192 + 39 * 300 + 5, {0}}};
+  ApplyWrites(sc, many_writes);
+  CompareResults(sc, "40 zones (table)",
+                 AfterKernel(sc, s, many, DeviceOps::Poll::kDone),
+                 ExpectedResults(many, many_writes));
+
+  // More bytes than one block scans: the table again.
+  const std::vector<GmtZone> big = {{b + kChunk, kChunk + 64 * 1024, 0x6f, 0}};
+  SC_CHECK(sc, sc.ops().Fill(sc.context(), 0, big));
+  const std::vector<Write> big_writes = {{b + kChunk + kChunk + 3, {0}}};
+  ApplyWrites(sc, big_writes);
+  CompareResults(sc, "320 KiB (table)",
+                 AfterKernel(sc, s, big, DeviceOps::Poll::kDone),
+                 ExpectedResults(big, big_writes));
+
+  // The ring: 65 checks with findings, the first read last. Its region was
+  // written again by the 65th: lost, never read as someone else's.
+  std::vector<uint64_t> tickets;
+  for (int i = 0; i < GMT_REPORT_RING_CHECKS + 1; ++i) {
+    tickets.push_back(sc.ops().CheckAfterKernel(sc.context(), s, small, true));
+    SC_CHECK(sc, tickets.back() != 0);
+  }
+  std::vector<GmtZoneResult> results;
+  for (size_t i = tickets.size() - 1; i >= 1; --i) {
+    SC_CHECK(sc, sc.ops().PollCheck(tickets[i], true, &results) ==
+                     DeviceOps::Poll::kDone);
+    if (i == tickets.size() - 1) {
+      CompareResults(sc, "the 65th check", results,
+                     ExpectedResults(small, writes));
+    }
+  }
+  SC_CHECK(sc, sc.ops().PollCheck(tickets[0], true, &results) ==
+                   DeviceOps::Poll::kLost);
+  d.stream_synchronize(stream);
+  d.stream_destroy(stream);
+}
+
 // The kernels launched directly (no DeviceOps) with several grid sizes, so the
 // grid-stride loop and the summary are checked too.
 void KernelsDirect(ScenarioContext& sc) {
@@ -534,6 +634,7 @@ const std::vector<Scenario>& ZoneScenarios() {
       {"ContextNotCurrent", ContextNotCurrent},
       {"SyncCaptureForget", SyncCaptureForget},
       {"KernelsDirect", KernelsDirect},
+      {"KernelChecks", KernelChecks},
   };
   return *scenarios;
 }

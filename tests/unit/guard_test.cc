@@ -5,11 +5,15 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <memory>
 
 #include "gtest/gtest.h"
 #include "lib/engine/engine.h"
 #include "lib/guard/guard_layout.h"
+#include "lib/launch/launch_args.h"
+#include "lib/launch/param_layout.h"
 #include "lib/report/report.h"
 #include "tests/unit/host_device_ops.h"
 
@@ -530,6 +534,263 @@ TEST_F(GuardTest, KernelModeNamesExactlyTheKernel) {
   EXPECT_EQ(errors[0].kernels[0], "bad_kernel");
   EXPECT_GE(ops_->async_checks, 4);
   EXPECT_EQ(ops_->checks, 1);  // the sync check, clean after re-arming
+}
+
+// ---- check=kernel: the blocks a kernel's arguments reach -----------------
+
+// The parameter layouts the driver would give, by function handle; a handle
+// it does not know answers kUnknown (an old driver).
+class TestParamLayouts : public ParamLayoutSource {
+ public:
+  Answer Query(KernelHandleKind, const void* function,
+               ParamLayout* layout) override {
+    ++queries;
+    auto it = layouts.find(function);
+    if (it == layouts.end()) return Answer::kUnknown;
+    *layout = it->second;
+    return Answer::kKnown;
+  }
+  std::map<const void*, ParamLayout> layouts;
+  int queries = 0;
+};
+
+// fill(float*, int): offsets 0 and 8.
+char g_fill[] = "fill";
+// copy(Args24 by value, int): the struct at 0 (24 bytes), the int at 24.
+char g_copy[] = "copy";
+// step(int, float): no pointer.
+char g_step[] = "step";
+// Not known to the "driver".
+char g_mystery[] = "mystery";
+
+class KernelScopeTest : public GuardTest {
+ protected:
+  void SetUp() override {
+    layouts_.layouts[g_fill] = ParamLayout{{{0, 8}, {8, 4}}};
+    layouts_.layouts[g_copy] = ParamLayout{{{0, 24}, {24, 4}}};
+    layouts_.layouts[g_step] = ParamLayout{{{0, 4}, {4, 4}}};
+    SetParamLayoutSource(&layouts_);
+    Start(GuardOptions(CheckLevel::kKernel));
+  }
+  void TearDown() override {
+    SetParamLayoutSource(nullptr);
+    GuardTest::TearDown();
+  }
+
+  // A launch of `function` with `params` as the program passes them;
+  // `during` runs "on the GPU" between the launch and its check.
+  void LaunchWith(
+      const char* function, void** params,
+      const std::function<void()>& during = [] {}) {
+    LaunchArgs args;
+    args.kind = KernelHandleKind::kRuntime;
+    args.function = function;
+    args.params = params;
+    engine_->BeforeLaunch(kContext, kStream);
+    during();
+    engine_->AfterLaunch(kContext, kStream, engine_->InternKernel(function),
+                         &args);
+  }
+
+  TestParamLayouts layouts_;
+};
+
+TEST_F(KernelScopeTest, PointerArgumentChecksOnlyThatBlock) {
+  uint8_t* a = Alloc(1000);
+  uint8_t* b = Alloc(1000);
+  Launch("warm_up");  // arms both blocks
+  const int before = ops_->async_checks;
+  int n = 1000;
+  void* params[] = {&a, &n};
+  LaunchWith(g_fill, params, [&] { b[1000] = 7; });  // not this kernel's
+  EXPECT_EQ(ops_->async_checks, before + 1);
+  EXPECT_EQ(ops_->last_async_zones, 2u);  // a's front and tail
+  EXPECT_TRUE(Errors().empty());
+  // b's overrun is still found, at the next synchronization.
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].check, "sync");
+  EXPECT_EQ(errors[0].allocation->address, reinterpret_cast<uint64_t>(b));
+}
+
+TEST_F(KernelScopeTest, PointerInsideAStructArgumentCounts) {
+  uint8_t* a = Alloc(1000);
+  Alloc(1000);
+  Launch("warm_up");
+  struct Args24 {
+    uint64_t count;
+    uint8_t* data;  // at offset 8
+    uint32_t flags;
+  } s{3, a, 0};
+  int n = 0;
+  void* params[] = {&s, &n};
+  LaunchWith(g_copy, params, [&] { a[-1] = 1; });
+  EXPECT_EQ(ops_->last_async_zones, 2u);
+  engine_->OnSynchronized(kContext);  // collects the kernel's check
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].kind, ErrorKind::kOobUnderflow);
+  EXPECT_EQ(errors[0].check, "kernel");
+}
+
+TEST_F(KernelScopeTest, PointerIntoTheTailRedzoneCountsForItsBlock) {
+  uint8_t* a = Alloc(1000);
+  Alloc(1000);
+  Launch("warm_up");
+  uint8_t* end = a + 1000;  // one past the end: in the tail redzone
+  int n = 0;
+  void* params[] = {&end, &n};
+  LaunchWith(g_fill, params, [&] { a[1010] = 1; });
+  EXPECT_EQ(ops_->last_async_zones, 2u);
+  engine_->OnSynchronized(kContext);  // collects the kernel's check
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].first_offset, 1010);
+}
+
+TEST_F(KernelScopeTest, KernelWithoutPointersCostsNoCheck) {
+  Alloc(1000);
+  Launch("warm_up");
+  const int before = ops_->async_checks;
+  int i = 5;
+  float f = 1.0f;
+  void* params[] = {&i, &f};
+  LaunchWith(g_step, params);
+  // A pointer to memory the tool does not guard reaches nothing either.
+  std::vector<uint8_t> host(64);
+  uint8_t* h = host.data();
+  int n = 0;
+  void* fill_params[] = {&h, &n};
+  LaunchWith(g_fill, fill_params);
+  EXPECT_EQ(ops_->async_checks, before);
+}
+
+TEST_F(KernelScopeTest, OverrunIsAttributedToTheKernelThatReachedIt) {
+  uint8_t* a = Alloc(1000);
+  Launch("warm_up");
+  int n = 0;
+  void* params[] = {&a, &n};
+  LaunchWith(g_fill, params, [&] { a[1000] = 1; });
+  Launch("clean_after");
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].kind, ErrorKind::kOobWrite);
+  EXPECT_EQ(errors[0].check, "kernel");
+  ASSERT_EQ(errors[0].kernels.size(), 1u);
+  EXPECT_EQ(errors[0].kernels[0], "fill");
+  EXPECT_EQ(FoundBy(errors[0]),
+            "by the check after kernel fill (check=kernel)");
+}
+
+TEST_F(KernelScopeTest, UnknownLayoutFallsBackToEveryZone) {
+  Alloc(1000);
+  Alloc(1000);
+  Launch("warm_up");
+  const int before = ops_->async_checks;
+  uint8_t* nothing = nullptr;
+  void* params[] = {&nothing};
+  LaunchWith(g_mystery, params);
+  LaunchWith(g_mystery, params);
+  EXPECT_EQ(ops_->async_checks, before + 2);
+  EXPECT_EQ(ops_->last_async_zones, 4u);  // both blocks
+  // The driver is asked once per function; "unknown" is remembered.
+  int mystery_queries = layouts_.queries;
+  LaunchWith(g_mystery, params);
+  EXPECT_EQ(layouts_.queries, mystery_queries);
+  // A launch whose arguments are not seen at all (a graph launch).
+  engine_->BeforeLaunch(kContext, kStream);
+  engine_->AfterLaunch(kContext, kStream, engine_->InternKernel("graph"),
+                       nullptr);
+  EXPECT_EQ(ops_->last_async_zones, 4u);
+}
+
+// Seen inside a CUPTI callback: the words are copied at once, the check is
+// made at the next launch, after the program's arguments are gone.
+TEST_F(KernelScopeTest, DeferredLaunchKeepsItsArgumentWords) {
+  uint8_t* a = Alloc(1000);
+  Alloc(1000);
+  Launch("warm_up");
+  const int before = ops_->async_checks;
+  {
+    uint8_t* arg = a;
+    int n = 0;
+    void* params[] = {&arg, &n};
+    LaunchArgs args;
+    args.function = g_fill;
+    args.params = params;
+    engine_->BeforeLaunch(kContext, kStream);
+    a[1000] = 1;
+    engine_->AfterLaunchDeferred(kContext, kStream,
+                                 engine_->InternKernel("fill"), &args);
+    arg = nullptr;  // the program's argument memory changes
+  }
+  EXPECT_EQ(ops_->async_checks, before);  // owed, not made
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].check, "kernel");
+  EXPECT_EQ(ops_->async_checks, before + 1);
+}
+
+// The launch shims call right after the program's launch, in its context:
+// the check need not make it current. A check owed from a CUPTI callback is
+// made later, perhaps on another thread: it must.
+TEST_F(KernelScopeTest, OnlyAChecksOwnLaunchVouchesForTheContext) {
+  uint8_t* a = Alloc(1000);
+  Launch("warm_up");
+  int n = 0;
+  void* params[] = {&a, &n};
+  LaunchWith(g_fill, params);
+  EXPECT_TRUE(ops_->last_context_current);
+  LaunchArgs args;
+  args.function = g_fill;
+  args.params = params;
+  engine_->AfterLaunchDeferred(kContext, kStream, engine_->InternKernel("fill"),
+                               &args);
+  const int before = ops_->kernel_checks;
+  engine_->OnSynchronized(kContext);
+  EXPECT_EQ(ops_->kernel_checks, before + 1);
+  EXPECT_FALSE(ops_->last_context_current);
+}
+
+// Findings overwritten before they were read: nothing is reported in their
+// name, no later kernel is blamed for the zones they left changed, and the
+// next synchronization's full check reports them, naming the kernels since
+// the last clean check. Then per-kernel checks resume.
+TEST_F(KernelScopeTest, LostFindingsAreReportedByTheNextSynchronization) {
+  uint8_t* a = Alloc(1000);
+  Launch("warm_up");
+  engine_->OnSynchronized(kContext);  // clean up to here
+  ops_->lose_findings = true;
+  int n = 0;
+  void* params[] = {&a, &n};
+  LaunchWith(g_fill, params, [&] { a[1000] = 1; });
+  LaunchWith(g_fill, params);  // answers the lost check first
+  const int before = ops_->kernel_checks;
+  LaunchWith(g_fill, params);
+  EXPECT_EQ(ops_->kernel_checks, before);  // none while the loss is owed
+  EXPECT_TRUE(Errors().empty());
+  ops_->lose_findings = false;
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].check, "sync");
+  EXPECT_EQ(errors[0].first_offset, 1000);
+  ASSERT_FALSE(errors[0].kernels.empty());
+  EXPECT_EQ(errors[0].kernels.back(), "fill");
+  LaunchWith(g_fill, params);
+  EXPECT_EQ(ops_->kernel_checks, before + 1);
+}
+
+TEST_F(GuardTest, SyncFindingSaysItWasFoundAtASynchronization) {
+  uint8_t* p = Alloc(1000);
+  Launch("k");
+  p[1000] = 1;
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(FoundBy(errors[0]), "at a synchronization (check=sync)");
 }
 
 TEST_F(GuardTest, StreamOrderedBlocksAreFilledAtOnceOnTheirStream) {

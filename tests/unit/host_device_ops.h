@@ -6,6 +6,7 @@
 #ifndef GMT_TESTS_UNIT_HOST_DEVICE_OPS_H_
 #define GMT_TESTS_UNIT_HOST_DEVICE_OPS_H_
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -25,7 +26,8 @@ class HostDeviceOps : public DeviceOps {
   // stream-ordered free: answered later).
   int checks = 0;
   int async_checks = 0;
-  int orders = 0;  // OrderAfterFills calls
+  size_t last_async_zones = 0;  // zones of the latest program-stream check
+  int orders = 0;               // OrderAfterFills calls
   int syncs = 0;
   // Host waits for a check's answer: PollCheck with `wait`, Check.
   int waits = 0;
@@ -50,6 +52,13 @@ class HostDeviceOps : public DeviceOps {
     for (const auto& [ticket, t] : tickets_) n += t.ran ? 0 : 1;
     return n;
   }
+  // Per-kernel checks (CheckAfterKernel): how many, and whether the caller
+  // vouched for the current context at the latest.
+  int kernel_checks = 0;
+  bool last_context_current = false;
+  // A program-stream check that finds a changed zone answers kLost (its
+  // findings overwritten before they were read).
+  bool lose_findings = false;
 
   bool Fill(uint64_t, uint64_t, absl::Span<const GmtZone> zones) override {
     ++fills;
@@ -75,6 +84,7 @@ class HostDeviceOps : public DeviceOps {
   uint64_t CheckAsync(uint64_t, uint64_t stream,
                       absl::Span<const GmtZone> zones) override {
     ++(stream == 0 ? checks : async_checks);
+    if (stream != 0) last_async_zones = zones.size();
     if (fail_checks) return 0;
     uint64_t ticket = next_ticket_++;
     Ticket& t = tickets_[ticket];
@@ -82,11 +92,30 @@ class HostDeviceOps : public DeviceOps {
     if (!deferred) Run(&t);
     return ticket;
   }
+  uint64_t CheckAfterKernel(uint64_t context, uint64_t stream,
+                            absl::Span<const GmtZone> zones,
+                            bool context_current) override {
+    ++kernel_checks;
+    last_context_current = context_current;
+    const uint64_t ticket = CheckAsync(context, stream, zones);
+    if (ticket != 0 && lose_findings) {
+      Ticket& t = tickets_[ticket];
+      Run(&t);
+      for (const GmtZoneResult& r : t.results) {
+        if (r.changed_bytes != 0) lost_.push_back(ticket);
+      }
+    }
+    return ticket;
+  }
   Poll PollCheck(uint64_t ticket, bool wait,
                  std::vector<GmtZoneResult>* results) override {
     auto it = tickets_.find(ticket);
     if (it == tickets_.end()) return Poll::kFailed;
     if (wait) ++waits;
+    if (std::find(lost_.begin(), lost_.end(), ticket) != lost_.end()) {
+      tickets_.erase(it);
+      return Poll::kLost;
+    }
     if (!it->second.ran) {
       if (!wait) return Poll::kPending;
       Run(&it->second);
@@ -150,6 +179,7 @@ class HostDeviceOps : public DeviceOps {
   }
 
   uint64_t next_ticket_ = 1;
+  std::vector<uint64_t> lost_;
   std::map<uint64_t, Ticket> tickets_;
 };
 

@@ -1,0 +1,137 @@
+// lib/launch: reading a launch's parameter words (kernelParams with a layout,
+// the packed `extra` buffer), finding the blocks they point into, and the
+// per-function layout cache.
+#include "lib/launch/launch_reach.h"
+
+#include <cstring>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "lib/launch/param_layout.h"
+
+namespace gmt {
+namespace {
+
+constexpr uint64_t kBlock = 0x7f0000000000;
+
+TEST(ReadArgWordsTest, PointerAndStructWordsAtTheirBufferOffsets) {
+  // k(int, struct {uint64 n; void* p; uint32 flags;}, float*):
+  // int at 0, the struct at 8 (24 bytes), the pointer at 32.
+  ParamLayout layout{{{0, 4}, {8, 24}, {32, 8}}};
+  int i = 3;
+  struct {
+    uint64_t n;
+    uint64_t p;
+    uint32_t flags;
+  } s;
+  std::memset(&s, 0, sizeof(s));  // its padding too, as in a real buffer
+  s.n = 2;
+  s.p = kBlock + 64;
+  uint64_t ptr = kBlock + 4096;
+  void* params[] = {&i, &s, &ptr};
+  LaunchArgs args;
+  args.params = params;
+  std::vector<ArgWord> words;
+  ASSERT_TRUE(ReadArgWords(args, &layout, &words));
+  // Small values (the int, n, flags) are never addresses.
+  ASSERT_EQ(words.size(), 2u);
+  EXPECT_EQ(words[0].value, kBlock + 64);
+  EXPECT_EQ(words[0].param, 1u);
+  EXPECT_EQ(words[0].offset, 16u);
+  EXPECT_EQ(words[1].value, kBlock + 4096);
+  EXPECT_EQ(words[1].param, 2u);
+  EXPECT_EQ(words[1].offset, 32u);
+}
+
+TEST(ReadArgWordsTest, ParamsWithoutALayoutCannotBeRead) {
+  uint64_t ptr = kBlock;
+  void* params[] = {&ptr};
+  LaunchArgs args;
+  args.params = params;
+  std::vector<ArgWord> words;
+  EXPECT_FALSE(ReadArgWords(args, nullptr, &words));
+  // No parameters at all: nothing to read, and that is known.
+  LaunchArgs none;
+  EXPECT_TRUE(ReadArgWords(none, nullptr, &words));
+  EXPECT_TRUE(words.empty());
+}
+
+TEST(ReadArgWordsTest, ExtraBufferIsReadWithoutALayout) {
+  alignas(8) unsigned char buffer[24] = {};
+  const uint64_t ptr = kBlock + 8;
+  std::memcpy(buffer + 16, &ptr, 8);
+  size_t size = sizeof(buffer);
+  void* extra[] = {reinterpret_cast<void*>(kLaunchParamBufferPointer), buffer,
+                   reinterpret_cast<void*>(kLaunchParamBufferSize), &size,
+                   reinterpret_cast<void*>(kLaunchParamEnd)};
+  LaunchArgs args;
+  args.extra = extra;
+  std::vector<ArgWord> words;
+  ASSERT_TRUE(ReadArgWords(args, nullptr, &words));
+  ASSERT_EQ(words.size(), 1u);
+  EXPECT_EQ(words[0].value, ptr);
+  EXPECT_EQ(words[0].offset, 16u);
+  EXPECT_EQ(words[0].param, kNoParam);
+  // Without the size the buffer cannot be read.
+  void* no_size[] = {reinterpret_cast<void*>(kLaunchParamBufferPointer), buffer,
+                     reinterpret_cast<void*>(kLaunchParamEnd)};
+  args.extra = no_size;
+  EXPECT_FALSE(ReadArgWords(args, nullptr, &words));
+}
+
+TEST(BlockRangesTest, FindsTheBlockIncludingOnePastItsEnd) {
+  BlockRanges ranges;
+  ranges.Add(kBlock + 0x2000, kBlock + 0x3000);
+  ranges.Add(kBlock, kBlock + 0x1000);
+  ranges.Add(kBlock + 0x3000, kBlock + 0x4000);
+  ranges.Seal();
+  EXPECT_EQ(ranges.Find(kBlock + 10), kBlock);
+  EXPECT_EQ(ranges.Find(kBlock + 0x1000), kBlock);  // one past the end
+  EXPECT_EQ(ranges.Find(kBlock + 0x1001), 0u);
+  EXPECT_EQ(ranges.Find(kBlock - 1), 0u);
+  // One past the end of a block where the next one starts: the next one.
+  EXPECT_EQ(ranges.Find(kBlock + 0x3000), kBlock + 0x3000);
+  std::vector<ArgWord> words = {{kBlock + 0x2100, 0, 0},
+                                {kBlock + 8, 1, 8},
+                                {kBlock + 0x2200, 2, 16},
+                                {kBlock + 0x9000, 3, 24}};
+  EXPECT_EQ(ReachedBlocks(words, ranges),
+            (std::vector<uint64_t>{kBlock + 0x2000, kBlock}));
+}
+
+class CountingSource : public ParamLayoutSource {
+ public:
+  Answer Query(KernelHandleKind, const void*, ParamLayout* layout) override {
+    ++queries;
+    layout->params = {{0, 8}};
+    return answer;
+  }
+  Answer answer = Answer::kKnown;
+  int queries = 0;
+};
+
+TEST(ParamLayoutCacheTest, AsksOncePerFunctionUnlessToldToAskAgain) {
+  CountingSource source;
+  ParamLayoutCache cache;
+  int f = 0;
+  int g = 0;
+  bool first = false;
+  const ParamLayout* layout =
+      cache.Get(&source, KernelHandleKind::kDriver, &f, &first);
+  ASSERT_NE(layout, nullptr);
+  EXPECT_TRUE(first);
+  EXPECT_EQ(cache.Get(&source, KernelHandleKind::kDriver, &f, &first), layout);
+  EXPECT_FALSE(first);
+  EXPECT_EQ(source.queries, 1);
+  source.answer = ParamLayoutSource::Answer::kNotNow;
+  EXPECT_EQ(cache.Get(&source, KernelHandleKind::kDriver, &g), nullptr);
+  EXPECT_EQ(cache.Get(&source, KernelHandleKind::kDriver, &g), nullptr);
+  EXPECT_EQ(source.queries, 3);  // not remembered
+  source.answer = ParamLayoutSource::Answer::kUnknown;
+  EXPECT_EQ(cache.Get(&source, KernelHandleKind::kRuntime, &g), nullptr);
+  EXPECT_EQ(cache.Get(&source, KernelHandleKind::kRuntime, &g), nullptr);
+  EXPECT_EQ(source.queries, 4);  // remembered
+}
+
+}  // namespace
+}  // namespace gmt
