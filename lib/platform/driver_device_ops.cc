@@ -107,6 +107,7 @@ struct DriverDeviceOps::ContextState {
   // could not be made (then every check takes the slots).
   GmtCheckReport* report = nullptr;
   CUdeviceptr report_device = 0;
+  bool report_tried = false;
   uint64_t next_check_id = 1;
   // Inline checks not answered yet, by id: the oldest bounds the next id, so
   // a completion slot is never reused while its check may be unread.
@@ -511,6 +512,35 @@ DriverDeviceOps::InlineOutcome DriverDeviceOps::EnqueueInlineCheck(
   }
   ContextState* state = State(*d, key);
   if (state == nullptr) return InlineOutcome::kFailed;
+  if (state->report == nullptr && !state->report_tried) {
+    // The report is made at the context's first per-kernel check, like the
+    // slots at their first use: a program that never runs one (check=sync)
+    // never pays for it, and no allocation of the tool's lands among the
+    // program's first ones (where the test double's injected allocation
+    // failures showed it taking one of the program's).
+    state->report_tried = true;
+    void* report = nullptr;
+    CUdeviceptr report_device = 0;
+    // Portable: mapped in every context, so a kernel of any context that
+    // somehow reaches it never faults.
+    CUresult r =
+        d->mem_host_alloc(&report, sizeof(GmtCheckReport),
+                          CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+    if (r == CUDA_SUCCESS) {
+      std::memset(report, 0, sizeof(GmtCheckReport));
+      r = d->mem_host_get_device_pointer(&report_device, report, 0);
+      if (r != CUDA_SUCCESS) d->mem_free_host(report);
+    }
+    if (r == CUDA_SUCCESS) {
+      state->report = static_cast<GmtCheckReport*>(report);
+      state->report_device = report_device;
+    } else {
+      LogNote(1,
+              "guard zones: no mapped host memory for per-kernel checks "
+              "(%s); they use the zone-table path",
+              ToolResultName(*d, r));
+    }
+  }
   if (state->report == nullptr) return InlineOutcome::kNotApplicable;
   const uint64_t id = state->next_check_id;
   if (!state->inline_in_flight.empty() &&
@@ -689,26 +719,6 @@ DriverDeviceOps::ContextState* DriverDeviceOps::State(const ToolDriver& d,
                              device) == CUDA_SUCCESS &&
       sms > 0) {
     state->max_grid = static_cast<unsigned>(sms) * kBlocksPerSm;
-  }
-  // The inline checks' report: host memory the device writes through the
-  // bus, so its answer is read without a copy or an event. Best effort.
-  void* report = nullptr;
-  CUdeviceptr report_device = 0;
-  r = d.mem_host_alloc(&report, sizeof(GmtCheckReport),
-                       CU_MEMHOSTALLOC_DEVICEMAP);
-  if (r == CUDA_SUCCESS) {
-    std::memset(report, 0, sizeof(GmtCheckReport));
-    r = d.mem_host_get_device_pointer(&report_device, report, 0);
-    if (r != CUDA_SUCCESS) d.mem_free_host(report);
-  }
-  if (r == CUDA_SUCCESS) {
-    state->report = static_cast<GmtCheckReport*>(report);
-    state->report_device = report_device;
-  } else {
-    LogNote(1,
-            "guard zones: no mapped host memory for per-kernel checks (%s); "
-            "they use the zone-table path",
-            ToolResultName(d, r));
   }
   ContextState* raw = state.get();
   contexts_[context] = std::move(state);

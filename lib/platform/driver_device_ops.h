@@ -11,9 +11,9 @@
 //     legacy-stream work) and an event recorded after each Fill on it, which
 //     work on a program stream waits for first;
 //   * the context's check report (kernels/zone_abi.h GmtCheckReport): pinned
-//     host memory mapped into the device (cuMemHostAlloc DEVICEMAP), which
-//     per-kernel checks of a few small zones answer in; the host reads it
-//     without a CUDA call;
+//     host memory mapped into the device (cuMemHostAlloc DEVICEMAP), made at
+//     the context's first per-kernel check, which checks of a few small zones
+//     answer in; the host reads it without a CUDA call;
 //   * a small pool of "slots": a device buffer holding [summary | results |
 //     zone table] and a pinned host twin it is staged through, plus an event
 //     recorded after the slot's last use. A slot is reused only when that
