@@ -163,11 +163,17 @@ TEST_F(CuptiTest, KernelCheckUnderInjectionDoesNoCudaWorkInsideTheLaunch) {
   std::vector<json> oob = ErrorsOfKind(r.report, "oob-write");
   ASSERT_EQ(oob.size(), 1u) << r.Describe();
   EXPECT_EQ(oob[0].value("offset", int64_t{-1}), 256) << oob[0].dump();
-  EXPECT_EQ(oob[0].value("check", ""), "kernel") << oob[0].dump();
+  // The double's kernels take no arguments, so with per-kernel checks
+  // scoped to what a launch's arguments reach, no check follows them: the
+  // overrun is found at the next synchronization, naming the kernels since
+  // the last clean check, the one that wrote among them.
+  EXPECT_EQ(oob[0].value("check", ""), "sync") << oob[0].dump();
   ASSERT_TRUE(oob[0].contains("kernels")) << oob[0].dump();
-  ASSERT_EQ(oob[0]["kernels"].size(), 1u) << oob[0].dump();
-  EXPECT_EQ(oob[0]["kernels"][0].get<std::string>(), "cupti_first_kernel")
-      << oob[0].dump();
+  bool named = false;
+  for (const json& k : oob[0]["kernels"]) {
+    named = named || k.get<std::string>() == "cupti_first_kernel";
+  }
+  EXPECT_TRUE(named) << oob[0].dump();
 }
 
 // Shims and CUPTI both active: every call is seen by both, counted once.
