@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "lib/gpu_fault/gpu_exception.h"
 
 namespace gmt::gpu_fault {
@@ -89,23 +90,37 @@ std::string RenderGpuFaultText(const GpuFaultExplanation& e,
                       "\n");
       continue;
     }
-    const FaultingLane& first = f.lanes.front();
-    absl::StrAppendFormat(&out, "    address 0x%x (thread %s)", *f.address,
-                          DimText(first.thread_idx));
+    // A warp-wide exception does not say which lane's address was refused:
+    // with blocks to compare, the first lane outside every tracked block is
+    // the one to show; else the first lane.
+    const FaultingLane* shown_lane = &f.lanes.front();
+    std::optional<AddressPlace> place;
     if (options.have_blocks) {
+      for (const FaultingLane& l : f.lanes) {
+        if (!l.address) continue;
+        AddressPlace p = LocateAddress(*l.address, options.blocks);
+        if (p.kind != AddressPlace::Kind::kInside) {
+          shown_lane = &l;
+          place = std::move(p);
+          break;
+        }
+      }
+      if (!place) place = LocateAddress(*shown_lane->address, options.blocks);
+    } else if (*shown_lane->address < kNullPointerWindow) {
+      place = LocateAddress(*shown_lane->address, {});
+    }
+    absl::StrAppendFormat(&out, "    address 0x%x (thread %s)",
+                          *shown_lane->address,
+                          DimText(shown_lane->thread_idx));
+    if (place) {
       BlockNaming naming;
       naming.params = f.params;
       naming.arguments = options.arguments;
       naming.site = options.site;
-      absl::StrAppend(&out, ": ",
-                      DescribeAddressPlace(
-                          LocateAddress(*f.address, options.blocks), naming));
-    } else if (*f.address < kNullPointerWindow) {
-      absl::StrAppend(&out, ": ",
-                      DescribeAddressPlace(LocateAddress(*f.address, {}), {}));
+      absl::StrAppend(&out, ": ", DescribeAddressPlace(*place, naming));
     }
     absl::StrAppend(&out, "\n");
-    uint64_t low = *f.address, high = *f.address;
+    uint64_t low = *shown_lane->address, high = low;
     int count = 0;
     for (const FaultingLane& l : f.lanes) {
       if (!l.address) continue;
@@ -115,7 +130,7 @@ std::string RenderGpuFaultText(const GpuFaultExplanation& e,
     }
     if (count > 1 && low != high) {
       absl::StrAppendFormat(&out,
-                            "    the warp's %d faulting threads: 0x%x..0x%x\n",
+                            "    the %d threads' addresses span 0x%x..0x%x\n",
                             count, low, high);
     }
   }
@@ -123,14 +138,21 @@ std::string RenderGpuFaultText(const GpuFaultExplanation& e,
     absl::StrAppendFormat(&out, "  ... and %d more faulting warps",
                           e.warps.size() - shown);
     // The blocks they are in, a few: enough to see the pattern.
-    std::string blocks;
-    int listed = 0;
-    for (size_t i = shown; i < e.warps.size() && listed < 4; ++i, ++listed) {
-      absl::StrAppend(&blocks, listed ? " " : "",
-                      DimText(e.warps[i].block_idx));
+    std::vector<std::string> blocks;
+    for (size_t i = shown; i < e.warps.size(); ++i) {
+      std::string b = DimText(e.warps[i].block_idx);
+      if (std::find(blocks.begin(), blocks.end(), b) == blocks.end()) {
+        blocks.push_back(std::move(b));
+      }
     }
-    absl::StrAppend(&out, " (in blocks ", blocks,
-                    e.warps.size() - shown > 4 ? " ...)" : ")", "\n");
+    const size_t listed = std::min<size_t>(blocks.size(), 4);
+    absl::StrAppend(
+        &out, " (in blocks ",
+        absl::StrJoin(blocks.begin(), blocks.begin() + listed, " "),
+        blocks.size() > listed
+            ? absl::StrCat(" and ", blocks.size() - listed, " more)")
+            : ")",
+        "\n");
   }
   for (const SmOnlyFault& s : e.sm_only) {
     absl::StrAppendFormat(&out, "  SM %d of device %d: %s", s.sm, s.device,
