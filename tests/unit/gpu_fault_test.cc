@@ -2,6 +2,7 @@
 // (tests/fixtures/cudacore/, each beside cuda-gdb's own reading of it), its
 // refusal of truncated and damaged dumps, and the pieces of the explanation:
 // line tables, SASS memory operands, nvdisasm's text, where an address lies.
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -23,8 +24,12 @@
 namespace gmt::gpu_fault {
 namespace {
 
+// GMT_CUDACORE_FIXTURES in the environment wins over the source tree's
+// folder (a test binary shipped to another machine).
 std::string FixturePath(const std::string& name) {
-  return std::string(GMT_CUDACORE_FIXTURES) + "/" + name + ".cudacore";
+  const char* dir = std::getenv("GMT_CUDACORE_FIXTURES");
+  return std::string(dir != nullptr ? dir : GMT_CUDACORE_FIXTURES) + "/" +
+         name + ".cudacore";
 }
 
 std::vector<uint8_t> ReadFixture(const std::string& name) {
