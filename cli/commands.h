@@ -21,6 +21,9 @@ int HealthMain(int argc, char** argv);
 // `gpumemtrace memtest` (cli/memtest_main.cc).
 int MemtestMain(int argc, char** argv);
 
+// `gpumemtrace explain-dump FILE` (cli/explain_dump_command.cc).
+int ExplainDumpMain(int argc, char** argv);
+
 }  // namespace gmt::cli
 
 #endif  // GMT_CLI_COMMANDS_H_

@@ -25,17 +25,20 @@ int Help(int argc, char** argv) {
     std::fputs(RunUsage().c_str(), stdout);
   } else if (topic == "report") {
     std::fputs(ReportUsage().c_str(), stdout);
+  } else if (topic == "explain-dump") {
+    std::fputs(ExplainDumpUsage().c_str(), stdout);
   } else if (topic == "options") {
     std::fputs(OptionsHelp().c_str(), stdout);
   } else if (topic == "health" || topic == "memtest") {
     // Their pages belong to them: `gpumemtrace health --help`.
     char help_flag[] = "--help";
     char* sub_argv[] = {argv[1], help_flag, nullptr};
-    return topic == "health" ? HealthMain(2, sub_argv) : MemtestMain(2, sub_argv);
+    return topic == "health" ? HealthMain(2, sub_argv)
+                             : MemtestMain(2, sub_argv);
   } else {
     return UsageError("", absl::StrCat("no help for '", topic,
                                        "' (commands: run, report, health, "
-                                       "memtest)"));
+                                       "memtest, explain-dump)"));
   }
   return 0;
 }
@@ -61,6 +64,7 @@ int main(int argc, char** argv) {
   if (command == "report") return ReportMain(argc - 1, argv + 1);
   if (command == "health") return HealthMain(argc - 1, argv + 1);
   if (command == "memtest") return MemtestMain(argc - 1, argv + 1);
+  if (command == "explain-dump") return ExplainDumpMain(argc - 1, argv + 1);
   if (!command.empty() && command[0] == '-') {
     return UsageError("", absl::StrCat("unknown flag '", command, "'"));
   }

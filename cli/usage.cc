@@ -17,6 +17,7 @@ SYNOPSIS
     gpumemtrace report --diff BEFORE.json AFTER.json [--format text|json] [-o OUT]
     gpumemtrace health [ARGS...]
     gpumemtrace memtest [ARGS...]
+    gpumemtrace explain-dump [FLAGS] DUMP
     gpumemtrace help [COMMAND]
     gpumemtrace --help | --help-options | --version
 
@@ -27,6 +28,9 @@ COMMANDS
               torch), or diff two gmt_snapshot_json() snapshots.
     health    GPU health figures (NVML), when built in.
     memtest   GPU memory test, when built in.
+    explain-dump
+              Explain a GPU fault from a CUDA GPU core dump: exception,
+              kernel, line, faulting threads and address.
     help      This page, or the page of COMMAND.
 
 OPTIONS
@@ -127,6 +131,39 @@ EXIT STATUS
 )";
 }
 
+std::string ExplainDumpUsage() {
+  return R"(NAME
+    gpumemtrace explain-dump - what a CUDA GPU core dump says about a fault
+
+SYNOPSIS
+    gpumemtrace explain-dump [--nvdisasm PATH] [--no-disassemble]
+                             [--max-warps N] DUMP
+
+DESCRIPTION
+    Reads DUMP, a GPU core dump the CUDA driver wrote at a GPU exception
+    (CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1; a lightweight one is enough:
+    CUDA_COREDUMP_GENERATION_FLAGS='skip_nonrelocated_elf_images,
+    skip_global_memory,skip_shared_memory,skip_local_memory,
+    skip_constbank_memory'), and prints per faulting warp: the exception,
+    the kernel and the PC as kernel+offset, the source file:line when the
+    module was built with line info (nvcc -lineinfo; Triton has it), the
+    block and threads that faulted, and, when nvdisasm (CUDA toolkit) can
+    decode the faulting instruction, the address it used, read from the
+    dumped registers. What cannot be derived is said, with the reason.
+    A truncated or damaged dump is an error that says what is wrong.
+
+FLAGS
+    --nvdisasm PATH      The disassembler to use (default: found in PATH,
+                         $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin).
+    --no-disassemble     Do not run nvdisasm (no faulting address).
+    --max-warps N        Faulting warps shown in full (default 3; 0: all).
+    -h, --help           This page.
+
+EXIT STATUS
+    0 explained; 1 the dump is unreadable or damaged; 2 bad usage.
+)";
+}
+
 std::string UsageLine(absl::string_view command) {
   if (command == "run") {
     return "usage: gpumemtrace run [FLAGS] -- PROGRAM [ARGS...]  "
@@ -136,7 +173,12 @@ std::string UsageLine(absl::string_view command) {
     return "usage: gpumemtrace report FILE.json [--format FORMAT] [-o OUT] | "
            "report --diff A.json B.json  (gpumemtrace report --help)";
   }
-  return "usage: gpumemtrace {run,report,health,memtest,help} ...  "
+  if (command == "explain-dump") {
+    return "usage: gpumemtrace explain-dump [FLAGS] DUMP  "
+           "(gpumemtrace explain-dump --help)";
+  }
+  return "usage: gpumemtrace {run,report,health,memtest,explain-dump,help} ... "
+         " "
          "(gpumemtrace --help)";
 }
 

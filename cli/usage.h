@@ -14,6 +14,8 @@ std::string MainUsage();
 std::string RunUsage();
 // `gpumemtrace help report`, `gpumemtrace report --help`.
 std::string ReportUsage();
+// `gpumemtrace help explain-dump`, `gpumemtrace explain-dump --help`.
+std::string ExplainDumpUsage();
 // The one-line synopsis of `command` ("" or unknown: of the launcher), printed
 // before an error message.
 std::string UsageLine(absl::string_view command);

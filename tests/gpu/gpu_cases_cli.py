@@ -207,6 +207,69 @@ def case_cli_report_diff(t, c):
                                                           t._tail(r.stdout)))
 
 
+def _nvdisasm():
+    """The toolkit's disassembler, where explain-dump looks for it."""
+    import shutil
+    for path in (shutil.which("nvdisasm"),
+                 os.path.join(os.environ.get("CUDA_HOME", "/nonexistent"),
+                              "bin", "nvdisasm"),
+                 "/usr/local/cuda/bin/nvdisasm"):
+        if path and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def case_cli_explain_dump_live(t, c):
+    """explain-dump on a GPU core dump this driver writes now: the example
+    crash_illegal_address (built with -lineinfo) writes through 0x10; the
+    driver writes a lightweight dump and aborts; explain-dump names the
+    exception, the kernel write_wild(int*) with its offset and line, block
+    (0,0,0) threads (0,0,0)..(31,0,0), and, with nvdisasm, the address 0x10
+    read as 16 bytes past a null pointer. Times the dump and the reading."""
+    import re
+    import time
+    dump = os.path.join(c.dir, "crash.cudacore")
+    env = {
+        "CUDA_ENABLE_COREDUMP_ON_EXCEPTION": "1",
+        "CUDA_ENABLE_CPU_COREDUMP_ON_EXCEPTION": "0",
+        "CUDA_COREDUMP_GENERATION_FLAGS":
+            "skip_nonrelocated_elf_images,skip_global_memory,"
+            "skip_shared_memory,skip_local_memory,skip_constbank_memory",
+        "CUDA_COREDUMP_FILE": dump,
+    }
+    crash = c.run("crash", [c.example("crash_illegal_address")], tool=False,
+                  extra_env=env)
+    c.notes["crash_seconds_with_dump"] = round(crash.seconds, 3)
+    # The driver aborts after writing the dump.
+    c.check(crash.rc in (-6, 134), "the program should die by SIGABRT after "
+            "the dump; rc %s, stderr: %s" % (crash.rc, t._tail(crash.stderr)))
+    if not c.check(os.path.isfile(dump), "no dump written at %s" % dump):
+        return
+    c.notes["dump_bytes"] = os.path.getsize(dump)
+    start = time.monotonic()
+    r = c.run("explain", [_launcher(c), "explain-dump", "--max-warps", "1",
+                          dump], tool=False)
+    c.notes["explain_seconds"] = round(time.monotonic() - start, 3)
+    c.notes["explain_stdout"] = r.stdout[:1500]
+    c.check(r.rc == 0, "explain-dump rc %s, stderr: %s" % (
+        r.rc, t._tail(r.stderr)))
+    c.check(re.search(r"Warp [A-Za-z -]*Address", r.stdout) is not None,
+            "no address exception named: %s" % t._tail(r.stdout))
+    c.check(re.search(r"in write_wild\(int\*\) at _Z10write_wildPi\+0x[0-9a-f]+ "
+                      r"\(PC 0x[0-9a-f]+\) \([^)]*crash_illegal_address\.cu:28\)",
+                      r.stdout) is not None,
+            "kernel, offset or line (crash_illegal_address.cu:28) missing: %s"
+            % t._tail(r.stdout))
+    c.check("block (0,0,0), threads (0,0,0)..(31,0,0)" in r.stdout,
+            "faulting block/threads missing: %s" % t._tail(r.stdout))
+    if _nvdisasm() is None:
+        c.warn("nvdisasm not found: the address is not checked")
+        return
+    c.check("address 0x10 (thread (0,0,0)): 16 bytes past a null pointer"
+            in r.stdout, "derived address 0x10 missing: %s"
+            % t._tail(r.stdout))
+
+
 def cases(t):
     def bind(fn):
         return lambda c: fn(t, c)
@@ -215,4 +278,5 @@ def cases(t):
         ("cli_run_static_cudart", bind(case_cli_run_static_cudart)),
         ("cli_run_flags_exitcode", bind(case_cli_run_flags_exitcode)),
         ("cli_report_diff", bind(case_cli_report_diff)),
+        ("cli_explain_dump_live", bind(case_cli_explain_dump_live)),
     ]
