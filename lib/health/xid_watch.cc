@@ -18,7 +18,9 @@ namespace {
 
 // Bounded: a broken GPU can raise Xids in a storm.
 constexpr size_t kMaxEvents = 1024;
-constexpr unsigned kWaitMs = 200;
+// How long one wait lasts: the longest a stop request waits for the
+// thread to leave NVML.
+constexpr unsigned kWaitMs = 100;
 
 ABSL_CONST_INIT absl::Mutex g_mu(absl::kConstInit);
 bool g_started ABSL_GUARDED_BY(g_mu) = false;
@@ -77,16 +79,17 @@ bool StartXidWatch() {
     SetStatus(absl::StrCat("not watched: NVML unavailable: ", api->reason));
     return false;
   }
-  if (api->event_set_create == nullptr || api->device_register_events ==
-      nullptr || api->event_set_wait == nullptr) {
+  if (api->event_set_create == nullptr ||
+      api->device_register_events == nullptr ||
+      api->event_set_wait == nullptr) {
     SetStatus("not watched: this NVML has no event sets");
     return false;
   }
   nvml::EventSet set = nullptr;
   nvml::Return r = api->event_set_create(&set);
   if (r != nvml::kSuccess) {
-    SetStatus(absl::StrCat("not watched: nvmlEventSetCreate: ",
-                           api->ErrorText(r)));
+    SetStatus(
+        absl::StrCat("not watched: nvmlEventSetCreate: ", api->ErrorText(r)));
     return false;
   }
   unsigned count = 0;
@@ -128,9 +131,12 @@ bool StartXidWatch() {
   return true;
 }
 
+void RequestXidWatchStop() { g_stop.store(true, std::memory_order_release); }
+
 bool StopXidWatch(int wait_ms) {
   g_stop.store(true, std::memory_order_release);
-  for (int waited = 0; g_running.load(std::memory_order_acquire); waited += 10) {
+  for (int waited = 0; g_running.load(std::memory_order_acquire);
+       waited += 10) {
     if (waited >= wait_ms) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

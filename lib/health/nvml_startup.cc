@@ -1,0 +1,93 @@
+#include "lib/health/nvml_startup.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <thread>
+
+#include "absl/base/const_init.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "lib/health/xid_watch.h"
+#include "lib/platform/nvml_loader.h"
+
+namespace gmt {
+namespace {
+
+ABSL_CONST_INIT absl::Mutex g_mu(absl::kConstInit);
+NvmlStart g_state ABSL_GUARDED_BY(g_mu) = NvmlStart::kNotStarted;
+// Set in the child of a fork, read before g_mu is taken: the parent's
+// thread may have held g_mu at the fork, and in the child nobody would
+// release it.
+std::atomic<bool> g_forked_child{false};
+
+bool StartFinished(NvmlStart* state) { return *state != NvmlStart::kRunning; }
+
+void StartInBackground(bool watch_xid) {
+  // The tool's thread must never take the program's signals.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  LoadNvml();
+  if (watch_xid) StartXidWatch();
+  absl::MutexLock lock(&g_mu);
+  g_state = NvmlStart::kDone;
+}
+
+// In the child of a fork the thread does not exist; what it was doing there
+// (the NVML loader's once-guard, the Xid watcher's lock, g_mu) may be left
+// held. The child never waits for it nor touches NVML.
+void ForgetInForkedChild() {
+  g_forked_child.store(true, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+void StartNvmlInBackground(bool watch_xid) {
+  if (g_forked_child.load(std::memory_order_relaxed)) return;
+  {
+    absl::MutexLock lock(&g_mu);
+    if (g_state != NvmlStart::kNotStarted) return;
+    g_state = NvmlStart::kRunning;
+  }
+  static const bool atfork_registered = [] {
+    pthread_atfork(nullptr, nullptr, &ForgetInForkedChild);
+    return true;
+  }();
+  (void)atfork_registered;
+  try {
+    std::thread(StartInBackground, watch_xid).detach();
+  } catch (...) {
+    // No thread: NVML is loaded when a report first needs it, as before.
+    absl::MutexLock lock(&g_mu);
+    g_state = NvmlStart::kDone;
+  }
+}
+
+NvmlStart WaitForNvmlStart(int wait_ms) {
+  if (g_forked_child.load(std::memory_order_relaxed)) {
+    return NvmlStart::kNotStarted;
+  }
+  absl::MutexLock lock(&g_mu);
+  g_mu.AwaitWithTimeout(absl::Condition(&StartFinished, &g_state),
+                        absl::Milliseconds(wait_ms));
+  return g_state;
+}
+
+std::string NvmlNotReadyReason(NvmlStart state, int waited_ms) {
+  switch (state) {
+    case NvmlStart::kRunning:
+      return absl::StrCat("not read: NVML was still starting (waited ",
+                          waited_ms, " ms)");
+    case NvmlStart::kNotStarted:
+      return "not read: NVML was not started in this process (no CUDA call, "
+             "or a forked child)";
+    case NvmlStart::kDone:
+      break;
+  }
+  return "";
+}
+
+}  // namespace gmt
