@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "lib/core/clock.h"
 #include "lib/core/log.h"
+#include "lib/core/tool_thread.h"
 #include "lib/engine/engine.h"
 #include "lib/engine/growth_callback.h"
 #include "lib/leaks/reachability_linux.h"
@@ -216,19 +217,24 @@ __attribute__((noinline)) void Engine::ScanReachability() {
   for (const AllocationRecord& r : live) {
     blocks.push_back(AddressRange{r.extent_begin(), r.extent_end()});
   }
+  // Never roots: the timeline ring, and the stacks of the tool's threads
+  // (this helper, the NVML start, the Xid watcher).
+  std::vector<AddressRange> tool_ranges = {
+      AddressRange{timeline_.mapped_begin(), timeline_.mapped_end()},
+      warm_up.stack()};
+  for (const auto& [begin, end] : ToolThreadStacks()) {
+    tool_ranges.push_back(AddressRange{begin, end});
+  }
   ReachLimits limits;
   limits.max_bytes = static_cast<uint64_t>(options_.reachability_max_bytes);
   limits.deadline_ns =
       PreciseNowNs() + options_.reachability_max_ms * int64_t{1000000};
   // The engine object holds the registry (every block's address), and
   // `live` copies of it: never heap objects of the program's.
-  ProcessReach scan = ScanProcess(
-      blocks, stack_from,
-      {reinterpret_cast<uint64_t>(this),
-       reinterpret_cast<uint64_t>(live.data())},
-      limits,
-      {AddressRange{timeline_.mapped_begin(), timeline_.mapped_end()},
-       warm_up.stack()});
+  ProcessReach scan = ScanProcess(blocks, stack_from,
+                                  {reinterpret_cast<uint64_t>(this),
+                                   reinterpret_cast<uint64_t>(live.data())},
+                                  limits, tool_ranges);
   warm_up.Join();
 
   absl::MutexLock lock(&leaks_mu_);

@@ -1,15 +1,14 @@
 #include "lib/health/nvml_startup.h"
 
 #include <pthread.h>
-#include <signal.h>
 
 #include <atomic>
-#include <thread>
 
 #include "absl/base/const_init.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "lib/core/tool_thread.h"
 #include "lib/health/xid_watch.h"
 #include "lib/platform/nvml_loader.h"
 
@@ -26,10 +25,6 @@ std::atomic<bool> g_forked_child{false};
 bool StartFinished(NvmlStart* state) { return *state != NvmlStart::kRunning; }
 
 void StartInBackground(bool watch_xid) {
-  // The tool's thread must never take the program's signals.
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, nullptr);
   LoadNvml();
   if (watch_xid) StartXidWatch();
   absl::MutexLock lock(&g_mu);
@@ -57,9 +52,8 @@ void StartNvmlInBackground(bool watch_xid) {
     return true;
   }();
   (void)atfork_registered;
-  try {
-    std::thread(StartInBackground, watch_xid).detach();
-  } catch (...) {
+  // On a stack the exit scan leaves alone (lib/core/tool_thread.h).
+  if (!StartToolThread([watch_xid] { StartInBackground(watch_xid); })) {
     // No thread: NVML is loaded when a report first needs it, as before.
     absl::MutexLock lock(&g_mu);
     g_state = NvmlStart::kDone;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "lib/core/clock.h"
+#include "lib/core/tool_thread.h"
 #include "lib/platform/nvml_loader.h"
 
 namespace gmt {
@@ -37,10 +38,6 @@ void SetStatus(std::string status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_mu) {
 
 void WatchLoop(const NvmlApi* api, nvml::EventSet set,
                std::vector<nvml::Device> devices) {
-  // The tool's thread must never take the program's signals.
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, nullptr);
   struct Running {
     ~Running() { g_running.store(false, std::memory_order_release); }
   } running;
@@ -117,10 +114,11 @@ bool StartXidWatch() {
                            last_error.empty() ? "" : ")"));
     return false;
   }
-  try {
-    g_running.store(true, std::memory_order_release);
-    std::thread(WatchLoop, api, set, std::move(devices)).detach();
-  } catch (...) {
+  // On a stack the exit scan leaves alone (lib/core/tool_thread.h).
+  g_running.store(true, std::memory_order_release);
+  if (!StartToolThread([api, set, devices = std::move(devices)] {
+        WatchLoop(api, set, devices);
+      })) {
     g_running.store(false, std::memory_order_release);
     SetStatus("not watched: could not start a thread");
     return false;

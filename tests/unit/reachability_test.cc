@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "lib/core/tool_thread.h"
 #include "lib/leaks/reachability_linux.h"
 
 namespace gmt {
@@ -526,6 +527,39 @@ TEST(ScanProcess, TimeBoundTruncates) {
       limits);
   EXPECT_TRUE(scan.result.truncated);
   EXPECT_FALSE(scan.result.reachable[0]);
+}
+
+TEST(ScanProcess, StacksOfTheToolsThreadsAreNoRoots) {
+  // A thread of the tool's (lib/core/tool_thread.h) holds a block's address
+  // on its stack: listed as the tool's, it is no root; a program thread
+  // holding the same is one.
+  std::atomic<bool> ready{false}, stop{false};
+  ASSERT_TRUE(StartToolThread([&] {
+    volatile uint64_t local = kNowhere / 2;
+    local = local * 2;
+    ready.store(true);
+    while (!stop.load()) usleep(1000);
+    (void)local;
+  }));
+  while (!ready.load()) usleep(1000);
+  usleep(20000);
+  std::vector<AddressRange> tool;
+  for (const auto& [begin, end] : ToolThreadStacks()) {
+    tool.push_back({begin, end});
+  }
+  ASSERT_FALSE(tool.empty());
+  const uint64_t stack_from =
+      reinterpret_cast<uint64_t>(__builtin_frame_address(0));
+  std::vector<AddressRange> blocks = {{kNowhere, kNowhere + kBlockBytes}};
+  ReachLimits limits;
+  limits.max_bytes = uint64_t{1} << 36;
+  ProcessReach as_tool = ScanProcess(blocks, stack_from, {}, limits, tool);
+  ProcessReach as_program = ScanProcess(blocks, stack_from, {}, limits, {});
+  stop.store(true);
+  usleep(20000);
+  EXPECT_FALSE(as_tool.result.reachable[0]);
+  EXPECT_TRUE(as_program.result.reachable[0])
+      << "the test's pointer was not where the scan looks";
 }
 
 TEST(ScanProcess, PointerInATouchedPageOfALargelyUntouchedBufferIsFound) {
