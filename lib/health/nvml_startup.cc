@@ -22,6 +22,9 @@ NvmlStart g_state ABSL_GUARDED_BY(g_mu) = NvmlStart::kNotStarted;
 // release it.
 std::atomic<bool> g_forked_child{false};
 
+// Mirrors g_state == kRunning for NvmlStartInProgress (no lock there).
+std::atomic<bool> g_in_progress{false};
+
 bool StartFinished(NvmlStart* state) { return *state != NvmlStart::kRunning; }
 
 void StartInBackground(bool watch_xid) {
@@ -29,6 +32,7 @@ void StartInBackground(bool watch_xid) {
   if (watch_xid) StartXidWatch();
   absl::MutexLock lock(&g_mu);
   g_state = NvmlStart::kDone;
+  g_in_progress.store(false, std::memory_order_release);
 }
 
 // In the child of a fork the thread does not exist; what it was doing there
@@ -46,6 +50,7 @@ void StartNvmlInBackground(bool watch_xid) {
     absl::MutexLock lock(&g_mu);
     if (g_state != NvmlStart::kNotStarted) return;
     g_state = NvmlStart::kRunning;
+    g_in_progress.store(true, std::memory_order_release);
   }
   static const bool atfork_registered = [] {
     pthread_atfork(nullptr, nullptr, &ForgetInForkedChild);
@@ -57,7 +62,13 @@ void StartNvmlInBackground(bool watch_xid) {
     // No thread: NVML is loaded when a report first needs it, as before.
     absl::MutexLock lock(&g_mu);
     g_state = NvmlStart::kDone;
+    g_in_progress.store(false, std::memory_order_release);
   }
+}
+
+bool NvmlStartInProgress() {
+  return !g_forked_child.load(std::memory_order_relaxed) &&
+         g_in_progress.load(std::memory_order_acquire);
 }
 
 NvmlStart WaitForNvmlStart(int wait_ms) {

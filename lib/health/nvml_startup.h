@@ -35,6 +35,12 @@ enum class NvmlStart {
 // where it is.
 NvmlStart WaitForNvmlStart(int wait_ms);
 
+// Whether the background start is running now. Async-signal-safe (one
+// atomic load): the crash handler waits for it to end before it copies the
+// process, whose copy would otherwise inherit the locks it holds (the
+// loader's in dlopen, malloc's).
+bool NvmlStartInProgress();
+
 // Why health was not read, for a report, when WaitForNvmlStart did not say
 // kDone after waiting `waited_ms`.
 std::string NvmlNotReadyReason(NvmlStart state, int waited_ms);

@@ -48,7 +48,9 @@ TEST_F(NvmlStartup, StartReturnsAtOnceAndAReportWaitsForIt) {
   StartNvmlInBackground(/*watch_xid=*/true);
   EXPECT_LT(MsSince(t0), 100) << "nvmlInit ran on the caller's thread";
   EXPECT_EQ(WaitForNvmlStart(0), NvmlStart::kRunning);
+  EXPECT_TRUE(NvmlStartInProgress());  // what a crash waits on
   EXPECT_EQ(WaitForNvmlStart(5000), NvmlStart::kDone);
+  EXPECT_FALSE(NvmlStartInProgress());
   const HealthReading r = ReadHealth();
   EXPECT_TRUE(r.available) << r.reason;
   EXPECT_TRUE(r.xid_watched) << r.xid_status;
