@@ -26,8 +26,15 @@
 //                                    each; S 0, the default: the sizes of
 //                                    --pairs), then the device and host memory
 //                                    they took are measured, then all freed
+//   churn --live N --keep            the same, but the blocks stay live at
+//                                    exit, held by a global vector with every
+//                                    other pointer dropped: N/2 blocks still
+//                                    reachable, N/2 lost (the exit_live
+//                                    workload of perf_suite.sh: the tool's
+//                                    reachability scan with N blocks live)
 //
-// Expected report: no leaks and no errors; summary.allocations and
+// Expected report: no leaks and no errors (with --keep: N leaks, N/2 "lost",
+// N/2 "reachable"); summary.allocations and
 // summary.frees both count the pairs (plus the few buffers of --kernels mode).
 // Timings go to stdout ("churn: N pairs in X ms (Y us/pair)"), so this
 // program's output differs from run to run. --pairs also prints the device
@@ -161,9 +168,12 @@ __attribute__((noinline)) size_t ChurnAllocFreePairs(long pairs, uint64_t seed,
   return total;
 }
 
+// --keep: the blocks live at exit.
+std::vector<void*>* volatile g_kept = nullptr;
+
 // N blocks live at once: what each costs in device and host memory.
 __attribute__((noinline)) void ChurnLiveBlocks(long count, size_t size,
-                                               uint64_t seed) {
+                                               uint64_t seed, bool keep) {
   std::vector<void*> blocks;
   blocks.reserve(static_cast<size_t>(count));  // before the first reading
   uint64_t state = seed ? seed : 1;
@@ -186,6 +196,14 @@ __attribute__((noinline)) void ChurnLiveBlocks(long count, size_t size,
       count, user, device_added, host_added,
       count ? static_cast<double>(host_added) / count : 0.0,
       ProcStatusBytes("VmHWM:"));
+  if (keep) {
+    // Held at exit by a global, as a cache would be; every other block's
+    // pointer is dropped, so those are lost and the tool's exit scan cannot
+    // stop early.
+    g_kept = new std::vector<void*>(std::move(blocks));
+    for (size_t i = 1; i < g_kept->size(); i += 2) (*g_kept)[i] = nullptr;
+    return;
+  }
   for (void* p : blocks) EXAMPLE_CHECK_CUDA(cudaFree(p));
 }
 
@@ -254,6 +272,7 @@ int main(int argc, char** argv) {
   uint64_t seed = 42;
   bool kernels = false;
   long live = 0;
+  bool keep = false;
   size_t live_size = 0;
   size_t max_size = size_t{4} << 20;
   long kernel_every = 0;
@@ -272,6 +291,8 @@ int main(int argc, char** argv) {
       if (max_size < 256) max_size = 256;
     } else if (!std::strcmp(argv[i], "--kernel-every") && i + 1 < argc) {
       kernel_every = std::atol(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--keep")) {
+      keep = true;
     } else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) {
       seed = std::strtoull(argv[++i], nullptr, 10);
     } else if (!std::strcmp(argv[i], "--free-sync")) {
@@ -282,14 +303,14 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--pairs N] [--seed S] [--max-size B] "
                    "[--kernel-every K] | --kernels [--launches N] | "
-                   "--free-sync | --live N [--size S] [--seed S]\n",
+                   "--free-sync | --live N [--size S] [--seed S] [--keep]\n",
                    argv[0]);
       return 2;
     }
   }
   EXAMPLE_CHECK_CUDA(cudaFree(nullptr));  // create the context before timing
   if (live > 0) {
-    ChurnLiveBlocks(live, live_size, seed);
+    ChurnLiveBlocks(live, live_size, seed, keep);
     return 0;
   }
   if (free_sync) {

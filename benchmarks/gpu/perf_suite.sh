@@ -18,6 +18,13 @@
 #   pytorch      examples/pytorch_train.py: a small MLP (ms/step, from the
 #                script's own "train_seconds=.. steps=.. ms_per_step=.." line
 #                on stderr; the whole process's wall time if it has none)
+#   startup      (startup_exit.sh) the whole-process wall time of
+#                python -c "import torch; torch.zeros(1, device='cuda')" and
+#                of examples/churn --pairs 1, tool (default options) minus
+#                no tool, in seconds (target <= 0.3 s)
+#   exit_live    (startup_exit.sh) examples/churn --live 10000 --keep: the
+#                tool's own reachability scan time from its JSON report
+#                (reachability.ms, target <= 100 ms)
 #
 # each without the tool (plain), with guard=0 (tracking only), with the
 # default guard=1 check=sync, and with check=kernel (churn: and q0), in
@@ -69,6 +76,9 @@
 #   GMT_PERF_SAN_LIMIT_S   limit of one compute-sanitizer run [45]
 #   GMT_PERF_RUN_LIMIT_S   limit of one other run [90]
 #   GMT_PERF_TORCH         1 runs PyTorch, 0 does not [1]
+#   GMT_PERF_STARTUP       1 runs startup and exit_live, 0 does not [1];
+#                          skipped when less than 30 s of the budget is left
+#   GMT_PERF_STARTUP_ROUNDS, GMT_PERF_EXIT_LIVE  see startup_exit.sh [5, 10000]
 #   GMT_PERF_TORCH_SCRIPT  the PyTorch program [EXAMPLES_DIR/pytorch_train.py]
 #   GMT_PERF_TORCH_LD      LD_LIBRARY_PATH for PyTorch runs [LD_LIBRARY_PATH]
 #   GMT_PYTHON             [python3]
@@ -675,6 +685,23 @@ if failures:
 sys.exit(1 if failures else 0)
 PYEOF
 status=$?
+
+# 5. Start-up and exit: the startup and exit_live workloads
+# (startup_exit.sh, beside this script; its own table and RESULT lines).
+if [ "${GMT_PERF_STARTUP:-1}" = 1 ]; then
+  STARTUP_SH="$(dirname "$0")/startup_exit.sh"
+  left=$((DEADLINE - $(date +%s)))
+  if [ ! -f "$STARTUP_SH" ]; then
+    echo "perf_suite: no $STARTUP_SH: start-up and exit rows skipped"
+  elif [ "$left" -lt 30 ] && [ -z "${GMT_PERF_STARTUP_ROUNDS:-}" ]; then
+    echo "perf_suite: ${left}s of the budget left: start-up and exit rows" \
+      "skipped (set GMT_PERF_STARTUP_ROUNDS to run them anyway)"
+  else
+    GMT_PERF_TORCH="$RUN_TORCH" GMT_PERF_TORCH_LD="$TORCH_LD" \
+      GMT_PYTHON="$PY" GMT_PERF_RUN_LIMIT_S="$RUN_LIMIT" \
+      bash "$STARTUP_SH" "$LIB" "$EXAMPLES" "$WORK" || status=1
+  fi
+fi
 
 if [ -n "$OUTDIR" ]; then
   mkdir -p "$OUTDIR" && cp "$WORK/perf.tsv" "$WORK/perf.md" "$OUTDIR/" \

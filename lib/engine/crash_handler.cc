@@ -16,6 +16,7 @@
 
 #include "lib/engine/engine.h"
 #include "lib/engine/signal_safe_text.h"
+#include "lib/health/nvml_startup.h"
 
 namespace gmt {
 namespace {
@@ -160,6 +161,9 @@ void Chain(int sig, siginfo_t* info, void* context) {
   handler(sig);
 }
 
+// How long a crash waits for the NVML start to leave dlopen / malloc.
+constexpr int kNvmlStartWaitMs = 2000;
+
 // A child process of the crashed one, made without running anyone's fork
 // handlers (they may take locks the crash left held): glibc's _Fork where the
 // C library has it, else the raw system call.
@@ -202,6 +206,15 @@ void RunReport(const CrashSignal& s) {
   // of the process, so that whatever the crash left behind (a lock a thread
   // held, a heap in pieces) can end only that copy, never hang the program's
   // own end. The handler waits for it, at most crash_timeout_s.
+  // The tool's NVML start (lib/health/nvml_startup.h) may be inside dlopen
+  // or malloc right after the program's first CUDA call: the copy would
+  // inherit those locks held. It runs on while this thread is in the
+  // handler, so it is given a moment (bounded) to finish first.
+  struct timespec one_ms = {0, 1000 * 1000};
+  for (int waited = 0; NvmlStartInProgress() && waited < kNvmlStartWaitMs;
+       ++waited) {
+    nanosleep(&one_ms, nullptr);
+  }
   const pid_t writer = ForkReportWriter();
   if (writer == 0) {
     BecomeReportWriter();

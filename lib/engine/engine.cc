@@ -16,6 +16,7 @@
 #include "lib/core/sticky_errors.h"
 #include "lib/engine/error_reports.h"
 #include "lib/guard/guard_layout.h"
+#include "lib/health/xid_watch.h"
 #include "lib/registry/nvtx_ranges.h"
 #include "lib/report/report_assembly.h"
 #include "lib/report/report_output.h"
@@ -148,6 +149,9 @@ void Engine::OnAlloc(const AllocEvent& event) {
     std::atexit([] {
       if (Engine* engine = IfCreated(); engine && !engine->forked_child()) {
         engine->MarkExiting();
+        // The Xid watcher leaves its wait while the checks and the scan
+        // below run; the report then does not wait for it.
+        RequestXidWatchStop();
         // Allocations only CUPTI's activity records saw,
         // while CUPTI still answers (its own exit handlers run after this).
         engine->ReconcileActivity(/*flush=*/true);

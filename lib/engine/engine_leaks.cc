@@ -1,19 +1,24 @@
 // on the engine: reachability of the live blocks at exit
-// (lib/leaks/reachability_linux.h) and growth of call sites while the program runs
-// (lib/leaks/growth.h).
+// (lib/leaks/reachability_linux.h) and growth of call sites while the program
+// runs (lib/leaks/growth.h).
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "lib/core/clock.h"
+#include "lib/core/log.h"
+#include "lib/core/tool_thread.h"
 #include "lib/engine/engine.h"
 #include "lib/engine/growth_callback.h"
-#include "lib/core/log.h"
 #include "lib/leaks/reachability_linux.h"
 
 namespace gmt {
@@ -88,6 +93,65 @@ std::string SiteText(const std::vector<SymbolizedFrame>& frames) {
   return text;
 }
 
+// A helper thread on a stack of the tool's own (mapped here, so the scan
+// can be told to leave it alone), with the program's signals blocked. Where
+// no thread can be started, the work runs on the caller's thread.
+class ReportWarmUp {
+ public:
+  ReportWarmUp() = default;
+  ReportWarmUp(const ReportWarmUp&) = delete;
+  ReportWarmUp& operator=(const ReportWarmUp&) = delete;
+  ~ReportWarmUp() { Join(); }
+
+  void Start(std::function<void()> work) {
+    work_ = std::move(work);
+    void* stack = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (stack == MAP_FAILED) return;  // done in Join, on this thread
+    stack_ = static_cast<char*>(stack);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstack(&attr, stack_, kStackBytes);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);  // inherited by the thread
+    started_ = pthread_create(&thread_, &attr, &Run, this) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    pthread_attr_destroy(&attr);
+  }
+
+  AddressRange stack() const {
+    const auto begin = reinterpret_cast<uint64_t>(stack_);
+    return stack_ != nullptr ? AddressRange{begin, begin + kStackBytes}
+                             : AddressRange{};
+  }
+
+  void Join() {
+    if (started_) {
+      pthread_join(thread_, nullptr);
+      started_ = false;
+    } else if (work_) {
+      work_();
+    }
+    work_ = nullptr;
+    if (stack_ != nullptr) {
+      munmap(stack_, kStackBytes);
+      stack_ = nullptr;
+    }
+  }
+
+ private:
+  static constexpr size_t kStackBytes = size_t{8} << 20;
+  static void* Run(void* self) {
+    static_cast<ReportWarmUp*>(self)->work_();
+    return nullptr;
+  }
+  std::function<void()> work_;
+  char* stack_ = nullptr;
+  pthread_t thread_{};
+  bool started_ = false;
+};
+
 }  // namespace
 
 // noinline: the scan starts at this frame; everything the tool holds lies in
@@ -104,15 +168,62 @@ __attribute__((noinline)) void Engine::ScanReachability() {
       getpid() != owner_pid_) {
     return;
   }
+  // The leak candidates: live blocks with an address, less those a
+  // suppression rule would silence anyway (their state is never shown).
   std::vector<AllocationRecord> live;
   for (const AllocationRecord& r : pointers_.Live()) {
     if (HasPointer(r.kind)) live.push_back(r);
   }
-  if (live.empty()) return;  // no leaks: nothing to tell apart
+  if (!live.empty() && !suppressions_.empty()) {
+    StackTable stacks;
+    std::vector<StackId> ids;
+    for (const AllocationRecord& r : live) ids.push_back(r.stack);
+    SymbolizeInto(ids, &stacks);
+    std::vector<AllocationRecord> kept;
+    for (const AllocationRecord& r : live) {
+      ReportData::Leak leak;
+      leak.api = r.api;
+      leak.kind = r.kind;
+      leak.device = r.device;
+      leak.stack = r.stack;
+      leak.bytes = r.bytes;
+      leak.count = 1;
+      leak.address = r.address;
+      if (suppressions_.MatchLeak(leak, stacks) < 0) kept.push_back(r);
+    }
+    live = std::move(kept);
+  }
+  // No leaks: nothing to tell apart, and the scan costs nothing.
+  if (live.empty()) return;
+  // The report's other slow part, symbolizing the blocks' call sites (and
+  // the errors'), runs on a helper thread while this one scans: the report
+  // then finds them in the symbolizer's cache. The helper's stack is the
+  // tool's memory, never a root.
+  std::vector<StackId> report_stacks;
+  for (const AllocationRecord& r : live) report_stacks.push_back(r.stack);
+  {
+    absl::MutexLock lock(&errors_mu_);
+    for (const ErrorRecord& e : errors_) report_stacks.push_back(e.stack);
+  }
+  ReportWarmUp warm_up;
+  if (options_.symbolize && options_.stack_depth > 0) {
+    warm_up.Start([this, report_stacks = std::move(report_stacks)] {
+      StackTable table;
+      SymbolizeInto(report_stacks, &table);
+    });
+  }
   std::vector<AddressRange> blocks;
   blocks.reserve(live.size());
   for (const AllocationRecord& r : live) {
     blocks.push_back(AddressRange{r.extent_begin(), r.extent_end()});
+  }
+  // Never roots: the timeline ring, and the stacks of the tool's threads
+  // (this helper, the NVML start, the Xid watcher).
+  std::vector<AddressRange> tool_ranges = {
+      AddressRange{timeline_.mapped_begin(), timeline_.mapped_end()},
+      warm_up.stack()};
+  for (const auto& [begin, end] : ToolThreadStacks()) {
+    tool_ranges.push_back(AddressRange{begin, end});
   }
   ReachLimits limits;
   limits.max_bytes = static_cast<uint64_t>(options_.reachability_max_bytes);
@@ -120,11 +231,11 @@ __attribute__((noinline)) void Engine::ScanReachability() {
       PreciseNowNs() + options_.reachability_max_ms * int64_t{1000000};
   // The engine object holds the registry (every block's address), and
   // `live` copies of it: never heap objects of the program's.
-  ProcessReach scan = ScanProcess(
-      blocks, stack_from,
-      {reinterpret_cast<uint64_t>(this),
-       reinterpret_cast<uint64_t>(live.data())},
-      limits, {AddressRange{timeline_.mapped_begin(), timeline_.mapped_end()}});
+  ProcessReach scan = ScanProcess(blocks, stack_from,
+                                  {reinterpret_cast<uint64_t>(this),
+                                   reinterpret_cast<uint64_t>(live.data())},
+                                  limits, tool_ranges);
+  warm_up.Join();
 
   absl::MutexLock lock(&leaks_mu_);
   ReportData::Reachability& s = reach_summary_;

@@ -1,12 +1,13 @@
 // The engine's side of the OOM diagnosis and of GPU health. The
-// diagnosis itself is a pure function (lib/health/oom_diagnosis.h); here its inputs
-// are gathered (live blocks, NVML per-process usage, the device's name).
+// diagnosis itself is a pure function (lib/health/oom_diagnosis.h); here its
+// inputs are gathered (live blocks, NVML per-process usage, the device's name).
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "lib/core/clock.h"
 #include "lib/engine/engine.h"
 #include "lib/health/health.h"
+#include "lib/health/nvml_startup.h"
 #include "lib/health/xid_watch.h"
 
 namespace gmt {
@@ -39,12 +40,13 @@ void Engine::OnAllocFailed(const AllocFailure& failure) {
   }
   OomDiagnosis d = DiagnoseOom(in, [this](StackId id) -> std::string {
     if (id == kNoStack) return "";
-    std::vector<SymbolizedFrame> frames = symbolizer_.SymbolizeStack(depot_.Get(id));
+    std::vector<SymbolizedFrame> frames =
+        symbolizer_.SymbolizeStack(depot_.Get(id));
     for (const SymbolizedFrame& f : frames) {
       if (f.function.empty()) continue;
-      return f.file.empty() ? f.function
-                            : absl::StrCat(f.function, " (", f.file, ":",
-                                           f.line, ")");
+      return f.file.empty()
+                 ? f.function
+                 : absl::StrCat(f.function, " (", f.file, ":", f.line, ")");
     }
     return "";
   });
@@ -67,8 +69,10 @@ void Engine::OnAllocFailed(const AllocFailure& failure) {
 
 void Engine::OnCudaVersions(int runtime_version, int driver_version) {
   NoteCudaVersions(runtime_version, driver_version);
-  if (options_.enabled && options_.health && options_.xid_events) {
-    StartXidWatch();
+  // The program's first CUDA call: NVML (and the Xid watcher) start now, on
+  // a thread of their own (lib/health/nvml_startup.h).
+  if (options_.enabled && options_.health) {
+    StartNvmlInBackground(options_.xid_events);
   }
 }
 
@@ -76,14 +80,28 @@ void Engine::TakeHealthState(absl::string_view reason, ReportState* state) {
   if (!options_.health) return;
   // A crash report may run in a signal handler: no dlopen or NVML there.
   if (reason == "crash") return;
+  state->health_read = true;
+  state->oom_reports_suppressed = oom_limiter_.suppressed();
+  if (forked_child()) {
+    state->health.reason = NvmlNotReadyReason(NvmlStart::kNotStarted, 0);
+    return;
+  }
+  // The background start, if there was one, finishes first (bounded: a
+  // report never waits long on NVML). Without a CUDA call there was none,
+  // and NVML loads here, as the report needs it.
+  constexpr int kStartWaitMs = 500;
+  const NvmlStart start = WaitForNvmlStart(kStartWaitMs);
+  if (start == NvmlStart::kRunning) {
+    state->health.reason = NvmlNotReadyReason(start, kStartWaitMs);
+    return;
+  }
   if (reason == "exit") {
     // The last report: let the Xid thread leave NVML before exit tears it
-    // down (bounded: never blocks exit for long).
+    // down (bounded: never blocks exit for long; asked to stop at the exit
+    // hook already, so it has usually left).
     StopXidWatch(/*wait_ms=*/300);
   }
-  state->health_read = true;
   state->health = ReadHealth();
-  state->oom_reports_suppressed = oom_limiter_.suppressed();
 }
 
 }  // namespace gmt

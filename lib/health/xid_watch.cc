@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "lib/core/clock.h"
+#include "lib/core/tool_thread.h"
 #include "lib/platform/nvml_loader.h"
 
 namespace gmt {
@@ -18,7 +19,9 @@ namespace {
 
 // Bounded: a broken GPU can raise Xids in a storm.
 constexpr size_t kMaxEvents = 1024;
-constexpr unsigned kWaitMs = 200;
+// How long one wait lasts: the longest a stop request waits for the
+// thread to leave NVML.
+constexpr unsigned kWaitMs = 100;
 
 ABSL_CONST_INIT absl::Mutex g_mu(absl::kConstInit);
 bool g_started ABSL_GUARDED_BY(g_mu) = false;
@@ -35,10 +38,6 @@ void SetStatus(std::string status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_mu) {
 
 void WatchLoop(const NvmlApi* api, nvml::EventSet set,
                std::vector<nvml::Device> devices) {
-  // The tool's thread must never take the program's signals.
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, nullptr);
   struct Running {
     ~Running() { g_running.store(false, std::memory_order_release); }
   } running;
@@ -77,16 +76,17 @@ bool StartXidWatch() {
     SetStatus(absl::StrCat("not watched: NVML unavailable: ", api->reason));
     return false;
   }
-  if (api->event_set_create == nullptr || api->device_register_events ==
-      nullptr || api->event_set_wait == nullptr) {
+  if (api->event_set_create == nullptr ||
+      api->device_register_events == nullptr ||
+      api->event_set_wait == nullptr) {
     SetStatus("not watched: this NVML has no event sets");
     return false;
   }
   nvml::EventSet set = nullptr;
   nvml::Return r = api->event_set_create(&set);
   if (r != nvml::kSuccess) {
-    SetStatus(absl::StrCat("not watched: nvmlEventSetCreate: ",
-                           api->ErrorText(r)));
+    SetStatus(
+        absl::StrCat("not watched: nvmlEventSetCreate: ", api->ErrorText(r)));
     return false;
   }
   unsigned count = 0;
@@ -114,10 +114,11 @@ bool StartXidWatch() {
                            last_error.empty() ? "" : ")"));
     return false;
   }
-  try {
-    g_running.store(true, std::memory_order_release);
-    std::thread(WatchLoop, api, set, std::move(devices)).detach();
-  } catch (...) {
+  // On a stack the exit scan leaves alone (lib/core/tool_thread.h).
+  g_running.store(true, std::memory_order_release);
+  if (!StartToolThread([api, set, devices = std::move(devices)] {
+        WatchLoop(api, set, devices);
+      })) {
     g_running.store(false, std::memory_order_release);
     SetStatus("not watched: could not start a thread");
     return false;
@@ -128,9 +129,12 @@ bool StartXidWatch() {
   return true;
 }
 
+void RequestXidWatchStop() { g_stop.store(true, std::memory_order_release); }
+
 bool StopXidWatch(int wait_ms) {
   g_stop.store(true, std::memory_order_release);
-  for (int waited = 0; g_running.load(std::memory_order_acquire); waited += 10) {
+  for (int waited = 0; g_running.load(std::memory_order_acquire);
+       waited += 10) {
     if (waited >= wait_ms) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

@@ -1,7 +1,8 @@
 // Xid events during the run: an NVML event set on every
-// device, waited on by one background thread with a short timeout. Started by
-// the engine only when NVML is present and xid_events=1; the thread never
-// blocks exit (it is detached and polls a stop flag between short waits).
+// device, waited on by one background thread with a short timeout. Started
+// from the background NVML start (lib/health/nvml_startup.h) only when NVML
+// is present and xid_events=1; the thread never blocks exit (it is detached
+// and polls a stop flag between short waits, asked to stop at the exit hook).
 #ifndef GMT_LIB_HEALTH_XID_WATCH_H_
 #define GMT_LIB_HEALTH_XID_WATCH_H_
 
@@ -17,8 +18,11 @@ namespace gmt {
 // whether it runs; the reason otherwise goes to XidSnapshot's status.
 bool StartXidWatch();
 
+// Asks the watcher to stop, without waiting for it.
+void RequestXidWatchStop();
+
 // Asks the watcher to stop and waits at most `wait_ms` for it to leave NVML
-// (it checks between waits of 200 ms). Returns whether it stopped.
+// (it checks between waits of 100 ms). Returns whether it stopped.
 bool StopXidWatch(int wait_ms);
 
 // What was recorded so far.

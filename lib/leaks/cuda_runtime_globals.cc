@@ -4,12 +4,18 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <optional>
 
+#include "absl/base/const_init.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 
 namespace gmt {
 namespace {
@@ -89,8 +95,83 @@ bool IsCudaRuntimeGlobalName(absl::string_view name) {
          absl::StrContains(name, "E8__handle");
 }
 
+namespace {
+
+// Symbol tables read so far, by file identity, with their ranges at load
+// bias 0: each module's table is read once per process, however many scans
+// (or writable segments of the module) ask. Leaked on purpose: a scan may run
+// during exit, after static destructors.
+struct FileKey {
+  std::string path;
+  dev_t device;
+  ino_t inode;
+  off_t size;
+  int64_t mtime_ns;
+  bool operator==(const FileKey& o) const {
+    return path == o.path && device == o.device && inode == o.inode &&
+           size == o.size && mtime_ns == o.mtime_ns;
+  }
+  template <typename H>
+  friend H AbslHashValue(H h, const FileKey& k) {
+    return H::combine(std::move(h), k.path, k.device, k.inode, k.size,
+                      k.mtime_ns);
+  }
+};
+ABSL_CONST_INIT absl::Mutex g_cache_mu(absl::kConstInit);
+absl::flat_hash_map<FileKey, RuntimeGlobals>* g_cache
+    ABSL_GUARDED_BY(g_cache_mu) = nullptr;
+std::atomic<uint64_t> g_tables_read{0};
+
+RuntimeGlobals ReadRuntimeGlobals(const std::string& path);
+
+}  // namespace
+
+uint64_t CudaRuntimeGlobalsTablesRead() {
+  return g_tables_read.load(std::memory_order_relaxed);
+}
+
 RuntimeGlobals FindCudaRuntimeGlobals(const std::string& path,
                                       uint64_t load_bias) {
+  struct stat st {};
+  std::optional<FileKey> key;
+  if (stat(path.c_str(), &st) == 0) {
+    key = FileKey{path, st.st_dev, st.st_ino, st.st_size,
+                  int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec};
+  }
+  RuntimeGlobals at_zero;
+  bool cached = false;
+  if (key) {
+    absl::MutexLock lock(&g_cache_mu);
+    if (g_cache != nullptr) {
+      if (auto it = g_cache->find(*key); it != g_cache->end()) {
+        at_zero = it->second;
+        cached = true;
+      }
+    }
+  }
+  if (!cached) {
+    at_zero = ReadRuntimeGlobals(path);
+    if (key) {
+      absl::MutexLock lock(&g_cache_mu);
+      if (g_cache == nullptr) {
+        g_cache = new absl::flat_hash_map<FileKey, RuntimeGlobals>;
+      }
+      g_cache->try_emplace(*key, at_zero);
+    }
+  }
+  RuntimeGlobals out = std::move(at_zero);
+  for (AddressRange& r : out.ranges) {
+    r.begin += load_bias;
+    r.end += load_bias;
+  }
+  return out;
+}
+
+namespace {
+
+// The runtime's globals of the module file `path`, at load bias 0.
+RuntimeGlobals ReadRuntimeGlobals(const std::string& path) {
+  const uint64_t load_bias = 0;
   RuntimeGlobals out;
   const ElfApi* api = Api();
   if (api == nullptr) {
@@ -137,9 +218,12 @@ RuntimeGlobals FindCudaRuntimeGlobals(const std::string& path,
     api->end(elf);
   }
   close(fd);
+  g_tables_read.fetch_add(1, std::memory_order_relaxed);
   out.ranges = Merge(std::move(found));
   return out;
 }
+
+}  // namespace
 
 std::vector<AddressRange> SubtractRanges(
     const AddressRange& range, const std::vector<AddressRange>& holes) {

@@ -41,9 +41,16 @@ struct RuntimeGlobals {
 
 // The runtime's globals in the module file `path` loaded with `load_bias`
 // (dl_iterate_phdr's dlpi_addr). Never fails hard: an unreadable file, no
-// libelf or no .symtab give no ranges and a note.
+// libelf or no .symtab give no ranges and a note. Each file's symbol table
+// is read once per process (a framework's modules hold millions of
+// symbols): later calls for the same file (path, inode, size, time) answer
+// from a cache. Thread-safe.
 RuntimeGlobals FindCudaRuntimeGlobals(const std::string& path,
                                       uint64_t load_bias);
+
+// How many symbol tables FindCudaRuntimeGlobals has read (not answered from
+// its cache) in this process.
+uint64_t CudaRuntimeGlobalsTablesRead();
 
 // `range` without the parts covered by `holes` (sorted, not overlapping).
 std::vector<AddressRange> SubtractRanges(

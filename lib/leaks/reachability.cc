@@ -104,34 +104,54 @@ ReachResult FloodFill(const std::vector<AddressRange>& roots,
 
   // Heap objects already queued, by start (each is read once), with the
   // link that found them, for the chains.
+  constexpr uint32_t kHalf = kMaxReachHops / 2;
   struct Found {
     uint64_t parent;  // start of the heap object holding `word`; 0: a root
     uint64_t word;
     uint64_t size;
     uint64_t first_word;  // filled when the object is read
+    uint32_t depth;       // links from the root: 1 when a root held it
+    // The object kHalf links from the root on this object's chain (itself
+    // at that depth); 0 when shallower. Where a long chain's first links
+    // start, found without walking the chain (a list of 400 000 objects
+    // with blocks at the end cost seconds of walking).
+    uint64_t root_side;
   };
   absl::flat_hash_map<uint64_t, Found> visited;
-  // The chain that led to the heap object starting at `object`, root first;
-  // `elided` gets how many links were left out of its middle.
+  // The hop for the visited object starting at `object`.
+  auto hop = [&](uint64_t object, const Found& f) {
+    return ReachHop{f.word, object, f.size, f.first_word};
+  };
+  // The chain that led to the heap object starting at `object`, root first:
+  // whole up to kMaxReachHops links, else its first and last kHalf links,
+  // with `elided` set to how many were left out of its middle.
   auto chain_to = [&](uint64_t object, uint32_t* elided) {
     std::vector<ReachHop> hops;
-    // Bounded, so that many blocks at the end of long lists cost little: a
-    // longer chain shows its first 4096 links' ends.
-    constexpr size_t kWalkLimit = 4096;
-    while (object != 0 && hops.size() < kWalkLimit) {
-      auto it = visited.find(object);
-      if (it == visited.end()) break;
-      hops.push_back(ReachHop{it->second.word, object, it->second.size,
-                              it->second.first_word});
-      object = it->second.parent;
-    }
-    std::reverse(hops.begin(), hops.end());
     *elided = 0;
-    if (hops.size() > kMaxReachHops) {
-      *elided = static_cast<uint32_t>(hops.size() - kMaxReachHops);
-      hops.erase(hops.begin() + kMaxReachHops / 2,
-                 hops.end() - kMaxReachHops / 2);
+    auto it = visited.find(object);
+    if (it == visited.end()) return hops;
+    const uint32_t depth = it->second.depth;
+    // Up from `from`, at most `count` links, appended block side first.
+    auto walk_up = [&](uint64_t from, uint32_t count) {
+      for (uint32_t i = 0; i < count && from != 0; ++i) {
+        auto f = visited.find(from);
+        if (f == visited.end()) break;
+        hops.push_back(hop(from, f->second));
+        from = f->second.parent;
+      }
+    };
+    if (depth <= kMaxReachHops) {
+      walk_up(object, depth);
+      std::reverse(hops.begin(), hops.end());
+      return hops;
     }
+    walk_up(object, kHalf);  // the block's end
+    std::vector<ReachHop> last(hops.rbegin(), hops.rend());
+    hops.clear();
+    walk_up(it->second.root_side, kHalf);  // the root's end
+    std::reverse(hops.begin(), hops.end());
+    hops.insert(hops.end(), last.begin(), last.end());
+    *elided = depth - kMaxReachHops;
     return hops;
   };
   // Each range to read, with the root its chain started from.
@@ -149,6 +169,8 @@ ReachResult FloodFill(const std::vector<AddressRange>& roots,
 
   constexpr size_t kWindow = 64 * 1024;  // bytes read per Read() call
   std::vector<uint64_t> buffer(kWindow / sizeof(uint64_t));
+  std::vector<uint64_t> batch_words;  // the words of a batch of small objects
+  batch_words.reserve(kWindow / sizeof(uint64_t) * 5);
 
   auto over_budget = [&]() {
     if (limits.max_bytes != 0 && result.bytes_scanned >= limits.max_bytes) {
@@ -157,18 +179,76 @@ ReachResult FloodFill(const std::vector<AddressRange>& roots,
     return limits.deadline_ns != 0 && PreciseNowNs() >= limits.deadline_ns;
   };
 
-  while (!work.empty() && unmarked > 0) {
-    const auto [range, root, is_heap] = work.back();
-    work.pop_back();
-    // Words are 8-byte aligned (pointers stored by compiled code are).
-    uint64_t at = (range.begin + 7) & ~uint64_t{7};
-    while (at + sizeof(uint64_t) <= range.end) {
-      if (over_budget()) {
-        result.truncated = true;
-        return result;
+  // What a scanned range's words are checked with: the item, where its
+  // words were read from, and what the objects it points to inherit for
+  // their chains.
+  struct Window {
+    AddressRange range;
+    int32_t root;
+    bool is_heap;
+    uint32_t depth;
+    uint64_t root_side;
+    uint64_t at;
+  };
+  auto window_of = [&](const Item& item, uint64_t at) {
+    Window w{item.range, item.root, item.heap, 1, 0, at};
+    if (item.heap) {
+      if (auto it = visited.find(item.range.begin); it != visited.end()) {
+        w.depth = it->second.depth + 1;
+        w.root_side = it->second.root_side;
       }
+    }
+    return w;
+  };
+  // Checks `count` words read at `win.at`; true when every block is marked.
+  auto check_words = [&](const Window& win, const uint64_t* words,
+                         size_t count) {
+    for (size_t w = 0; w < count; ++w) {
+      const uint64_t value = words[w];
+      if (value < 4096) continue;  // null and small integers: no pointer
+      const uint64_t word_at = win.at + w * sizeof(uint64_t);
+      if (std::optional<size_t> block = index.Find(value)) {
+        if (!result.reachable[*block]) {
+          result.reachable[*block] = true;
+          result.via_root[*block] = win.root;
+          result.via_word[*block] = word_at;
+          if (win.is_heap) {
+            result.via_chain[*block] =
+                chain_to(win.range.begin, &result.via_chain_elided[*block]);
+          }
+          if (--unmarked == 0) return true;
+        }
+        continue;
+      }
+      std::optional<AddressRange> object = heap.ObjectAt(value);
+      // The scan's own heap arrays hold copies of block addresses (and
+      // words just read); a stale pointer to them must not count.
+      if (object && object->size() >= sizeof(uint64_t) &&
+          !index.Owns(*object) &&
+          !object->Contains(reinterpret_cast<uint64_t>(buffer.data())) &&
+          !object->Contains(reinterpret_cast<uint64_t>(batch_words.data())) &&
+          visited
+              .try_emplace(
+                  object->begin,
+                  Found{win.is_heap ? win.range.begin : 0, word_at,
+                        object->size(), 0, win.depth,
+                        win.depth == kHalf ? object->begin : win.root_side})
+              .second) {
+        ++result.heap_objects;
+        work.push_back(Item{*object, win.root, true});
+      }
+    }
+    return false;
+  };
+  // Reads `part` of `item` window by window; calls `take` with each
+  // window's words. False when the item is the runtime's (not followed).
+  auto read_part = [&](const Item& item, const AddressRange& part,
+                       auto&& take) {
+    // Words are 8-byte aligned (pointers stored by compiled code are).
+    uint64_t at = (part.begin + 7) & ~uint64_t{7};
+    while (at + sizeof(uint64_t) <= part.end) {
       size_t want = static_cast<size_t>(
-          std::min<uint64_t>(kWindow, (range.end - at) & ~uint64_t{7}));
+          std::min<uint64_t>(kWindow, (part.end - at) & ~uint64_t{7}));
       size_t got = reader.Read(at, buffer.data(), want);
       if (got < sizeof(uint64_t)) {
         // Unreadable here: skip to the next page.
@@ -176,49 +256,90 @@ ReachResult FloodFill(const std::vector<AddressRange>& roots,
         continue;
       }
       size_t words = got / sizeof(uint64_t);
-      if (is_heap && at == range.begin) {
+      if (item.heap && at == item.range.begin) {
         if (OwnedByRuntime(buffer.data(), words, reader, runtime_images,
                            roots)) {
           ++result.runtime_objects;
-          break;
+          return false;
         }
-        if (auto it = visited.find(range.begin); it != visited.end()) {
+        if (auto it = visited.find(item.range.begin); it != visited.end()) {
           it->second.first_word = buffer[0];
         }
       }
       result.bytes_scanned += words * sizeof(uint64_t);
-      for (size_t w = 0; w < words; ++w) {
-        uint64_t value = buffer[w];
-        if (value < 4096) continue;  // null and small integers: no pointer
-        if (std::optional<size_t> block = index.Find(value)) {
-          if (!result.reachable[*block]) {
-            result.reachable[*block] = true;
-            result.via_root[*block] = root;
-            result.via_word[*block] = at + w * sizeof(uint64_t);
-            if (is_heap) {
-              result.via_chain[*block] =
-                  chain_to(range.begin, &result.via_chain_elided[*block]);
-            }
-            if (--unmarked == 0) return result;
-          }
-          continue;
-        }
-        std::optional<AddressRange> object = heap.ObjectAt(value);
-        // The scan's own heap arrays hold copies of block addresses (and
-        // words just read); a stale pointer to them must not count.
-        if (object && object->size() >= sizeof(uint64_t) &&
-            !index.Owns(*object) &&
-            !object->Contains(reinterpret_cast<uint64_t>(buffer.data())) &&
-            visited
-                .try_emplace(object->begin, Found{is_heap ? range.begin : 0,
-                                                  at + w * sizeof(uint64_t),
-                                                  object->size(), 0})
-                .second) {
-          ++result.heap_objects;
-          work.push_back(Item{*object, root, true});
-        }
-      }
+      if (!take(at, words)) return true;
       at += words * sizeof(uint64_t);
+    }
+    return true;
+  };
+
+  // Small heap objects are read in batches, so that the chunk headers their
+  // words point at are fetched in one go (HeapOracle::Prefetch); a root or a
+  // large object alone, window by window.
+  constexpr uint64_t kSmallObject = 16 * 1024;
+  constexpr size_t kBatchBytes = 256 * 1024;
+  std::vector<AddressRange> parts;
+  std::vector<Window> batch;
+  std::vector<std::pair<size_t, size_t>> batch_spans;  // offset, words
+  while (!work.empty() && unmarked > 0) {
+    if (over_budget()) {
+      result.truncated = true;
+      return result;
+    }
+    const bool small =
+        work.back().heap && work.back().range.size() <= kSmallObject;
+    if (!small) {
+      const Item item = work.back();
+      work.pop_back();
+      parts.clear();
+      reader.PointerHoldingParts(item.range, &parts);
+      bool all_marked = false;
+      for (const AddressRange& part : parts) {
+        const bool followed =
+            read_part(item, part, [&](uint64_t at, size_t words) {
+              heap.Prefetch(buffer.data(), words);
+              all_marked =
+                  check_words(window_of(item, at), buffer.data(), words);
+              if (all_marked) return false;
+              if (over_budget()) {
+                result.truncated = true;
+                return false;
+              }
+              return true;
+            });
+        if (all_marked || result.truncated) return result;
+        if (!followed) break;
+      }
+      continue;
+    }
+    batch.clear();
+    batch_spans.clear();
+    batch_words.clear();
+    while (!work.empty() && work.back().heap &&
+           work.back().range.size() <= kSmallObject &&
+           batch_words.size() * sizeof(uint64_t) < kBatchBytes) {
+      const Item item = work.back();
+      work.pop_back();
+      parts.clear();
+      reader.PointerHoldingParts(item.range, &parts);
+      for (const AddressRange& part : parts) {
+        const bool followed =
+            read_part(item, part, [&](uint64_t at, size_t words) {
+              batch.push_back(window_of(item, at));
+              batch_spans.emplace_back(batch_words.size(), words);
+              batch_words.insert(batch_words.end(), buffer.begin(),
+                                 buffer.begin() + words);
+              return true;
+            });
+        if (!followed) break;
+      }
+    }
+    heap.Prefetch(batch_words.data(), batch_words.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (check_words(batch[i], batch_words.data() + batch_spans[i].first,
+                      batch_spans[i].second)) {
+        return result;
+      }
     }
   }
   return result;

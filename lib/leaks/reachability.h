@@ -49,6 +49,15 @@ class MemoryReader {
   // were copied from the start of the range (fewer, or 0, where memory is not
   // readable).
   virtual size_t Read(uint64_t address, void* out, size_t bytes) = 0;
+  // Appends to `parts` the pieces of `range`, in address order, that can hold
+  // a value the program stored; FloodFill reads only those. The rest is
+  // memory that cannot (unreadable, code, device mappings, pages the program
+  // never touched), and reading it would only cost time. The default: all of
+  // it.
+  virtual void PointerHoldingParts(const AddressRange& range,
+                                   std::vector<AddressRange>* parts) {
+    parts->push_back(range);
+  }
 };
 
 // Knows where the heap objects are.
@@ -59,6 +68,12 @@ class HeapOracle {
   // its start, or inside it where the oracle can tell), or nullopt when
   // `address` is no heap object it knows.
   virtual std::optional<AddressRange> ObjectAt(uint64_t address) = 0;
+  // Told the words of a window before ObjectAt is asked about some of them,
+  // so that what it will read for them can be read in one go. Optional.
+  virtual void Prefetch(const uint64_t* words, size_t count) {
+    (void)words;
+    (void)count;
+  }
 };
 
 // When to give up: a scan that hits either bound stops and is "truncated".

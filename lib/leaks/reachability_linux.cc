@@ -1,7 +1,9 @@
 #include "lib/leaks/reachability_linux.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <link.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -28,15 +30,7 @@
 namespace gmt {
 namespace {
 
-struct Mapping {
-  uint64_t begin = 0;
-  uint64_t end = 0;
-  bool readable = false;
-  bool writable = false;
-  bool executable = false;
-  std::string path;  // "" for anonymous, "[heap]", "[stack]", a file
-  bool Contains(uint64_t a) const { return a >= begin && a < end; }
-};
+using Mapping = MappingInfo;
 
 // /proc/self/maps, sorted by address (the kernel lists it so).
 std::vector<Mapping> ReadMaps() {
@@ -61,6 +55,7 @@ std::vector<Mapping> ReadMaps() {
     m.readable = parts[1][0] == 'r';
     m.writable = parts[1][1] == 'w';
     m.executable = parts[1][2] == 'x';
+    m.shared = parts[1].size() >= 4 && parts[1][3] == 's';
     if (parts.size() >= 6) m.path = std::string(parts[5]);
     maps.push_back(std::move(m));
   }
@@ -78,19 +73,148 @@ const Mapping* FindMapping(const std::vector<Mapping>& maps, uint64_t address) {
   return address < it->end ? &*it : nullptr;
 }
 
+// Whether pages of this process were ever written (or read) by it, from
+// /proc/self/pagemap: a page neither present nor swapped out has never been
+// touched, and reads as zeros (private memory) or as the file's contents.
+class PagemapResidency : public PageResidency {
+ public:
+  PagemapResidency() : fd_(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)) {}
+  ~PagemapResidency() override {
+    if (fd_ >= 0) close(fd_);
+  }
+  bool Touched(uint64_t first_page, size_t pages,
+               std::vector<bool>* touched) override {
+    if (fd_ < 0) return false;
+    constexpr uint64_t kPresent = uint64_t{1} << 63;
+    constexpr uint64_t kSwapped = uint64_t{1} << 62;
+    touched->assign(pages, false);
+    uint64_t entries[512];
+    for (size_t done = 0; done < pages;) {
+      const size_t n = std::min<size_t>(512, pages - done);
+      const ssize_t got =
+          pread(fd_, entries, n * sizeof(uint64_t),
+                static_cast<off_t>((first_page + done) * sizeof(uint64_t)));
+      if (got != static_cast<ssize_t>(n * sizeof(uint64_t))) return false;
+      for (size_t i = 0; i < n; ++i) {
+        (*touched)[done + i] = (entries[i] & (kPresent | kSwapped)) != 0;
+      }
+      done += n;
+    }
+    return true;
+  }
+
+ private:
+  int fd_;
+};
+
 // Reads this process's memory through process_vm_readv (a bad address is a
 // short read). Where the kernel or a seccomp filter refuses the call, falls
 // back to memcpy of ranges that the mapping list says are readable.
+//
+// Two caches keep the system calls few (a Python heap holds millions of
+// small objects, and pointers into a few hundred megabytes of object arenas
+// that are not malloc's; one call per pointer cost seconds):
+//  * small objects (up to 16 KiB) are read through a cache of whole pages,
+//    one call per page;
+//  * word and header reads (up to 64 bytes, within a 64-byte line: a chunk
+//    header, a word after it) through a cache of lines, which Prefetch fills
+//    for all the candidates of a window in a few vectored calls.
+// Both are direct-mapped, in memory mapped apart from malloc after the
+// mapping list was read, so the scan can never take them for an object.
 class SelfReader : public MemoryReader {
  public:
-  explicit SelfReader(const std::vector<Mapping>& maps) : maps_(maps) {}
+  explicit SelfReader(const std::vector<Mapping>& maps)
+      : maps_(maps), pid_(getpid()) {}
+  ~SelfReader() override {
+    if (pages_ != nullptr) munmap(pages_, kPageSlots * kPage);
+    if (lines_ != nullptr) munmap(lines_, kLineSlots * kLine);
+  }
 
   size_t Read(uint64_t address, void* out, size_t bytes) override {
     if (bytes == 0) return 0;
+    if (bytes <= kLine && address % kLine + bytes <= kLine) {
+      const uint8_t* line = CachedLine(address / kLine);
+      if (line == nullptr) return 0;
+      std::memcpy(out, line + address % kLine, bytes);
+      return bytes;
+    }
+    if (bytes > kSmallObject) return ReadUncached(address, out, bytes);
+    size_t done = 0;
+    while (done < bytes) {
+      const uint64_t at = address + done;
+      const uint8_t* page = CachedPage(at / kPage);
+      if (page == nullptr) break;
+      const size_t n = static_cast<size_t>(
+          std::min<uint64_t>(bytes - done, kPage - at % kPage));
+      std::memcpy(static_cast<uint8_t*>(out) + done, page + at % kPage, n);
+      done += n;
+    }
+    return done;
+  }
+
+  void PointerHoldingParts(const AddressRange& range,
+                           std::vector<AddressRange>* parts) override {
+    gmt::PointerHoldingParts(range, maps_, &residency_, parts);
+  }
+
+  std::optional<uint64_t> Word(uint64_t address) {
+    uint64_t value = 0;
+    if (Read(address, &value, sizeof(value)) != sizeof(value)) {
+      return std::nullopt;
+    }
+    return value;
+  }
+
+  // Fills the line cache with the lines holding `addresses` (any order,
+  // duplicates allowed) in vectored calls.
+  void PrefetchLines(const std::vector<uint64_t>& addresses) {
+    if (!EnsureCaches() || !use_syscall_) return;
+    std::vector<uint64_t> lines;
+    lines.reserve(addresses.size());
+    for (uint64_t a : addresses) {
+      const uint64_t line = a / kLine;
+      if (line_tags_[line % kLineSlots] != line) lines.push_back(line);
+    }
+    std::sort(lines.begin(), lines.end());
+    lines.erase(std::unique(lines.begin(), lines.end()), lines.end());
+    // Two lines of one batch may share a slot: the later one stays.
+    constexpr size_t kBatch = 1024;  // IOV_MAX
+    iovec local[kBatch];
+    iovec remote[kBatch];
+    for (size_t i = 0; i < lines.size();) {
+      const size_t n = std::min(kBatch, lines.size() - i);
+      for (size_t k = 0; k < n; ++k) {
+        const uint64_t line = lines[i + k];
+        local[k] = {lines_ + (line % kLineSlots) * kLine, kLine};
+        remote[k] = {reinterpret_cast<void*>(line * kLine), kLine};
+      }
+      const ssize_t got = process_vm_readv(pid_, local, n, remote, n, 0);
+      // The lines read whole are in; the first one that was not is left to
+      // a read of its own (it may be unreadable), and the batch goes on
+      // after it.
+      const size_t whole =
+          got > 0 ? static_cast<size_t>(got) / kLine : size_t{0};
+      for (size_t k = 0; k < whole; ++k) {
+        const uint64_t line = lines[i + k];
+        line_tags_[line % kLineSlots] = line;
+        line_readable_[line % kLineSlots] = true;
+      }
+      i += whole < n ? whole + 1 : n;
+    }
+  }
+
+ private:
+  static constexpr uint64_t kPage = 4096;
+  static constexpr uint64_t kLine = 64;
+  static constexpr size_t kSmallObject = 16 * 1024;
+  static constexpr size_t kPageSlots = 1024;   // 4 MiB
+  static constexpr size_t kLineSlots = 65536;  // 4 MiB
+
+  size_t ReadUncached(uint64_t address, void* out, size_t bytes) {
     if (use_syscall_) {
       iovec local{out, bytes};
       iovec remote{reinterpret_cast<void*>(address), bytes};
-      ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+      ssize_t n = process_vm_readv(pid_, &local, 1, &remote, 1, 0);
       if (n >= 0) return static_cast<size_t>(n);
       if (errno == EFAULT || errno == EIO) return 0;
       use_syscall_ = false;  // ENOSYS, EPERM: use the mapping list
@@ -108,17 +232,62 @@ class SelfReader : public MemoryReader {
     return done;
   }
 
-  std::optional<uint64_t> Word(uint64_t address) {
-    uint64_t value = 0;
-    if (Read(address, &value, sizeof(value)) != sizeof(value)) {
-      return std::nullopt;
+  bool EnsureCaches() {
+    if (pages_ != nullptr) return true;
+    if (caches_failed_) return false;
+    void* pages = mmap(nullptr, kPageSlots * kPage, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* lines = mmap(nullptr, kLineSlots * kLine, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (pages == MAP_FAILED || lines == MAP_FAILED) {
+      if (pages != MAP_FAILED) munmap(pages, kPageSlots * kPage);
+      if (lines != MAP_FAILED) munmap(lines, kLineSlots * kLine);
+      caches_failed_ = true;
+      return false;
     }
-    return value;
+    pages_ = static_cast<uint8_t*>(pages);
+    lines_ = static_cast<uint8_t*>(lines);
+    page_tags_.assign(kPageSlots, ~uint64_t{0});
+    page_readable_.assign(kPageSlots, false);
+    line_tags_.assign(kLineSlots, ~uint64_t{0});
+    line_readable_.assign(kLineSlots, false);
+    return true;
   }
 
- private:
+  // The page's (line's) contents, or nullptr where it is not readable.
+  const uint8_t* CachedPage(uint64_t page) {
+    if (!EnsureCaches()) return nullptr;
+    const size_t slot = static_cast<size_t>(page % kPageSlots);
+    uint8_t* data = pages_ + slot * kPage;
+    if (page_tags_[slot] != page) {
+      page_tags_[slot] = page;
+      page_readable_[slot] = ReadUncached(page * kPage, data, kPage) == kPage;
+    }
+    return page_readable_[slot] ? data : nullptr;
+  }
+
+  const uint8_t* CachedLine(uint64_t line) {
+    if (!EnsureCaches()) return nullptr;
+    const size_t slot = static_cast<size_t>(line % kLineSlots);
+    uint8_t* data = lines_ + slot * kLine;
+    if (line_tags_[slot] != line) {
+      line_tags_[slot] = line;
+      line_readable_[slot] = ReadUncached(line * kLine, data, kLine) == kLine;
+    }
+    return line_readable_[slot] ? data : nullptr;
+  }
+
   const std::vector<Mapping>& maps_;
+  const pid_t pid_;
   bool use_syscall_ = true;
+  bool caches_failed_ = false;
+  PagemapResidency residency_;
+  uint8_t* pages_ = nullptr;
+  uint8_t* lines_ = nullptr;
+  std::vector<uint64_t> page_tags_;
+  std::vector<bool> page_readable_;
+  std::vector<uint64_t> line_tags_;
+  std::vector<bool> line_readable_;
 };
 
 // glibc chunk header bits (malloc/malloc.c).
@@ -151,16 +320,44 @@ class GlibcHeap : public HeapOracle {
   GlibcHeap(const std::vector<Mapping>& maps, SelfReader& reader,
             const std::vector<uint64_t>& ignored)
       : maps_(maps), reader_(reader), ignored_(ignored) {
+    // The kernel may list the brk heap as several adjacent [heap] mappings
+    // (seen after a fork, and when part of it is madvised): it is one arena,
+    // walked from its first chunk.
     for (const Mapping& m : maps_) {
-      if (m.path == "[heap]") heap_ = AddressRange{m.begin, m.end};
+      if (m.path != "[heap]") continue;
+      if (heap_.size() == 0) {
+        heap_ = AddressRange{m.begin, m.end};
+      } else {
+        heap_.begin = std::min(heap_.begin, m.begin);
+        heap_.end = std::max(heap_.end, m.end);
+      }
     }
     tcache_key_ = LearnTcacheKey(reader_);
   }
 
+  // The chunk headers that ObjectAt will read for these words (pointers
+  // into anonymous read-write memory other than [heap]), in a few calls.
+  void Prefetch(const uint64_t* words, size_t count) override {
+    headers_.clear();
+    const Mapping* last = nullptr;
+    for (size_t i = 0; i < count; ++i) {
+      const uint64_t a = words[i];
+      if (a < 4096 || (a & 15) != 0 || heap_.Contains(a)) continue;
+      if (last == nullptr || !last->Contains(a)) {
+        last = FindMapping(maps_, a);
+        if (last == nullptr) continue;
+      }
+      if (!last->readable || !last->writable || !last->path.empty()) continue;
+      if (a - 16 >= last->begin) headers_.push_back(a - 16);
+    }
+    if (!headers_.empty()) reader_.PrefetchLines(headers_);
+  }
+
   std::optional<AddressRange> ObjectAt(uint64_t address) override {
     std::optional<AddressRange> object;
-    if (heap_.Contains(address)) {
-      object = MainArenaChunk(address);
+    const bool main_arena = heap_.Contains(address);
+    if (main_arena) {
+      object = MainArenaChunk(address);  // tcache'd chunks left out already
     } else {
       object = ChunkStartingAt(address);
     }
@@ -173,7 +370,7 @@ class GlibcHeap : public HeapOracle {
         object->Contains(reinterpret_cast<uint64_t>(window_.data()))) {
       return std::nullopt;
     }
-    if (tcache_key_ && object->size() >= 16 &&
+    if (!main_arena && tcache_key_ && object->size() >= 16 &&
         reader_.Word(object->begin + 8) == tcache_key_) {
       return std::nullopt;  // freed into the tcache
     }
@@ -223,7 +420,10 @@ class GlibcHeap : public HeapOracle {
       if (next + 16 > heap_.end) break;  // p is the top chunk
       std::optional<uint64_t> next_size = HeapWord(next + 8);
       if (!next_size) break;
-      if ((*next_size & kPrevInUse) != 0) {
+      // In use by its neighbour's PREV_INUSE bit, and not a chunk freed into
+      // the tcache (which keeps that bit set) by the key in its second word.
+      if ((*next_size & kPrevInUse) != 0 &&
+          !(tcache_key_ && HeapWord(p + 24) == tcache_key_)) {
         // User data runs into the next chunk's prev_size field.
         chunks_.push_back(AddressRange{p + 16, next + 8});
       }
@@ -271,6 +471,7 @@ class GlibcHeap : public HeapOracle {
   bool walked_ = false;
   std::vector<AddressRange> chunks_;
   std::vector<uint64_t> window_;
+  std::vector<uint64_t> headers_;  // Prefetch's, kept for its capacity
   uint64_t window_begin_ = 0;
   uint64_t window_end_ = 0;
   std::optional<uint64_t> tcache_key_;
@@ -446,6 +647,61 @@ bool IsCudaOrToolModule(absl::string_view path) {
     if (absl::StartsWith(base, prefix)) return true;
   }
   return false;
+}
+
+bool MappingCanHoldPointers(const MappingInfo& m) {
+  if (!m.readable) return false;
+  const absl::string_view path = m.path;
+  if (path == "[vvar]" || path == "[vvar_vclock]" || path == "[vdso]" ||
+      path == "[vsyscall]") {
+    return false;
+  }
+  if (absl::StartsWith(path, "/dev/nvidia") ||
+      absl::StartsWith(path, "/dev/dri/")) {
+    return false;
+  }
+  const bool file_backed = absl::StartsWith(path, "/");
+  return m.writable || !file_backed;
+}
+
+void PointerHoldingParts(const AddressRange& range,
+                         const std::vector<MappingInfo>& maps,
+                         PageResidency* residency,
+                         std::vector<AddressRange>* parts) {
+  constexpr uint64_t kPage = 4096;
+  // Below this many pages, reading costs less than asking.
+  constexpr uint64_t kAskResidencyPages = 16;
+  auto it = std::upper_bound(
+      maps.begin(), maps.end(), range.begin,
+      [](uint64_t a, const MappingInfo& m) { return a < m.begin; });
+  if (it != maps.begin() && std::prev(it)->end > range.begin) --it;
+  std::vector<bool> touched;
+  for (; it != maps.end() && it->begin < range.end; ++it) {
+    const MappingInfo& m = *it;
+    const AddressRange piece{std::max(range.begin, m.begin),
+                             std::min(range.end, m.end)};
+    if (piece.size() == 0 || !MappingCanHoldPointers(m)) continue;
+    const uint64_t first = piece.begin / kPage;
+    const uint64_t last = (piece.end - 1) / kPage;
+    const uint64_t pages = last - first + 1;
+    if (m.shared || residency == nullptr || pages < kAskResidencyPages ||
+        !residency->Touched(first, static_cast<size_t>(pages), &touched)) {
+      parts->push_back(piece);
+      continue;
+    }
+    // Runs of touched pages, clipped to the piece.
+    for (uint64_t i = 0; i < pages;) {
+      if (!touched[i]) {
+        ++i;
+        continue;
+      }
+      uint64_t j = i;
+      while (j < pages && touched[j]) ++j;
+      parts->push_back(AddressRange{std::max(piece.begin, (first + i) * kPage),
+                                    std::min(piece.end, (first + j) * kPage)});
+      i = j;
+    }
+  }
 }
 
 ProcessReach ScanProcess(const std::vector<AddressRange>& blocks,

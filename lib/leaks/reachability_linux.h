@@ -1,5 +1,5 @@
-// The real process behind lib/leaks/reachability.h: its roots and heap objects on
-// Linux/glibc, read without ever faulting.
+// The real process behind lib/leaks/reachability.h: its roots and heap objects
+// on Linux/glibc, read without ever faulting.
 //
 // Roots
 //  * Writable PT_LOAD segments (data, bss) of every loaded module
@@ -53,6 +53,52 @@
 
 namespace gmt {
 
+// A line of /proc/self/maps.
+struct MappingInfo {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  bool readable = false;
+  bool writable = false;
+  bool executable = false;
+  bool shared = false;  // MAP_SHARED ('s'), else private ('p')
+  std::string path;     // "" for anonymous, "[heap]", "[stack]", a file
+  bool Contains(uint64_t a) const { return a >= begin && a < end; }
+};
+
+// Whether memory of mapping `m` can hold a value the program stored at run
+// time (a heap or device address). Not:
+//  * unreadable memory (PROT_NONE reservations, guard pages);
+//  * file-backed memory that is not writable: code, read-only data, RELRO
+//    (written only by the loader, with addresses of symbols);
+//  * the kernel's [vvar], [vvar_vclock], [vdso], [vsyscall];
+//  * GPU device files' mappings (/dev/nvidia*, /dev/dri/*): device or driver
+//    memory; reading it is slow and may move managed pages to the host.
+// Anything else is scanned, anonymous read-only memory included (a program
+// may write a table and then mprotect it).
+bool MappingCanHoldPointers(const MappingInfo& m);
+
+// Which pages of a range the process has ever touched.
+class PageResidency {
+ public:
+  virtual ~PageResidency() = default;
+  // Fills `touched` (one entry per page from page number `first_page`) with
+  // whether each page is present or swapped out; false when it cannot tell.
+  virtual bool Touched(uint64_t first_page, size_t pages,
+                       std::vector<bool>* touched) = 0;
+};
+
+// Appends to `parts` the pieces of `range` that can hold a pointer: inside a
+// mapping of `maps` (sorted) that MappingCanHoldPointers, less the runs of
+// pages of a private mapping that `residency` (may be null) says were never
+// touched, where the piece is large enough for the question to pay (a page
+// never touched reads as zeros, or as the file's contents, which no run-time
+// address is in). Shared mappings are read whole: their pages may hold data
+// another mapping wrote.
+void PointerHoldingParts(const AddressRange& range,
+                         const std::vector<MappingInfo>& maps,
+                         PageResidency* residency,
+                         std::vector<AddressRange>* parts);
+
 // Whether a module (a path or file name) belongs to the CUDA libraries or the
 // tool: libcuda.so*, libcudart*, libcupti*, libnvidia-*, libnvrtc*,
 // libcublas* (libcublasLt too), libcudnn*, libnccl*, libcufft*, libcurand*,
@@ -69,7 +115,8 @@ struct ProcessReach {
   uint64_t threads_excluded = 0;  // CUDA / tool helper threads left out
   uint64_t threads_unknown = 0;   // no stack pointer from the kernel
   // Bytes of the program's globals left out as the CUDA runtime's own
-  // (lib/leaks/cuda_runtime_globals.h), and modules whose symbol table was read.
+  // (lib/leaks/cuda_runtime_globals.h), and modules whose symbol table was
+  // read.
   uint64_t runtime_globals_bytes = 0;
   uint64_t modules_with_symbols = 0;
   // What each root is ("globals of libfoo.so", "stack of thread 1234"), in

@@ -1,7 +1,7 @@
 // The CUDA runtime's state among a module's globals
-// (lib/leaks/cuda_runtime_globals.h): names, range arithmetic, and the symbol table
-// of this very test binary, which defines globals named like nvcc's handles
-// and a static runtime's.
+// (lib/leaks/cuda_runtime_globals.h): names, range arithmetic, and the symbol
+// table of this very test binary, which defines globals named like nvcc's
+// handles and a static runtime's.
 #include "lib/leaks/cuda_runtime_globals.h"
 
 #include <link.h>
@@ -84,6 +84,24 @@ TEST(CudaRuntimeGlobals, FoundInThisProgramsSymbolTable) {
   EXPECT_TRUE(
       Covered(g.ranges, &__cudaFatCubinHandle, sizeof(__cudaFatCubinHandle)));
   EXPECT_FALSE(Covered(g.ranges, gmt_test_program_global, 8));
+}
+
+TEST(CudaRuntimeGlobals, EachSymbolTableIsReadOncePerProcess) {
+  const uint64_t bias = ProgramLoadBias();
+  const RuntimeGlobals first = FindCudaRuntimeGlobals("/proc/self/exe", bias);
+  if (!first.symbols_read) GTEST_SKIP() << "no symbol table: " << first.note;
+  const uint64_t tables = CudaRuntimeGlobalsTablesRead();
+  // Asked again, at another load address: the same ranges, moved, from
+  // the cache.
+  const RuntimeGlobals again =
+      FindCudaRuntimeGlobals("/proc/self/exe", bias + 0x10000);
+  EXPECT_EQ(CudaRuntimeGlobalsTablesRead(), tables);
+  EXPECT_TRUE(again.symbols_read);
+  ASSERT_EQ(again.ranges.size(), first.ranges.size());
+  for (size_t i = 0; i < first.ranges.size(); ++i) {
+    EXPECT_EQ(again.ranges[i].begin, first.ranges[i].begin + 0x10000);
+    EXPECT_EQ(again.ranges[i].end, first.ranges[i].end + 0x10000);
+  }
 }
 
 TEST(CudaRuntimeGlobals, BadFilesGiveANoteNotACrash) {

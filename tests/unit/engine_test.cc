@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <memory>
 #include <ostream>
 #include <thread>
@@ -525,6 +526,33 @@ TEST_F(EngineTest, LeakCheckOffListsNoLeaks) {
   ReportData r = Report();
   EXPECT_TRUE(r.leaks.empty());
   EXPECT_FALSE(r.leak_check);
+}
+
+// The exit scan tells lost blocks from reachable ones; with no candidate
+// left (none live, or every leak silenced by a rule) it does not run.
+TEST_F(EngineTest, ReachabilityScanRunsOnlyForLeakCandidates) {
+  Options o = QuietOptions();
+  engine_ = std::make_unique<Engine>(o);
+  engine_->ScanReachability();
+  EXPECT_FALSE(Report().reachability.ran) << "nothing live";
+
+  engine_ = std::make_unique<Engine>(o);
+  Alloc(0x6f0000100000, 4096);
+  engine_->ScanReachability();
+  EXPECT_TRUE(Report().reachability.ran);
+
+  const std::string rules = testing::TempDir() + "/leaks.supp";
+  {
+    std::FILE* f = std::fopen(rules.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("leak:*\n", f);
+    std::fclose(f);
+  }
+  o.suppressions = rules;
+  engine_ = std::make_unique<Engine>(o);
+  Alloc(0x6f0000100000, 4096);
+  engine_->ScanReachability();
+  EXPECT_FALSE(Report().reachability.ran) << "every leak is suppressed";
 }
 
 // Health is read through NVML into the picture, except for a crash report,

@@ -14,6 +14,8 @@
 //   processes     pid 1 (4 GiB) and pid 4242 (hidden), after one
 //                 "insufficient size" answer
 //   Xid events    one Xid 79, then timeouts
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -50,7 +52,13 @@ bool g_xid_sent = false;
 }  // namespace
 
 #define API extern "C" __attribute__((visibility("default"))) Ret
-API nvmlInit_v2() { return 0; }
+// FAKE_NVML_INIT_MS: how long nvmlInit takes (a machine with many GPUs).
+API nvmlInit_v2() {
+  if (const char* ms = std::getenv("FAKE_NVML_INIT_MS")) {
+    usleep(static_cast<useconds_t>(std::atoi(ms)) * 1000);
+  }
+  return 0;
+}
 extern "C" __attribute__((visibility("default"))) const char* nvmlErrorString(
     Ret r) {
   return r == 3 ? "Not Supported" : r == 999 ? "Unknown Error" : "Fake Error";

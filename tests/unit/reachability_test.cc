@@ -1,18 +1,22 @@
-// Reachability (lib/leaks/reachability.h): the flood fill on made-up memory, and the
-// Linux scanner (lib/leaks/reachability_linux.h) on this very process, with made-up
-// "device" addresses held in a global, a heap object, another thread's stack,
-// or nowhere.
+// Reachability (lib/leaks/reachability.h): the flood fill on made-up memory,
+// and the Linux scanner (lib/leaks/reachability_linux.h) on this very process,
+// with made-up "device" addresses held in a global, a heap object, another
+// thread's stack, or nowhere.
 #include "lib/leaks/reachability.h"
 
 #include <pthread.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "lib/core/tool_thread.h"
 #include "lib/leaks/reachability_linux.h"
 
 namespace gmt {
@@ -234,6 +238,188 @@ TEST(FloodFill, StopsReadingOnceEveryBlockIsReachable) {
   EXPECT_EQ(memory.reads_, 1);
 }
 
+// A reader whose PointerHoldingParts leaves one range out.
+class MemoryWithSkippedRange : public FakeMemory {
+ public:
+  explicit MemoryWithSkippedRange(AddressRange skipped) : skipped_(skipped) {}
+  void PointerHoldingParts(const AddressRange& range,
+                           std::vector<AddressRange>* parts) override {
+    if (range.end <= skipped_.begin || range.begin >= skipped_.end) {
+      parts->push_back(range);
+      return;
+    }
+    if (range.begin < skipped_.begin) {
+      parts->push_back({range.begin, skipped_.begin});
+    }
+    if (range.end > skipped_.end) parts->push_back({skipped_.end, range.end});
+  }
+
+ private:
+  AddressRange skipped_;
+};
+
+TEST(FloodFill, ReadsOnlyThePartsTheReaderSaysCanHoldPointers) {
+  // Globals of 3 pages; the reader says the middle one cannot hold a
+  // pointer (in the process: a page never touched, code): what it holds is
+  // never read, what the other two hold is found.
+  MemoryWithSkippedRange memory({kGlobals + 4096, kGlobals + 8192});
+  std::vector<uint64_t>& g = memory.Map(kGlobals, 3 * 512);
+  g[0] = kDevice + 16;            // first page
+  g[512 + 3] = kDevice + 8192;    // skipped page
+  g[1024 + 7] = kDevice + 65536;  // last page
+  FakeHeap heap;
+  ReachResult r = FloodFill({{kGlobals, kGlobals + 3 * 4096}}, ThreeBlocks(),
+                            memory, heap, ReachLimits{});
+  EXPECT_TRUE(r.reachable[0]);
+  EXPECT_FALSE(r.reachable[1]);
+  EXPECT_TRUE(r.reachable[2]);
+  EXPECT_EQ(r.bytes_scanned, 2u * 4096);
+}
+
+TEST(FloodFill, LongChainKeepsItsEndsAndCountsTheMiddle) {
+  // A root -> 20 heap objects in a list -> a block: the chain shows the
+  // first and last kMaxReachHops / 2 objects, and how many were left out.
+  constexpr int kObjects = 20;
+  FakeMemory memory;
+  FakeHeap heap;
+  memory.Map(kGlobals, 1)[0] = kHeap;
+  for (int i = 0; i < kObjects; ++i) {
+    const uint64_t at = kHeap + uint64_t(i) * 0x100;
+    heap.Add(at, at + 64);
+    memory.Map(at, 8)[1] = i + 1 < kObjects ? at + 0x100 : kDevice;
+  }
+  ReachResult r = FloodFill({{kGlobals, kGlobals + 8}}, ThreeBlocks(), memory,
+                            heap, ReachLimits{});
+  ASSERT_TRUE(r.reachable[0]);
+  ASSERT_EQ(r.via_chain[0].size(), kMaxReachHops);
+  EXPECT_EQ(r.via_chain_elided[0], uint32_t{kObjects - kMaxReachHops});
+  EXPECT_EQ(r.via_chain[0][0].object, kHeap);
+  EXPECT_EQ(r.via_chain[0][0].word, kGlobals);
+  EXPECT_EQ(r.via_chain[0][kMaxReachHops / 2 - 1].object,
+            kHeap + (kMaxReachHops / 2 - 1) * 0x100);
+  EXPECT_EQ(r.via_chain[0][kMaxReachHops / 2].object,
+            kHeap + (kObjects - kMaxReachHops / 2) * 0x100);
+  EXPECT_EQ(r.via_chain[0].back().object, kHeap + (kObjects - 1) * 0x100);
+  EXPECT_EQ(r.via_word[0], kHeap + (kObjects - 1) * 0x100 + 8);
+}
+
+// ---- Which memory can hold a pointer (reachability_linux.h) ---------------
+MappingInfo Mapping(uint64_t begin, uint64_t end, const char* perms,
+                    const char* path) {
+  MappingInfo m;
+  m.begin = begin;
+  m.end = end;
+  m.readable = perms[0] == 'r';
+  m.writable = perms[1] == 'w';
+  m.executable = perms[2] == 'x';
+  m.shared = perms[3] == 's';
+  m.path = path;
+  return m;
+}
+
+TEST(PointerHoldingMappings, WritableOrAnonymousMemoryIsScanned) {
+  for (const MappingInfo& m : {
+           Mapping(0, 1, "rw-p", ""),  // anonymous
+           Mapping(0, 1, "rw-p", "[heap]"), Mapping(0, 1, "rw-p", "[stack]"),
+           Mapping(0, 1, "rw-p", "/usr/lib/libfoo.so"),   // data, bss
+           Mapping(0, 1, "rw-s", "/dev/shm/ring"),        // shared file
+           Mapping(0, 1, "rw-s", "/dev/zero (deleted)"),  // shared anon
+           Mapping(0, 1, "r--p", ""),  // written, then mprotected
+       }) {
+    EXPECT_TRUE(MappingCanHoldPointers(m)) << m.path;
+  }
+}
+
+TEST(PointerHoldingMappings, CodeDevicesAndTheKernelsPagesAreNot) {
+  for (const MappingInfo& m : {
+           Mapping(0, 1, "---p", ""),  // reservation, guard page
+           Mapping(0, 1, "r-xp", "/usr/lib/libfoo.so"),
+           Mapping(0, 1, "r--p", "/usr/lib/libfoo.so"),  // rodata, RELRO
+           Mapping(0, 1, "r--p", "[vvar]"),
+           Mapping(0, 1, "r-xp", "[vdso]"),
+           Mapping(0, 1, "--xp", "[vsyscall]"),
+           Mapping(0, 1, "rw-s", "/dev/nvidiactl"),
+           Mapping(0, 1, "rw-s", "/dev/nvidia0"),
+           Mapping(0, 1, "rw-s", "/dev/nvidia-uvm"),
+           Mapping(0, 1, "rw-s", "/dev/dri/renderD128"),
+       }) {
+    EXPECT_FALSE(MappingCanHoldPointers(m)) << m.path;
+  }
+}
+
+// Pages touched: a set of page numbers.
+class FakeResidency : public PageResidency {
+ public:
+  explicit FakeResidency(std::vector<uint64_t> touched)
+      : touched_(std::move(touched)) {}
+  bool Touched(uint64_t first_page, size_t pages,
+               std::vector<bool>* touched) override {
+    ++asked_;
+    touched->assign(pages, false);
+    for (uint64_t p : touched_) {
+      if (p >= first_page && p < first_page + pages) {
+        (*touched)[p - first_page] = true;
+      }
+    }
+    return true;
+  }
+  int asked_ = 0;
+
+ private:
+  std::vector<uint64_t> touched_;
+};
+
+constexpr uint64_t kPage = 4096;
+
+TEST(PointerHoldingParts, SkipsUnreadableCodeAndDeviceMappings) {
+  const std::vector<MappingInfo> maps = {
+      Mapping(10 * kPage, 12 * kPage, "rw-p", ""),
+      Mapping(12 * kPage, 13 * kPage, "---p", ""),
+      Mapping(13 * kPage, 14 * kPage, "r-xp", "/lib/libx.so"),
+      Mapping(14 * kPage, 15 * kPage, "rw-s", "/dev/nvidia0"),
+      Mapping(15 * kPage, 16 * kPage, "rw-p", "/lib/libx.so"),
+  };
+  std::vector<AddressRange> parts;
+  // From inside the first mapping to inside the last; a hole before them.
+  PointerHoldingParts({9 * kPage, 15 * kPage + 100}, maps, nullptr, &parts);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].begin, 10 * kPage);
+  EXPECT_EQ(parts[0].end, 12 * kPage);
+  EXPECT_EQ(parts[1].begin, 15 * kPage);
+  EXPECT_EQ(parts[1].end, 15 * kPage + 100);
+}
+
+TEST(PointerHoldingParts, PagesNeverTouchedOfAPrivateMappingAreSkipped) {
+  // 64 pages, of which pages 3 and 40-41 were touched: a pointer can only
+  // be there.
+  const std::vector<MappingInfo> maps = {
+      Mapping(100 * kPage, 164 * kPage, "rw-p", "")};
+  FakeResidency residency({103, 140, 141});
+  std::vector<AddressRange> parts;
+  PointerHoldingParts({100 * kPage + 8, 164 * kPage}, maps, &residency, &parts);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].begin, 103 * kPage);
+  EXPECT_EQ(parts[0].end, 104 * kPage);
+  EXPECT_EQ(parts[1].begin, 140 * kPage);
+  EXPECT_EQ(parts[1].end, 142 * kPage);
+}
+
+TEST(PointerHoldingParts, SharedMappingsAndSmallPiecesAreReadWhole) {
+  // A shared mapping's pages may hold what another mapping of it wrote; a
+  // few pages cost less to read than to ask about.
+  const std::vector<MappingInfo> maps = {
+      Mapping(100 * kPage, 164 * kPage, "rw-s", "/dev/shm/x"),
+      Mapping(200 * kPage, 204 * kPage, "rw-p", "")};
+  FakeResidency residency({});
+  std::vector<AddressRange> parts;
+  PointerHoldingParts({100 * kPage, 164 * kPage}, maps, &residency, &parts);
+  PointerHoldingParts({200 * kPage, 204 * kPage}, maps, &residency, &parts);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].size(), 64 * kPage);
+  EXPECT_EQ(parts[1].size(), 4 * kPage);
+  EXPECT_EQ(residency.asked_, 0);
+}
+
 TEST(CudaModules, NamesOfTheCudaLibrariesAndTheTool) {
   for (const char* path :
        {"/usr/lib/x86_64-linux-gnu/libcuda.so.1", "libcuda.so.580.82.07",
@@ -341,6 +527,106 @@ TEST(ScanProcess, TimeBoundTruncates) {
       limits);
   EXPECT_TRUE(scan.result.truncated);
   EXPECT_FALSE(scan.result.reachable[0]);
+}
+
+TEST(ScanProcess, StacksOfTheToolsThreadsAreNoRoots) {
+  // A thread of the tool's (lib/core/tool_thread.h) holds a block's address
+  // on its stack: listed as the tool's, it is no root; a program thread
+  // holding the same is one.
+  std::atomic<bool> ready{false}, stop{false};
+  ASSERT_TRUE(StartToolThread([&] {
+    volatile uint64_t local = kNowhere / 2;
+    local = local * 2;
+    ready.store(true);
+    while (!stop.load()) usleep(1000);
+    (void)local;
+  }));
+  while (!ready.load()) usleep(1000);
+  usleep(20000);
+  std::vector<AddressRange> tool;
+  for (const auto& [begin, end] : ToolThreadStacks()) {
+    tool.push_back({begin, end});
+  }
+  ASSERT_FALSE(tool.empty());
+  const uint64_t stack_from =
+      reinterpret_cast<uint64_t>(__builtin_frame_address(0));
+  std::vector<AddressRange> blocks = {{kNowhere, kNowhere + kBlockBytes}};
+  ReachLimits limits;
+  limits.max_bytes = uint64_t{1} << 36;
+  ProcessReach as_tool = ScanProcess(blocks, stack_from, {}, limits, tool);
+  ProcessReach as_program = ScanProcess(blocks, stack_from, {}, limits, {});
+  stop.store(true);
+  usleep(20000);
+  EXPECT_FALSE(as_tool.result.reachable[0]);
+  EXPECT_TRUE(as_program.result.reachable[0])
+      << "the test's pointer was not where the scan looks";
+}
+
+TEST(ScanProcess, PointerInATouchedPageOfALargelyUntouchedBufferIsFound) {
+  // 64 MiB from malloc (its own mapping), one page in the middle written:
+  // the pages never touched are skipped, the one written is read.
+  constexpr size_t kBytes = size_t{64} << 20;
+  auto* buffer = static_cast<uint64_t*>(std::malloc(kBytes));
+  ASSERT_NE(buffer, nullptr);
+  buffer[kBytes / 16] = kInHeap + 0x10;
+  g_holder = new HeapHolder{};
+  g_holder->pointer = reinterpret_cast<uint64_t>(buffer);
+  ProcessReach scan = ScanFromHere();
+  EXPECT_TRUE(scan.result.reachable[1]);
+  EXPECT_FALSE(scan.result.reachable[3]);
+  // Far less than the buffer was read.
+  EXPECT_LT(scan.result.bytes_scanned, uint64_t{kBytes / 4});
+  delete g_holder;
+  g_holder = nullptr;
+  std::free(buffer);
+}
+
+TEST(ScanProcess, HeapListedAsSeveralMappingsIsOneArena) {
+  // The kernel splits [heap] where part of it gets other flags (here
+  // MADV_NOHUGEPAGE on its upper part): an object below the split is still
+  // found.
+  g_pointer = 0;
+  g_holder = new HeapHolder{};
+  g_holder->pointer = kInHeap;
+  std::vector<void*> filler;
+  for (int i = 0; i < 4096; ++i) filler.push_back(std::malloc(256));
+  const uint64_t holder = reinterpret_cast<uint64_t>(g_holder);
+  uint64_t heap_end = 0;
+  {
+    FILE* f = std::fopen("/proc/self/maps", "re");
+    ASSERT_NE(f, nullptr);
+    char line[512];
+    while (std::fgets(line, sizeof(line), f) != nullptr) {
+      unsigned long long b = 0, e = 0;
+      if (std::strstr(line, "[heap]") != nullptr &&
+          std::sscanf(line, "%llx-%llx", &b, &e) == 2 && holder >= b &&
+          holder < e) {
+        heap_end = e;
+      }
+    }
+    std::fclose(f);
+  }
+  if (heap_end == 0) GTEST_SKIP() << "the holder is not in [heap]";
+  const uint64_t split = ((holder + 4095) & ~uint64_t{4095}) + 4096;
+  if (split >= heap_end || madvise(reinterpret_cast<void*>(split),
+                                   heap_end - split, MADV_NOHUGEPAGE) != 0) {
+    GTEST_SKIP() << "could not split [heap]";
+  }
+  int heap_mappings = 0;
+  {
+    FILE* f = std::fopen("/proc/self/maps", "re");
+    char line[512];
+    while (std::fgets(line, sizeof(line), f) != nullptr) {
+      heap_mappings += std::strstr(line, "[heap]") != nullptr;
+    }
+    std::fclose(f);
+  }
+  if (heap_mappings < 2) GTEST_SKIP() << "[heap] stayed one mapping";
+  ProcessReach scan = ScanFromHere();
+  EXPECT_TRUE(scan.result.reachable[1]) << heap_mappings << " [heap] mappings";
+  for (void* p : filler) std::free(p);
+  delete g_holder;
+  g_holder = nullptr;
 }
 
 }  // namespace

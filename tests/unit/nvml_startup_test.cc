@@ -1,0 +1,111 @@
+// NVML off the program's critical path (lib/health/nvml_startup.h): started
+// on a background thread at the first CUDA call, waited for by reports with a
+// bound, absent from a forked child. Against the stand-in NVML of
+// fake_nvml.cc, whose nvmlInit takes FAKE_NVML_INIT_MS. CTest runs each test
+// in a process of its own, so each starts with NVML not loaded.
+#include "lib/health/nvml_startup.h"
+
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+
+#include "lib/engine/engine.h"
+#include "lib/health/health.h"
+
+namespace gmt {
+namespace {
+
+int ThreadsOfThisProcess() {
+  int n = 0;
+  if (DIR* dir = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(dir)) n += e->d_name[0] != '.';
+    closedir(dir);
+  }
+  return n;
+}
+
+double MsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - t0)
+      .count();
+}
+
+class NvmlStartup : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    setenv("GMT_NVML_LIBRARY", GMT_FAKE_NVML_PATH, 1);
+    setenv("FAKE_NVML_INIT_MS", "400", 1);
+  }
+};
+
+TEST_F(NvmlStartup, StartReturnsAtOnceAndAReportWaitsForIt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  StartNvmlInBackground(/*watch_xid=*/true);
+  EXPECT_LT(MsSince(t0), 100) << "nvmlInit ran on the caller's thread";
+  EXPECT_EQ(WaitForNvmlStart(0), NvmlStart::kRunning);
+  EXPECT_TRUE(NvmlStartInProgress());  // what a crash waits on
+  EXPECT_EQ(WaitForNvmlStart(5000), NvmlStart::kDone);
+  EXPECT_FALSE(NvmlStartInProgress());
+  const HealthReading r = ReadHealth();
+  EXPECT_TRUE(r.available) << r.reason;
+  EXPECT_TRUE(r.xid_watched) << r.xid_status;
+}
+
+TEST_F(NvmlStartup, NothingStartsBeforeTheFirstCudaCall) {
+  Options o;
+  o.report = ReportFormats();
+  o.print_errors = false;
+  const int threads = ThreadsOfThisProcess();
+  auto engine = std::make_unique<Engine>(o);
+  EXPECT_EQ(WaitForNvmlStart(0), NvmlStart::kNotStarted);
+  EXPECT_EQ(ThreadsOfThisProcess(), threads);
+  engine->OnCudaVersions(12080, 12080);  // the first CUDA call
+  EXPECT_EQ(WaitForNvmlStart(0), NvmlStart::kRunning);
+  EXPECT_EQ(WaitForNvmlStart(5000), NvmlStart::kDone);
+}
+
+TEST_F(NvmlStartup, ReportSaysHealthWasNotReadWhileNvmlStarts) {
+  setenv("FAKE_NVML_INIT_MS", "3000", 1);
+  Options o;
+  o.report = ReportFormats();
+  o.print_errors = false;
+  auto engine = std::make_unique<Engine>(o);
+  engine->OnCudaVersions(12080, 12080);
+  const auto t0 = std::chrono::steady_clock::now();
+  ReportData r = engine->BuildReport("request");
+  EXPECT_LT(MsSince(t0), 2000) << "the report waited for nvmlInit";
+  EXPECT_TRUE(r.health_read);
+  EXPECT_FALSE(r.health.available);
+  EXPECT_NE(r.health.reason.find("still starting"), std::string::npos)
+      << r.health.reason;
+  EXPECT_EQ(WaitForNvmlStart(10000), NvmlStart::kDone);
+  r = engine->BuildReport("request");
+  EXPECT_TRUE(r.health.available) << r.health.reason;
+}
+
+TEST_F(NvmlStartup, ForkedChildNeitherWaitsNorStartsAThread) {
+  StartNvmlInBackground(/*watch_xid=*/true);  // still in nvmlInit
+  const pid_t child = fork();
+  if (child == 0) {
+    const auto t0 = std::chrono::steady_clock::now();
+    int failures = 0;
+    failures += WaitForNvmlStart(2000) != NvmlStart::kNotStarted;
+    failures += MsSince(t0) > 500;
+    StartNvmlInBackground(/*watch_xid=*/true);
+    failures += ThreadsOfThisProcess() != 1;
+    _exit(failures);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(WaitForNvmlStart(5000), NvmlStart::kDone);
+}
+
+}  // namespace
+}  // namespace gmt
