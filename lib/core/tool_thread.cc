@@ -10,6 +10,12 @@ namespace gmt {
 namespace {
 
 constexpr size_t kStackBytes = size_t{8} << 20;
+// One inaccessible page on each side of a stack. Below, it turns an overflow
+// into a fault instead of a write into whatever lies there; on both sides, it
+// keeps the kernel from merging the stack with a neighbouring anonymous
+// mapping, so the stack is a mapping of its own, found like a glibc thread
+// stack (guard page below) and never taking a program mapping with it.
+constexpr size_t kGuardBytes = 4096;
 // A handful are started per process; later ones beyond this many still run,
 // on a stack of their own, but are not listed (none is expected).
 constexpr int kMaxStacks = 16;
@@ -26,9 +32,14 @@ void* Run(void* arg) {
 }  // namespace
 
 bool StartToolThread(std::function<void()> work) {
-  void* stack = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (stack == MAP_FAILED) return false;
+  void* mapped = mmap(nullptr, kStackBytes + 2 * kGuardBytes, PROT_NONE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mapped == MAP_FAILED) return false;
+  void* stack = static_cast<char*>(mapped) + kGuardBytes;
+  if (mprotect(stack, kStackBytes, PROT_READ | PROT_WRITE) != 0) {
+    munmap(mapped, kStackBytes + 2 * kGuardBytes);
+    return false;
+  }
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstack(&attr, stack, kStackBytes);

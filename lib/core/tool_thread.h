@@ -4,10 +4,10 @@
 // exit reachability scan (lib/leaks/) must leave the tool's stacks alone, and
 // a stack from glibc's cache would, once the thread ended, be handed to a
 // thread of the program's, whose roots the scan must not skip. A stack mapped
-// here stays mapped for the life of the process (one mapping per thread,
-// pages touched only as used), so its range never comes to mean anything
-// else. The thread is detached and has every signal blocked (the program's
-// signals are never delivered to it).
+// here stays mapped for the life of the process (one mapping per thread
+// between two inaccessible guard pages, pages touched only as used), so its
+// range never comes to mean anything else. The thread is detached and has every
+// signal blocked (the program's signals are never delivered to it).
 //
 //   StartToolThread([] { LoadNvml(); });
 //   ScanProcess(..., /*tool_ranges=*/ToolThreadStacks());

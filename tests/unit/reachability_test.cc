@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -560,6 +561,47 @@ TEST(ScanProcess, StacksOfTheToolsThreadsAreNoRoots) {
   EXPECT_FALSE(as_tool.result.reachable[0]);
   EXPECT_TRUE(as_program.result.reachable[0])
       << "the test's pointer was not where the scan looks";
+}
+
+TEST(ToolThread, StackIsAMappingOfItsOwnBetweenInaccessiblePages) {
+  // Found as a thread stack by its mapping alone (where the kernel does not
+  // tell a thread's stack pointer, as in some containers), and never merged
+  // with a neighbouring anonymous mapping of the program's.
+  std::atomic<bool> ready{false}, stop{false};
+  ASSERT_TRUE(StartToolThread([&] {
+    ready.store(true);
+    while (!stop.load()) usleep(1000);
+  }));
+  while (!ready.load()) usleep(1000);
+  const auto stacks = ToolThreadStacks();
+  ASSERT_FALSE(stacks.empty());
+  const auto [begin, end] = stacks.back();
+  struct Perm {
+    uint64_t begin, end;
+    std::string perms;
+  };
+  std::vector<Perm> maps;
+  FILE* f = std::fopen("/proc/self/maps", "re");
+  ASSERT_NE(f, nullptr);
+  char line[512];
+  while (std::fgets(line, sizeof(line), f)) {
+    unsigned long b = 0, e = 0;
+    char perms[8] = {0};
+    if (std::sscanf(line, "%lx-%lx %7s", &b, &e, perms) == 3) {
+      maps.push_back({b, e, perms});
+    }
+  }
+  std::fclose(f);
+  stop.store(true);
+  bool own = false, guard_below = false, guard_above = false;
+  for (const Perm& m : maps) {
+    if (m.begin == begin && m.end == end) own = m.perms == "rw-p";
+    if (m.begin < begin && m.end >= begin) guard_below = m.perms == "---p";
+    if (m.begin <= end && m.end > end) guard_above = m.perms == "---p";
+  }
+  EXPECT_TRUE(own) << "the stack is not exactly one read-write mapping";
+  EXPECT_TRUE(guard_below);
+  EXPECT_TRUE(guard_above);
 }
 
 TEST(ScanProcess, PointerInATouchedPageOfALargelyUntouchedBufferIsFound) {
