@@ -112,6 +112,12 @@ FAKE_API const char* cudaGetErrorName(int error) {
   return error == kSuccess ? "cudaSuccess" : "cudaErrorInvalidValue";
 }
 
+// The runtime's last-error state, which every guarded allocation peeks at
+// (a real runtime has it; without it each call would measure a failed
+// symbol lookup instead).
+FAKE_API int cudaPeekAtLastError() { return kSuccess; }
+FAKE_API int cudaGetLastError() { return kSuccess; }
+
 // Driver entry points the shims use to attribute a block to a device.
 FAKE_API int cuCtxGetCurrent(void** context) {
   *context = &g_context_storage;

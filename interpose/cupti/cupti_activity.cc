@@ -36,6 +36,8 @@ class CuptiMemoryActivity : public MemoryActivitySource {
     queue_.clear();
   }
 
+  void Stop() override { cupti_.activity_disable(CUPTI_ACTIVITY_KIND_MEMORY2); }
+
   void Add(const MemoryActivity& a) {
     std::lock_guard<std::mutex> lock(mu_);
     if (queue_.size() >= kMaxQueued) {

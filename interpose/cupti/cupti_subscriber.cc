@@ -634,7 +634,8 @@ enum class Family : uint8_t {
   kGraphLaunch,  // launches, and graph memory
   kGraph,        // graph memory nodes: creation, instantiation, destruction
   kProc,
-  kTeardown
+  kTeardown,
+  kPoolImport  // a pool imported from another process (memory records stop)
 };
 
 Family FamilyOf(CUpti_CallbackId cbid) {
@@ -683,6 +684,8 @@ Family FamilyOf(CUpti_CallbackId cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxRelease:
     case CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxRelease_v2:
       return Family::kTeardown;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemPoolImportFromShareableHandle:
+      return Family::kPoolImport;
     default:
       return Family::kNone;
   }
@@ -791,6 +794,12 @@ void CUPTIAPI CuptiCallback(void* /*userdata*/, CUpti_CallbackDomain domain,
       return OnProcAddress(cbid, cb);
     case Family::kTeardown:
       return OnTeardownCall(cbid, cb);
+    case Family::kPoolImport:
+      // Before the driver imports: no record may concern the imported pool.
+      if (cb.callbackSite == CUPTI_API_ENTER) {
+        Engine::Get().BeforeMemPoolImport();
+      }
+      return;
     case Family::kNone:
       return;
   }
@@ -879,6 +888,11 @@ void StartCupti(bool injected) {
   if (plan.activity) {
     std::string activity_why;
     activity = StartMemoryActivity(*cupti, &activity_why);
+    if (activity) {
+      // A program calling libcuda directly imports pools unseen by the
+      // shims: its call stops the records here.
+      refused += EnableFamily(*cupti, subscriber, Family::kPoolImport);
+    }
     if (!activity) {
       LogNote(1, "CUPTI memory activity not collected: %s",
               activity_why.c_str());

@@ -13,7 +13,12 @@
 //       cuDeviceSetMemPool                              noted: blocks of a pool
 //       with export handle types may be imported by a process the tool does
 //       not run in, which reads them from their raw start, so they get no
-//       redzones (interpose/alloc_shims.h, GuardedAlloc).
+//       redzones (interpose/alloc_shims.h, GuardedAlloc);
+//   cudaMemPoolImportFromShareableHandle / cuMemPoolImportFromShareableHandle
+//                                                     forwarded after the
+//       engine stops CUPTI's memory records (Engine::BeforeMemPoolImport):
+//       with them on, CUPTI 13.0 crashes freeing a pointer of the imported
+//       pool.
 //
 // Any other pointer (interior, unguarded, untracked) and every nested call
 // (cudart's own driver call) go to CUDA untouched: CUDA judges them as it
@@ -186,4 +191,25 @@ CUresult Shim_cuDeviceSetMemPool(CUdevice device, CUmemoryPool pool) {
                                        gmt::AddressOf(pool));
   }
   return result;
+}
+
+cudaError_t Shim_cudaMemPoolImportFromShareableHandle(
+    cudaMemPool_t* pool, void* handle, cudaMemAllocationHandleType type,
+    unsigned int flags) {
+  auto real = gmt::g_real_cudaMemPoolImportFromShareableHandle.Get();
+  if (real == nullptr) return gmt::NoRuntimeError();
+  InterceptScope scope;
+  if (scope.Recording()) gmt::Engine::Get().BeforeMemPoolImport();
+  return real(pool, handle, type, flags);
+}
+
+CUresult Shim_cuMemPoolImportFromShareableHandle(CUmemoryPool* pool,
+                                                 void* handle,
+                                                 CUmemAllocationHandleType type,
+                                                 unsigned long long flags) {
+  auto real = gmt::g_real_cuMemPoolImportFromShareableHandle.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  InterceptScope scope;
+  if (scope.Recording()) gmt::Engine::Get().BeforeMemPoolImport();
+  return real(pool, handle, type, flags);
 }

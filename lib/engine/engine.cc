@@ -626,6 +626,8 @@ ReportState Engine::TakeReportState(absl::string_view reason) {
   TakeHealthState(reason, &state);  // NVML, never at a crash (engine_oom.cc)
   state.suppressions = suppressions_;
   state.suppressions_error = suppressions_error_;
+  state.activity_stopped_at_pool_import =
+      activity_stopped_.load(std::memory_order_acquire);
   return state;
 }
 

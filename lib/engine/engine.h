@@ -400,6 +400,11 @@ class Engine {
   // first (never from inside a CUPTI callback). Returns how many blocks were
   // added.
   size_t ReconcileActivity(bool flush);
+  // The program is about to import a pool from another process
+  // (cuMemPoolImportFromShareableHandle): memory records stop for good, as
+  // CUPTI 13.0 crashes freeing a pointer of an imported pool while they are
+  // on. Idempotent; the report says when it happened.
+  void BeforeMemPoolImport();
 
   // ---- NVTX memory regions, the sub-allocations of pool
   // allocators (lib/registry/nvtx_mem_regions.h,
@@ -564,6 +569,8 @@ class Engine {
   };
   absl::Mutex activity_mu_;  // one reconciliation at a time
   MemoryActivityCrossCheck activity_ ABSL_GUARDED_BY(activity_mu_);
+  // BeforeMemPoolImport stopped the memory records.
+  std::atomic<bool> activity_stopped_{false};
   std::vector<SuspectFree> suspects_ ABSL_GUARDED_BY(activity_mu_);
   std::atomic<uint32_t> suspect_count_{0};
 

@@ -1,9 +1,9 @@
 // Engine members for CUPTI's memory activity records (
-// lib/registry/memory_activity.h): allocations no hook saw, added once, and frees of
-// them not taken for the program's errors.
+// lib/registry/memory_activity.h): allocations no hook saw, added once, and
+// frees of them not taken for the program's errors.
 #include "lib/core/driver_callback.h"
-#include "lib/engine/engine.h"
 #include "lib/core/log.h"
+#include "lib/engine/engine.h"
 
 namespace gmt {
 namespace {
@@ -110,6 +110,19 @@ size_t Engine::ReconcileActivity(bool flush) {
             d.adopt.size(), explained.size());
   }
   return d.adopt.size() + explained.size();
+}
+
+void Engine::BeforeMemPoolImport() {
+  // With CUPTI 13.0 (driver 580, H200), memory records on make the
+  // cuMemFreeAsync of a pointer imported from another process's pool fault
+  // inside libcupti (SIGSEGV at 0x68). The records only cross-check what the
+  // hooks see, so they stop before the first import can bring such a pointer.
+  MemoryActivitySource* source = GetMemoryActivitySource();
+  if (source == nullptr || activity_stopped_.exchange(true)) return;
+  source->Stop();
+  LogNote(1,
+          "CUPTI memory records stopped: the program imports a memory pool "
+          "from another process");
 }
 
 bool Engine::ExplainUnknownFree(uint64_t address, bool flush) {

@@ -6,22 +6,22 @@
 // at a flush; every allocation and release the driver made is in them,
 // including those made by a call no hook saw (a stream-ordered pool
 // allocation through an entry point the tool did not reach, memory of a graph
-// launch the tool did not see). The front end (interpose/cupti/cupti_activity.cc)
-// decodes them into MemoryActivity and hands them over through a
-// MemoryActivitySource; the engine (lib/engine/engine_activity.cc) runs the
-// cross-check below at the exit report and at a free of an address it does
-// not know:
+// launch the tool did not see). The front end
+// (interpose/cupti/cupti_activity.cc) decodes them into MemoryActivity and
+// hands them over through a MemoryActivitySource; the engine
+// (lib/engine/engine_activity.cc) runs the cross-check below at the exit report
+// and at a free of an address it does not know:
 //
 //   CUPTI's own picture     address -> the newest record there (an alloc not
 //                           followed by a release is live in CUPTI's eyes)
 //   a live CUPTI block ...  whose address a hook holds live   : the hooks saw
 //                           it; dropped (count once)
 //                           that is graph memory the tool knows: the graph
-//                           model (lib/registry/graph_memory.h) decides; dropped
-//                           that is not stream-ordered / pool memory: the
-//                           callbacks see every such call; dropped (this also
-//                           keeps the tool's own buffers out)
-//                           otherwise: adopted, once, as a block of its own
+//                           model (lib/registry/graph_memory.h) decides;
+//                           dropped that is not stream-ordered / pool memory:
+//                           the callbacks see every such call; dropped (this
+//                           also keeps the tool's own buffers out) otherwise:
+//                           adopted, once, as a block of its own
 //   a released adopted one  released in the registry too (no hook saw the
 //                           free either)
 //
@@ -68,6 +68,9 @@ class MemoryActivitySource {
   // hand over its incomplete buffers first (never from inside a CUPTI
   // callback).
   virtual void Drain(bool flush, std::vector<MemoryActivity>* out) = 0;
+  // No more records from now on; what was recorded before still comes at the
+  // next Drain. Safe inside a CUPTI callback.
+  virtual void Stop() {}
 };
 
 // Installed by the front end when activity collection is on; null otherwise.

@@ -311,6 +311,13 @@ ReportData AssembleReport(ReportState state, StackSymbolizer symbolize) {
     data.notes.push_back(
         absl::StrCat("suppressions not applied: ", state.suppressions_error));
   }
+  if (state.activity_stopped_at_pool_import) {
+    data.notes.push_back(
+        "CUPTI memory records were turned off when the program imported a "
+        "memory pool from another process (CUPTI 13.0 crashes freeing an "
+        "imported pointer while they are on): an allocation no hook saw after "
+        "that is not in this report");
+  }
   if (state.stack_depth > 0 && !state.fast_unwinder) {
     data.notes.push_back(
         "libunwind.so.8 could not be loaded: stacks were captured with glibc's "

@@ -135,6 +135,10 @@ struct ReportState {
   // ---- Suppressions loaded (option suppressions=), or why none apply.
   Suppressions suppressions;
   std::string suppressions_error;
+
+  // ---- CUPTI memory records stopped at the program's first pool import
+  // (Engine::BeforeMemPoolImport).
+  bool activity_stopped_at_pool_import = false;
 };
 
 }  // namespace gmt

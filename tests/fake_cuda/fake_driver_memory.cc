@@ -7,8 +7,11 @@
 // not hold as a base (unknown, interior, already freed, or from another table)
 // returns CUDA_ERROR_INVALID_VALUE, as the real driver does.
 #include <cupti_driver_cbid.h>
+#include <fcntl.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -32,6 +35,7 @@ struct Block {
   void* memory = nullptr;  // arrays: the backing store behind the handle
   bool graph = false;      // a graph alloc node's: the backing stays
   bool pool = false;       // stream-ordered: from a memory pool
+  bool imported = false;   // cuMemPoolImportPointer's, of an imported pool
 };
 
 // A default memory pool; CUmemoryPool values are pointers to these.
@@ -151,6 +155,16 @@ CUresult FreeDevice(CUdeviceptr dptr, bool async = false) {
     std::lock_guard<std::mutex> lock(t.mu);
     auto it = t.device.find(static_cast<uintptr_t>(dptr));
     if (it == t.device.end()) return CUDA_ERROR_INVALID_VALUE;
+    if (it->second.imported &&
+        g_activity_emitter.load(std::memory_order_acquire) != nullptr) {
+      // CUPTI 13.0's defect, as seen on the H200 (driver 580): with memory
+      // records on, freeing a pointer imported from another process's pool
+      // faults inside libcupti at address 0x68.
+      std::fprintf(stderr,
+                   "fake libcupti: freeing an imported pool pointer with "
+                   "memory records on: SIGSEGV at 0x68 (as CUPTI 13.0)\n");
+      std::raise(SIGSEGV);
+    }
     t.in_use[it->second.device] -= it->second.reserved;
     if (!it->second.graph) memory = reinterpret_cast<void*>(it->first);
     record.bytes = it->second.bytes;
@@ -834,5 +848,79 @@ FAKE_CU_API(cuMemsetD8_v2, (CUdeviceptr dst, unsigned char value, size_t n)) {
     }
   }
   std::memset(reinterpret_cast<void*>(dst), value, n);
+  return CUDA_SUCCESS;
+}
+
+// ---- Pools imported from another process
+// ---------------------------------- The double has no second process: an
+// imported pool is a handle of its own, and cuMemPoolImportPointer makes a
+// fresh block of the size the export data names. The double's export data:
+// its first 8 bytes hold the block's size (a test program writes them).
+
+namespace {
+
+constexpr int kMaxImportedPools = 8;
+fake_cuda::Pool g_imported_pools[kMaxImportedPools] = {};
+int g_imported_pool_count = 0;  // guarded by T().mu
+
+bool IsImportedPool(CUmemoryPool pool) {
+  for (fake_cuda::Pool& p : g_imported_pools) {
+    if (reinterpret_cast<CUmemoryPool>(&p) == pool) return true;
+  }
+  return false;
+}
+
+struct PoolImportParams {
+  CUmemoryPool* pool_out;
+  void* handle;
+  CUmemAllocationHandleType type;
+  unsigned long long flags;
+};
+
+}  // namespace
+
+// A POSIX descriptor (any open one: the double cannot tell an exported pool's
+// from another), no flags.
+FAKE_CU_API(cuMemPoolImportFromShareableHandle,
+            (CUmemoryPool * pool_out, void* handle,
+             CUmemAllocationHandleType type, unsigned long long flags)) {
+  PoolImportParams params{pool_out, handle, type, flags};
+  return fake_cuda::WithCuptiCallbacks(
+      CUPTI_DRIVER_TRACE_CBID_cuMemPoolImportFromShareableHandle,
+      "cuMemPoolImportFromShareableHandle", &params, nullptr, [&] {
+        fake_cuda::Context* ctx = nullptr;
+        if (CUresult r = fake_cuda::RequireContext(&ctx); r != CUDA_SUCCESS) {
+          return r;
+        }
+        const int fd = static_cast<int>(reinterpret_cast<intptr_t>(handle));
+        if (pool_out == nullptr || flags != 0 ||
+            type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || fd < 0 ||
+            fcntl(fd, F_GETFD) == -1) {
+          return CUDA_ERROR_INVALID_VALUE;
+        }
+        std::lock_guard<std::mutex> lock(fake_cuda::T().mu);
+        if (g_imported_pool_count == kMaxImportedPools) {
+          return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        fake_cuda::Pool& pool = g_imported_pools[g_imported_pool_count++];
+        pool.device = ctx->device;
+        *pool_out = reinterpret_cast<CUmemoryPool>(&pool);
+        return CUDA_SUCCESS;
+      });
+}
+
+FAKE_CU_API(cuMemPoolImportPointer, (CUdeviceptr * ptr_out, CUmemoryPool pool,
+                                     CUmemPoolPtrExportData* share_data)) {
+  if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (ptr_out == nullptr || share_data == nullptr || !IsImportedPool(pool)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  uint64_t bytes = 0;
+  std::memcpy(&bytes, share_data->reserved, sizeof bytes);
+  const int device = reinterpret_cast<fake_cuda::Pool*>(pool)->device;
+  CUresult r = fake_cuda::AllocDevice(ptr_out, bytes, Kind::kDevice, device);
+  if (r != CUDA_SUCCESS) return r;
+  std::lock_guard<std::mutex> lock(fake_cuda::T().mu);
+  fake_cuda::T().device[static_cast<uintptr_t>(*ptr_out)].imported = true;
   return CUDA_SUCCESS;
 }

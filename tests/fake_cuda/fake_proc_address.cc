@@ -59,6 +59,8 @@
   X(cuMemFreeAsync, cuMemFreeAsync_ptsz, 11020, true)                                                            \
   X(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, 11020, false)                                          \
   X(cuMemPoolGetAttribute, cuMemPoolGetAttribute, 11020, false)                                                  \
+  X(cuMemPoolImportFromShareableHandle, cuMemPoolImportFromShareableHandle, 11020, false)                        \
+  X(cuMemPoolImportPointer, cuMemPoolImportPointer, 11020, false)                                                \
   X(cuMemHostAlloc, cuMemHostAlloc, 2020, false)                                                                 \
   X(cuMemAllocHost, cuMemAllocHost_v2, 3020, false)                                                              \
   X(cuMemFreeHost, cuMemFreeHost, 2000, false)                                                                   \

@@ -43,6 +43,33 @@ class CuptiTest : public InterposeTest {
   }
 };
 
+// With CUPTI's memory records on, CUPTI 13.0 faults (SIGSEGV at 0x68 inside
+// libcupti) freeing a pointer imported from another process's pool, as
+// pool_ipc's importer did under injection on the H200; the double faults the
+// same way. Injection alone turns the records on, so the tool stops them
+// before the program's first pool import: in the shim (a runtime's lookup)
+// and in CUPTI's callback (libcuda called directly).
+TEST_F(CuptiTest, APoolImportStopsMemoryRecordsBeforeAnImportedPointerIsFreed) {
+  for (const char* how : {"direct", "lookup"}) {
+    SCOPED_TRACE(how);
+    RunResult plain = RunPlain(GMT_CUPTI_PROGRAM, {"pool_import", how});
+    ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
+    RunResult r = RunInjected(/*preload=*/false, "", {}, {"pool_import", how});
+    ASSERT_EQ(r.exit_code, 0) << r.Describe();
+    EXPECT_EQ(r.out, plain.out) << "the tool changed what the program saw";
+    ASSERT_TRUE(r.has_report) << r.Describe();
+    EXPECT_TRUE(r.report["errors"].empty()) << r.report["errors"].dump(1);
+    bool noted = false;
+    for (const json& note : r.report["notes"]) {
+      if (note.get<std::string>().find("CUPTI memory records were turned "
+                                       "off") != std::string::npos) {
+        noted = true;
+      }
+    }
+    EXPECT_TRUE(noted) << r.report["notes"].dump(1);
+  }
+}
+
 TEST_F(CuptiTest, InjectionAloneRecordsLeaksAndFreeErrors) {
   RunResult r = RunInjected(/*preload=*/false);
   ASSERT_EQ(r.exit_code, 0) << r.Describe();

@@ -23,6 +23,16 @@
 //                              looked up after cuInit, then cuMemsetD8 of
 //                              1000 bytes (CUDA_SUCCESS) and of 1001
 //                              (CUDA_ERROR_INVALID_VALUE), cuMemFree
+//   gmt_cupti_program pool_import direct|lookup
+//                              a pool imported from another process, as
+//                              pool_ipc's importer does: an open descriptor
+//                              imported (the double takes any), two
+//                              4096-byte pointers imported from it, one
+//                              written and freed with cuMemFreeAsync, one
+//                              freed with cuMemFree; "direct" calls
+//                              libcuda's own entry points (CUPTI callbacks
+//                              only), "lookup" what cuGetProcAddress hands
+//                              out after cuInit, as a runtime does
 //
 //   1. cuInit (loads the injection), primary context current
 //   2. cuMemAlloc(1000) in LeakThroughDriver, never freed
@@ -36,6 +46,8 @@
 //      the string it points to), then one byte written past the end of the
 //      512 as that kernel would (the fake's device memory is host memory)
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -142,6 +154,48 @@ int Bounds() {
   return 0;
 }
 
+// `own` (libcuda's entry point, bound at link time), or with `lookup` what
+// cuGetProcAddress answers for `name`.
+template <typename Fn>
+Fn Driver(const char* name, bool lookup, Fn own) {
+  if (!lookup) return own;
+  void* fn = nullptr;
+  CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  Cu(name,
+     cuGetProcAddress(name, &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &status));
+  return reinterpret_cast<Fn>(fn);
+}
+
+int PoolImport(bool lookup) {
+  if (!DriverSetup(0)) return 1;
+  auto import_pool = Driver("cuMemPoolImportFromShareableHandle", lookup,
+                            &cuMemPoolImportFromShareableHandle);
+  auto import_pointer =
+      Driver("cuMemPoolImportPointer", lookup, &cuMemPoolImportPointer);
+  auto free_async = Driver("cuMemFreeAsync", lookup, &cuMemFreeAsync);
+  auto free_sync = Driver("cuMemFree", lookup, &cuMemFree);
+  const int fd = open("/dev/null", O_RDONLY);
+  CUmemoryPool pool = nullptr;
+  if (Cu("cuMemPoolImportFromShareableHandle",
+         import_pool(&pool, reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
+                     CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)) !=
+      CUDA_SUCCESS) {
+    return 1;
+  }
+  // The double's export data: the block's size in its first 8 bytes.
+  CUmemPoolPtrExportData data{};
+  const uint64_t bytes = 4096;
+  std::memcpy(data.reserved, &bytes, sizeof bytes);
+  CUdeviceptr a = 0, b = 0;
+  Cu("cuMemPoolImportPointer a", import_pointer(&a, pool, &data));
+  Cu("cuMemPoolImportPointer b", import_pointer(&b, pool, &data));
+  if (a != 0) std::memset(reinterpret_cast<void*>(a), 0x11, bytes);
+  Cu("cuMemFreeAsync a", free_async(a, nullptr));
+  Cu("cuMemFree b", free_sync(b));
+  close(fd);
+  return 0;
+}
+
 const char kFirstKernelName[] = "cupti_first_kernel";
 
 int Kernels() {
@@ -160,6 +214,9 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "early") == 0) return Early();
   if (argc > 1 && std::strcmp(argv[1], "kernels") == 0) return Kernels();
   if (argc > 1 && std::strcmp(argv[1], "bounds") == 0) return Bounds();
+  if (argc > 2 && std::strcmp(argv[1], "pool_import") == 0) {
+    return PoolImport(std::strcmp(argv[2], "lookup") == 0);
+  }
   if (!DriverSetup(0)) return 1;
   LeakThroughDriver();
   FreeTwice(AllocAndFree());
