@@ -63,6 +63,10 @@ TORCH_PY="$ROOT/examples/pytorch_train.py"
 START="$(date +%s)"
 DEADLINE=$((START + ${GMT_RUN_BUDGET_S:-540}))
 
+# Test binaries built here find their fixtures in this checkout, not at the
+# build machine's path compiled into them.
+export GMT_CUDACORE_FIXTURES="$ROOT/tests/fixtures/cudacore"
+
 # The tool's own dependencies (Abseil, libdw, ...) come from the bundle.
 BASE_LD="${LD_LIBRARY_PATH:-}"
 export LD_LIBRARY_PATH="$B/lib${BASE_LD:+:$BASE_LD}"
