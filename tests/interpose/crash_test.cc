@@ -12,10 +12,6 @@ namespace {
 
 using CrashTest = InterposeTest;
 
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 // Names of report["crash"]["recent_kernels"].
 std::vector<std::string> RecentKernels(const json& report) {
   std::vector<std::string> names;

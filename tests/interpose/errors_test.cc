@@ -9,10 +9,6 @@ namespace {
 
 using ErrorsTest = InterposeTest;
 
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 TEST_F(ErrorsTest, DoubleFreeHasAllThreeStacks) {
   RunResult r = Run(GMT_ERROR_PROGRAM, {"double_free"});
   ASSERT_EQ(r.exit_code, 0) << r.Describe();

@@ -20,10 +20,6 @@ std::string CaseName(const testing::TestParamInfo<Case>& info) {
          "_" + info.param.mode;
 }
 
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 class GuardLaunchTest : public InterposeTest,
                         public testing::WithParamInterface<Case> {};
 

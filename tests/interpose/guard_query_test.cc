@@ -9,10 +9,6 @@ namespace {
 
 using GuardQueryTest = InterposeTest;
 
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 TEST_F(GuardQueryTest, DriverAnswersAsWithoutTheTool) {
   RunResult plain = RunPlain(GMT_GUARD_QUERY_PROGRAM, {"driver"});
   ASSERT_EQ(plain.exit_code, 0) << plain.Describe();

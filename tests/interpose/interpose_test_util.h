@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,10 +38,57 @@ class InterposeTest : public testing::Test {
   }
   const std::string& tmp() const { return tmp_.path(); }
 
+  // Runs `program args` without the tool, then with it: both exit 0, the
+  // tool's run gets to the program's last line ("done"), and the program
+  // prints the same in both.
+  void ExpectSameOutputAsWithout(const std::string& program,
+                                 const std::vector<std::string>& args) {
+    RunResult plain = RunPlain(program, args);
+    ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
+    RunResult tool = Run(program, args);
+    ASSERT_EQ(tool.exit_code, 0) << tool.Describe();
+    ASSERT_NE(tool.out.find("done"), std::string::npos) << tool.Describe();
+    EXPECT_EQ(tool.out, plain.out);
+  }
+
  private:
   ScopedTempDir tmp_;
   int runs_ = 0;
 };
+
+inline bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+inline std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// What a range program (guard_copy_program, guard_range_program) printed:
+// its in-bounds calls ("<call> in -> CODE", "<call> end -> CODE") and its
+// calls one byte past ("<call> past -> CODE"). Each in-bounds call must have
+// succeeded (0) and each past one been refused with invalid value (1, in the
+// runtime and the driver alike): a line that did not fails the test.
+struct RangeCalls {
+  int in = 0;
+  int past = 0;
+};
+inline RangeCalls CheckRangeCalls(const std::string& out) {
+  RangeCalls calls;
+  for (const std::string& line : Lines(out)) {
+    if (Contains(line, " in -> ") || Contains(line, " end -> ")) {
+      ++calls.in;
+      EXPECT_TRUE(Contains(line, " -> 0 ")) << line;
+    } else if (Contains(line, " past -> ")) {
+      ++calls.past;
+      EXPECT_TRUE(Contains(line, " -> 1 ")) << line;
+    }
+  }
+  return calls;
+}
 
 // The entries of report["leaks"] whose "api" is `api`.
 inline std::vector<json> LeaksWithApi(const json& report,
