@@ -21,11 +21,6 @@ std::map<std::string, long> LineFigures(const std::string& out,
 // Names of the entries of `dir` (not recursive), sorted.
 std::vector<std::string> FileNames(const std::string& dir);
 
-// Whether `text` contains `part`.
-inline bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 // Runs `program args...` under the tool in `dir` like RunProgram does, but
 // with RLIMIT_FSIZE = `file_size_limit` bytes and SIGXFSZ ignored, so a write
 // past the limit fails with EFBIG (a disk that fills up mid-write, without
