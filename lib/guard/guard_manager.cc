@@ -634,6 +634,7 @@ bool GuardManager::TryHold(const AllocationRecord& block,
   }
   c.quarantine.push_back(block.raw_address);
   c.held_bytes += block.raw_bytes;
+  c.held_footprint += HeldFootprint(block);
   c.table.reset();
   return true;
 }
@@ -812,6 +813,7 @@ std::optional<GuardManager::Block> GuardManager::TakeReleasableLocked(
     const uint64_t bytes = b.record.raw_bytes;
     batch.bytes -= std::min(batch.bytes, bytes);
     c.releasing_bytes -= std::min(c.releasing_bytes, bytes);
+    c.held_footprint -= std::min(c.held_footprint, HeldFootprint(b.record));
     if (batch.next == batch.blocks.size()) c.releasing.pop_front();
     return b;
   }
@@ -878,8 +880,15 @@ uint64_t GuardManager::DrainReleasesLocked(
       AnswerReleasesLocked(context, findings);
       cit = contexts_.find(context);
       if (cit == contexts_.end()) return released;
-      cit->second.releasing.clear();
-      cit->second.releasing_bytes = 0;
+      Context& c = cit->second;
+      for (const ReleaseBatch& batch : c.releasing) {
+        for (size_t i = batch.next; i < batch.blocks.size(); ++i) {
+          c.held_footprint -=
+              std::min(c.held_footprint, HeldFootprint(batch.blocks[i].record));
+        }
+      }
+      c.releasing.clear();
+      c.releasing_bytes = 0;
       return released;
     }
     if (std::optional<Block> ready = TakeReleasableLocked(context)) {
@@ -1121,16 +1130,7 @@ uint64_t GuardManager::HeldBytes(int device) const {
   absl::MutexLock lock(&mu_);
   uint64_t held = 0;
   for (const auto& [context, c] : contexts_) {
-    if (c.device != device) continue;
-    // What freeing them would give back, CUDA's page rounding included.
-    for (const auto& [raw, b] : c.blocks) {
-      if (b.held) held += HeldFootprint(b.record);
-    }
-    for (const ReleaseBatch& batch : c.releasing) {
-      for (size_t i = batch.next; i < batch.blocks.size(); ++i) {
-        held += HeldFootprint(batch.blocks[i].record);
-      }
-    }
+    if (c.device == device) held += c.held_footprint;
   }
   return held;
 }

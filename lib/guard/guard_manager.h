@@ -332,6 +332,10 @@ class GuardManager {
     std::shared_ptr<const Table> table;  // per-kernel checks; null if stale
     std::deque<ReleaseBatch> releasing;  // oldest first
     uint64_t releasing_bytes = 0;
+    // What freeing the held and releasing blocks would give back to the
+    // device (HeldBytes, asked at every cudaMemGetInfo): kept as they come
+    // and go rather than summed over `blocks`.
+    uint64_t held_footprint = 0;
     // Raw extents of `blocks` (held ones too: a kernel may write through a
     // dangling pointer), for finding what a launch's arguments reach. Only
     // new blocks make it stale: an entry of a block gone since is answered
