@@ -2,6 +2,8 @@
 
 #include <cxxabi.h>
 #include <dlfcn.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <unistd.h>
 
@@ -28,6 +30,19 @@ struct Symbolizer::DwflApi {
   decltype(&dwfl_offline_section_address) offline_section_address;
   decltype(&dwfl_end) end;
   Dwfl_Callbacks callbacks;
+  // Inline chains (optional: without them a line inside a CUDA runtime
+  // header stays as the line table gives it).
+  decltype(&dwfl_module_addrdie) module_addrdie = nullptr;
+  decltype(&dwarf_getscopes) getscopes = nullptr;
+  decltype(&dwarf_tag) tag = nullptr;
+  decltype(&dwarf_attr) attr = nullptr;
+  decltype(&dwarf_formudata) formudata = nullptr;
+  decltype(&dwarf_getsrcfiles) getsrcfiles = nullptr;
+  decltype(&dwarf_filesrc) filesrc = nullptr;
+  bool HasInlineChains() const {
+    return module_addrdie && getscopes && tag && attr && formudata &&
+           getsrcfiles && filesrc;
+  }
 };
 
 namespace {
@@ -88,6 +103,15 @@ bool Symbolizer::EnsureDwfl() {
       Load(handle, "dwfl_offline_section_address",
            &api->offline_section_address) &&
       Load(handle, "dwfl_end", &api->end);
+  if (ok) {
+    Load(handle, "dwfl_module_addrdie", &api->module_addrdie);
+    Load(handle, "dwarf_getscopes", &api->getscopes);
+    Load(handle, "dwarf_tag", &api->tag);
+    Load(handle, "dwarf_attr", &api->attr);
+    Load(handle, "dwarf_formudata", &api->formudata);
+    Load(handle, "dwarf_getsrcfiles", &api->getsrcfiles);
+    Load(handle, "dwarf_filesrc", &api->filesrc);
+  }
   if (!ok) {
     delete api;
     return false;
@@ -159,6 +183,9 @@ SymbolizedFrame Symbolizer::Resolve(uintptr_t return_address) {
         if (file != nullptr) {
           frame.file = file;
           frame.line = lineno;
+          if (IsCudaRuntimeHeader(frame.file)) {
+            LeaveRuntimeHeaders(module, pc, &frame);
+          }
         }
       }
     }
@@ -172,6 +199,39 @@ SymbolizedFrame Symbolizer::Resolve(uintptr_t return_address) {
     }
   }
   return frame;
+}
+
+void Symbolizer::LeaveRuntimeHeaders(void* dwfl_module, uintptr_t pc,
+                                     SymbolizedFrame* frame) {
+  const DwflApi& api = *dwfl_api_;
+  if (!api.HasInlineChains()) return;
+  auto* module = static_cast<Dwfl_Module*>(dwfl_module);
+  Dwarf_Addr bias = 0;
+  Dwarf_Die* cu = api.module_addrdie(module, pc, &bias);
+  if (cu == nullptr) return;
+  Dwarf_Files* files = nullptr;
+  size_t file_count = 0;
+  if (api.getsrcfiles(cu, &files, &file_count) != 0) return;
+  Dwarf_Die* scopes = nullptr;
+  const int n = api.getscopes(cu, pc - bias, &scopes);
+  // Innermost first: each inlined subroutine was called from the code of the
+  // scope around it, at its DW_AT_call_file:DW_AT_call_line.
+  for (int i = 0; i < n && IsCudaRuntimeHeader(frame->file); ++i) {
+    if (api.tag(&scopes[i]) != DW_TAG_inlined_subroutine) continue;
+    Dwarf_Attribute attribute;
+    Dwarf_Word file_index = 0, line = 0;
+    if (api.attr(&scopes[i], DW_AT_call_file, &attribute) == nullptr ||
+        api.formudata(&attribute, &file_index) != 0 ||
+        api.attr(&scopes[i], DW_AT_call_line, &attribute) == nullptr ||
+        api.formudata(&attribute, &line) != 0) {
+      break;
+    }
+    const char* file = api.filesrc(files, file_index, nullptr, nullptr);
+    if (file == nullptr) break;
+    frame->file = file;
+    frame->line = static_cast<int>(line);
+  }
+  std::free(scopes);
 }
 
 SymbolizedFrame Symbolizer::Symbolize(uintptr_t return_address) {
@@ -202,7 +262,16 @@ std::vector<SymbolizedFrame> Symbolizer::SymbolizeStack(StackView stack) {
   return frames;
 }
 
+bool IsCudaRuntimeHeader(absl::string_view file) {
+  const size_t slash = file.rfind('/');
+  const absl::string_view base =
+      slash == absl::string_view::npos ? file : file.substr(slash + 1);
+  return base == "cuda_runtime.h" || base == "cuda_runtime_api.h";
+}
+
 bool IsCudaInternalFrame(const SymbolizedFrame& frame) {
+  // A runtime header's wrapper (cudaMalloc<T> not inlined, at -O0).
+  if (IsCudaRuntimeHeader(frame.file)) return true;
   const std::string& m = frame.module;
   if (absl::StartsWith(m, "libcudart.so") ||
       absl::StartsWith(m, "libcuda.so")) {

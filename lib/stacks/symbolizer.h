@@ -14,6 +14,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "lib/stacks/stack_depot.h"
 
@@ -51,6 +52,12 @@ class Symbolizer {
  private:
   struct DwflApi;
   SymbolizedFrame Resolve(uintptr_t pc) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `frame`'s file:line lies in a CUDA runtime header (an inlined wrapper
+  // such as cudaMalloc<T>): moves it out along the inline chain at `pc` to
+  // the first call site outside those headers, the program's line.
+  void LeaveRuntimeHeaders(void* dwfl_module, uintptr_t pc,
+                           SymbolizedFrame* frame)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool EnsureDwfl() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;
@@ -61,8 +68,13 @@ class Symbolizer {
   int dwfl_reports_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// Whether `file` is one of the CUDA runtime's headers (cuda_runtime.h,
+// cuda_runtime_api.h), whose inline C++ wrappers call the API for the
+// program: a line there is never the program's own.
+bool IsCudaRuntimeHeader(absl::string_view file);
+
 // Whether a frame is the CUDA runtime's or driver's own code (skipped at the
-// innermost end of reported stacks).
+// innermost end of reported stacks), a runtime header's wrapper included.
 bool IsCudaInternalFrame(const SymbolizedFrame& frame);
 
 }  // namespace gmt

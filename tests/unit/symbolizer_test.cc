@@ -17,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "lib/stacks/stack_capture.h"
+#include "tests/unit/runtime_header_stand_in/cuda_runtime.h"
 
 namespace gmt {
 namespace {
@@ -48,6 +49,28 @@ __attribute__((noinline)) int CaptureInSymbolizerTestMiddle(uintptr_t* frames,
 __attribute__((noinline)) int CaptureInSymbolizerTestOuter(uintptr_t* frames,
                                                            int max) {
   int n = CaptureInSymbolizerTestMiddle(frames, max);
+  asm volatile("" ::: "memory");
+  return n;
+}
+
+// The program's lines around a CUDA runtime header's wrapper.
+int g_inlined_wrapper_line = 0;
+int g_outlined_wrapper_line = 0;
+
+__attribute__((noinline)) int CaptureThroughInlinedRuntimeWrapper(
+    uintptr_t* frames, int max) {
+  // clang-format off
+  int n = (g_inlined_wrapper_line = __LINE__, InlinedRuntimeWrapper(frames, max));
+  // clang-format on
+  asm volatile("" ::: "memory");
+  return n;
+}
+
+__attribute__((noinline)) int CaptureThroughOutlinedRuntimeWrapper(
+    uintptr_t* frames, int max) {
+  // clang-format off
+  int n = (g_outlined_wrapper_line = __LINE__, OutlinedRuntimeWrapper(frames, max));
+  // clang-format on
   asm volatile("" ::: "memory");
   return n;
 }
@@ -267,6 +290,47 @@ TEST(SymbolizeStackTest, ThreadStackWithoutMainIsKept) {
       symbolizer.SymbolizeStack(StackView(frames, size_t(n)));
   EXPECT_EQ(stack.size(), size_t(n));
   EXPECT_THAT(stack.front().function, HasSubstr("CaptureInSymbolizerTestLeaf"));
+}
+
+// A stack taken inside an inlined wrapper of a CUDA runtime header
+// (cudaMalloc<T> in the toolkit's cuda_runtime.h) names the program's line
+// that called the wrapper, not the header's.
+TEST(SymbolizerTest, InlinedRuntimeHeaderWrapperNamesTheProgramsLine) {
+  uintptr_t frames[kMaxStackFrames];
+  int n = CaptureThroughInlinedRuntimeWrapper(frames, kMaxStackFrames);
+  ASSERT_GT(n, 1);
+  Symbolizer symbolizer;
+  if (!symbolizer.HasLineInfo()) GTEST_SKIP() << "no libdw.so.1";
+  SymbolizedFrame f = symbolizer.Symbolize(frames[0]);
+  EXPECT_THAT(f.function, HasSubstr("CaptureThroughInlinedRuntimeWrapper"));
+  EXPECT_THAT(f.file, EndsWith("symbolizer_test.cc"));
+  EXPECT_EQ(f.line, g_inlined_wrapper_line);
+}
+
+// Not inlined (-O0), the wrapper is a frame of its own in the header: it is
+// dropped like the runtime's own frames, and the program's frame comes first.
+TEST(SymbolizeStackTest, OutlinedRuntimeHeaderWrapperIsDropped) {
+  uintptr_t frames[kMaxStackFrames];
+  int n = CaptureThroughOutlinedRuntimeWrapper(frames, kMaxStackFrames);
+  ASSERT_GT(n, 2);
+  Symbolizer symbolizer;
+  if (!symbolizer.HasLineInfo()) GTEST_SKIP() << "no libdw.so.1";
+  std::vector<SymbolizedFrame> stack =
+      symbolizer.SymbolizeStack(StackView(frames, static_cast<size_t>(n)));
+  ASSERT_FALSE(stack.empty());
+  EXPECT_THAT(stack[0].function,
+              HasSubstr("CaptureThroughOutlinedRuntimeWrapper"));
+  EXPECT_EQ(stack[0].line, g_outlined_wrapper_line);
+}
+
+TEST(IsCudaRuntimeHeaderTest, Cases) {
+  EXPECT_TRUE(IsCudaRuntimeHeader(
+      "/usr/local/cuda-13.0/targets/x86_64-linux/include/cuda_runtime.h"));
+  EXPECT_TRUE(IsCudaRuntimeHeader("/opt/cuda/include/cuda_runtime_api.h"));
+  EXPECT_TRUE(IsCudaRuntimeHeader("cuda_runtime.h"));
+  EXPECT_FALSE(IsCudaRuntimeHeader("/home/me/app/cuda_runtime_helpers.h"));
+  EXPECT_FALSE(IsCudaRuntimeHeader("/home/me/app/main.cu"));
+  EXPECT_FALSE(IsCudaRuntimeHeader(""));
 }
 
 }  // namespace
