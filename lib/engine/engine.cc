@@ -634,7 +634,15 @@ ReportState Engine::TakeReportState(absl::string_view reason) {
 ReportData::Summary Engine::WriteReport(absl::string_view reason) {
   absl::MutexLock lock(&report_mu_);
   ReportData data = BuildReport(reason);
+  data.earlier_printed = earlier_printed_;
   WriteReportOutputs(data, options_);
+  // The report at a CUDA error is the process's report: printed in full on
+  // stderr, later ones refer to it rather than print it all again.
+  if (reason == "cuda-error" && TextReportToStderr(options_)) {
+    earlier_printed_.reason = std::string(reason);
+    earlier_printed_.at_s = static_cast<double>(SinceStartNs(NowNs())) / 1e9;
+    earlier_printed_.errors = data.summary.errors;
+  }
   return data.summary;
 }
 

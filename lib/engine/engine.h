@@ -492,6 +492,8 @@ class Engine {
   // Set in a fork()ed child (pthread_atfork, Engine::Get).
   std::atomic<bool> forked_child_{false};
   absl::Mutex report_mu_;  // one report at a time
+  // The report printed in full on stderr at a CUDA error, if any.
+  ReportData::EarlierReport earlier_printed_ ABSL_GUARDED_BY(report_mu_);
 
   // Memory over time for the html/trace/torch reports (lib/registry/timeline.h;
   // engine_timeline.cc). Recorded where usage_ changes.

@@ -24,6 +24,15 @@ struct ReportData {
   int pid = 0;
   std::vector<std::string> argv;
   std::string reason;  // "exit", "request", "error"
+  // A report this process already printed to stderr in full (the one at a
+  // CUDA error): the text form of this one then refers to it instead of
+  // repeating it. Empty reason: none.
+  struct EarlierReport {
+    std::string reason;   // "cuda-error"
+    double at_s = 0;      // seconds since the tool started
+    uint64_t errors = 0;  // data.summary.errors of that report
+  };
+  EarlierReport earlier_printed;
 
   struct Device {
     int index = 0;     // -1: pinned host memory
@@ -308,6 +317,11 @@ int ReportThreadOsId(const ReportData& data, uint32_t thread);
 // was found, so the report lists them one line each.
 std::string RenderText(const ReportData& data, int64_t max_leaks,
                        bool errors_printed = false);
+
+// The text of a report whose content the process already printed in full
+// (data.earlier_printed): its header, one line naming the earlier report and
+// what was found since, and the summary line.
+std::string RenderTextAfterEarlier(const ReportData& data);
 
 // One error as printed when it is found.
 std::string RenderErrorText(const ErrorRecord& error, const StackTable& stacks,

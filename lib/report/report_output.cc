@@ -149,15 +149,24 @@ bool WriteFileAtomically(const std::string& path, absl::string_view contents,
   return true;
 }
 
+bool TextReportToStderr(const Options& options) {
+  // The text report goes to the path only when it is the only format.
+  return options.report.Has(ReportFormat::kText) &&
+         (options.report.Has(ReportFormat::kJson) ||
+          options.report_path.empty());
+}
+
 void WriteReportOutputs(const ReportData& data, const Options& options) {
   const bool text = options.report.Has(ReportFormat::kText);
   const bool json = options.report.Has(ReportFormat::kJson);
   if (text) {
-    // The text report goes to the path only when it is the only format.
-    const bool to_file = !json && !options.report_path.empty();
+    const bool to_file = !TextReportToStderr(options);
+    // On stderr, a report already printed there in full is not repeated.
     std::string rendered =
-        RenderText(data, options.max_leaks,
-                   /*errors_printed=*/!to_file && options.print_errors);
+        !to_file && !data.earlier_printed.reason.empty()
+            ? RenderTextAfterEarlier(data)
+            : RenderText(data, options.max_leaks,
+                         /*errors_printed=*/!to_file && options.print_errors);
     if (to_file) {
       std::string path = ExpandPath(options.report_path, data.pid);
       std::string error;

@@ -20,6 +20,10 @@ namespace gmt {
 // `options.report_path` says.
 void WriteReportOutputs(const ReportData& data, const Options& options);
 
+// Whether the text report goes to stderr (where the user reads it as the
+// program runs) rather than to a file.
+bool TextReportToStderr(const Options& options);
+
 // The html, trace and torch reports `options.report` names, each to its own
 // path option (html_path, trace_path, torch_path). Called by
 // WriteReportOutputs.

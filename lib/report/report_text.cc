@@ -150,6 +150,40 @@ std::string RenderErrorText(const ErrorRecord& error, const StackTable& stacks,
   return out.Take();
 }
 
+namespace {
+
+// The last line of every text report, the one CI greps.
+std::string SummaryLine(const ReportData& data) {
+  std::map<absl::string_view, int> by_kind;
+  for (const ErrorRecord& e : data.errors) ++by_kind[ErrorKindName(e.kind)];
+  std::string kinds;
+  for (const auto& [kind, n] : by_kind) {
+    absl::StrAppend(&kinds, kinds.empty() ? " (" : ", ", n, " ", kind);
+  }
+  if (!kinds.empty()) kinds += ")";
+  std::string leaks =
+      data.leak_check
+          ? absl::StrFormat("%d leaked block%s (%s)%s", data.summary.leaks,
+                            data.summary.leaks == 1 ? "" : "s",
+                            HumanBytes(data.summary.leaked_bytes),
+                            ReservationsNote(data.leaks))
+          : std::string("leak check off");
+  // Suppressions (lib/report/suppressions.h): say what the rules hid.
+  std::string suppressed;
+  if (data.summary.suppressed_errors > 0 || data.summary.suppressed_leaks > 0) {
+    suppressed = absl::StrFormat("; suppressed: %d error%s, %d leaked block%s",
+                                 data.summary.suppressed_errors,
+                                 data.summary.suppressed_errors == 1 ? "" : "s",
+                                 data.summary.suppressed_leaks,
+                                 data.summary.suppressed_leaks == 1 ? "" : "s");
+  }
+  return absl::StrFormat("SUMMARY: %d error%s%s, %s%s", data.summary.errors,
+                         data.summary.errors == 1 ? "" : "s", kinds, leaks,
+                         suppressed);
+}
+
+}  // namespace
+
 std::string RenderText(const ReportData& data, int64_t max_leaks,
                        bool errors_printed) {
   TextOut out(data.pid);
@@ -365,31 +399,29 @@ std::string RenderText(const ReportData& data, int64_t max_leaks,
   }
 
   out.Blank();
-  std::map<absl::string_view, int> by_kind;
-  for (const ErrorRecord& e : data.errors) ++by_kind[ErrorKindName(e.kind)];
-  std::string kinds;
-  for (const auto& [kind, n] : by_kind) {
-    absl::StrAppend(&kinds, kinds.empty() ? " (" : ", ", n, " ", kind);
-  }
-  if (!kinds.empty()) kinds += ")";
-  std::string leaks =
-      data.leak_check
-          ? absl::StrFormat("%d leaked block%s (%s)%s", data.summary.leaks,
-                            data.summary.leaks == 1 ? "" : "s",
-                            HumanBytes(data.summary.leaked_bytes),
-                            ReservationsNote(data.leaks))
-          : std::string("leak check off");
-  // Suppressions (lib/report/suppressions.h): say what the rules hid.
-  std::string suppressed;
-  if (data.summary.suppressed_errors > 0 || data.summary.suppressed_leaks > 0) {
-    suppressed = absl::StrFormat("; suppressed: %d error%s, %d leaked block%s",
-                                 data.summary.suppressed_errors,
-                                 data.summary.suppressed_errors == 1 ? "" : "s",
-                                 data.summary.suppressed_leaks,
-                                 data.summary.suppressed_leaks == 1 ? "" : "s");
-  }
-  out.Line("SUMMARY: %d error%s%s, %s%s", data.summary.errors,
-           data.summary.errors == 1 ? "" : "s", kinds, leaks, suppressed);
+  out.Line("%s", SummaryLine(data));
+  return out.Take();
+}
+
+std::string RenderTextAfterEarlier(const ReportData& data) {
+  TextOut out(data.pid);
+  out.Line(
+      "gpumemtrace %s report (%s) for %s", data.version, data.reason,
+      data.argv.empty() ? std::string("?") : absl::StrJoin(data.argv, " "));
+  const ReportData::EarlierReport& earlier = data.earlier_printed;
+  const uint64_t since = data.summary.errors > earlier.errors
+                             ? data.summary.errors - earlier.errors
+                             : 0;
+  out.Line(
+      "the %s report above (at %.3f s) is this process's report, not repeated "
+      "here; since then: %s",
+      earlier.reason, earlier.at_s,
+      since == 0 ? std::string("no new error")
+                 : absl::StrFormat("%d new error%s (each printed above when "
+                                   "found; all in a report file with "
+                                   "report=json)",
+                                   since, since == 1 ? "" : "s"));
+  out.Line("%s", SummaryLine(data));
   return out.Take();
 }
 

@@ -248,5 +248,30 @@ TEST_F(CrashTest, StickyCudaErrorReportsBeforeExit) {
       << r.err;
 }
 
+// On stderr the report at the CUDA error is the process's one full report:
+// the exit report names it and repeats nothing but its summary line.
+TEST_F(CrashTest, ExitReportRefersToTheCudaErrorReportInsteadOfRepeatingIt) {
+  RunOptions options;
+  options.gmt_options = "report=text";
+  RunResult r = Run(GMT_CRASH_PROGRAM, {"sticky", "."}, options);
+  EXPECT_EQ(r.exit_code, 1) << r.Describe();
+  auto count = [&](const std::string& part) {
+    size_t n = 0;
+    for (size_t at = r.err.find(part); at != std::string::npos;
+         at = r.err.find(part, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count("report (cuda-error)"), 1u) << r.err;
+  EXPECT_EQ(count("report (exit)"), 1u) << r.err;
+  EXPECT_EQ(count("CRASH:"), 1u) << r.err;
+  EXPECT_EQ(count("device 0 "), 1u) << r.err;
+  EXPECT_EQ(count("the cuda-error report above (at "), 1u) << r.err;
+  EXPECT_EQ(count("SUMMARY:"), 2u) << r.err;
+  // The exit report comes last.
+  EXPECT_GT(r.err.find("report (exit)"), r.err.find("report (cuda-error)"));
+}
+
 }  // namespace
 }  // namespace gmt_test
