@@ -40,8 +40,13 @@ void CaptureLoop(benchmark::State& state) {
 }
 
 // CaptureStack at depth 16 (what stack_depth=16 does at every call), from a
-// 20-deep call chain; depth 4 and 32 for the slope.
+// 20-deep call chain; depth 4 and 32 for the slope. With the unwinder the
+// engine loads at its start (WarmUpStackCapture: libunwind when present,
+// else glibc's backtrace), as every captured stack in a traced program is.
 void BM_CaptureStack(benchmark::State& state) {
+  static const bool warmed = (WarmUpStackCapture(), true);
+  (void)warmed;
+  state.SetLabel(FastUnwinderLoaded() ? "libunwind" : "glibc backtrace");
   switch (state.range(0)) {
     case 4:
       Chain<kChainDepth>(state, CaptureLoop<4>);
@@ -57,6 +62,8 @@ void BM_CaptureStack(benchmark::State& state) {
 BENCHMARK(BM_CaptureStack)->Arg(4)->Arg(16)->Arg(32);
 
 void BM_CaptureStack16Threads(benchmark::State& state) {
+  static const bool warmed = (WarmUpStackCapture(), true);
+  (void)warmed;
   Chain<kChainDepth>(state, CaptureLoop<16>);
 }
 BENCHMARK(BM_CaptureStack16Threads)->ThreadRange(1, 16)->UseRealTime();
