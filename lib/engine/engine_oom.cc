@@ -90,10 +90,18 @@ void Engine::TakeHealthState(absl::string_view reason, ReportState* state) {
   // report never waits long on NVML). Without a CUDA call there was none,
   // and NVML loads here, as the report needs it.
   constexpr int kStartWaitMs = 500;
+  // How long the report at a sticky CUDA error waits for the fault's Xid:
+  // on the H200 the GPU case crash_illegal_address once got a report
+  // without it when the report did not wait.
+  constexpr int kFaultXidWaitMs = 1000;
   const NvmlStart start = WaitForNvmlStart(kStartWaitMs);
   if (start == NvmlStart::kRunning) {
     state->health.reason = NvmlNotReadyReason(start, kStartWaitMs);
     return;
+  }
+  if (reason == "cuda-error") {
+    // The fault's Xid reaches NVML just after the program got the error.
+    WaitForFirstXid(/*wait_ms=*/kFaultXidWaitMs);
   }
   if (reason == "exit") {
     // The last report: let the Xid thread leave NVML before exit tears it

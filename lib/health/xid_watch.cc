@@ -10,6 +10,7 @@
 #include "absl/base/const_init.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "lib/core/clock.h"
 #include "lib/core/tool_thread.h"
 #include "lib/platform/nvml_loader.h"
@@ -30,6 +31,10 @@ std::string* g_status ABSL_GUARDED_BY(g_mu) = nullptr;
 std::vector<XidEvent>* g_events ABSL_GUARDED_BY(g_mu) = nullptr;
 std::atomic<bool> g_stop{false};
 std::atomic<bool> g_running{false};
+
+bool EventRecorded() ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_mu) {
+  return g_events != nullptr && !g_events->empty();
+}
 
 void SetStatus(std::string status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_mu) {
   if (g_status == nullptr) g_status = new std::string;
@@ -127,6 +132,20 @@ bool StartXidWatch() {
   SetStatus(absl::StrCat("watched on ", registered, " device",
                          registered == 1 ? "" : "s"));
   return true;
+}
+
+bool WaitForFirstXid(int wait_ms) {
+  absl::MutexLock lock(&g_mu);
+  if (!EventRecorded() && g_watched &&
+      g_running.load(std::memory_order_acquire)) {
+    g_mu.AwaitWithTimeout(absl::Condition(
+                              +[](void*) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                                return EventRecorded();
+                              },
+                              nullptr),
+                          absl::Milliseconds(wait_ms));
+  }
+  return EventRecorded();
 }
 
 void RequestXidWatchStop() { g_stop.store(true, std::memory_order_release); }

@@ -25,6 +25,12 @@ void RequestXidWatchStop();
 // (it checks between waits of 100 ms). Returns whether it stopped.
 bool StopXidWatch(int wait_ms);
 
+// At a GPU fault the program learns of first (a sticky CUDA error), the
+// driver's Xid for it comes to the watcher a moment later: waits at most
+// `wait_ms` for the first event when none is recorded yet and the watcher
+// runs. Returns whether an event is recorded.
+bool WaitForFirstXid(int wait_ms);
+
 // What was recorded so far.
 void XidSnapshot(bool* watched, std::string* status,
                  std::vector<XidEvent>* events);

@@ -16,8 +16,11 @@
 //   Xid events    one Xid 79, then timeouts
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 namespace {
 using Ret = int;
@@ -185,8 +188,20 @@ API nvmlEventSetCreate(void** set) {
   return 0;
 }
 API nvmlDeviceRegisterEvents(void*, unsigned long long, void*) { return 0; }
-API nvmlEventSetWait_v2(void*, EventData* e, unsigned) {
+// FAKE_NVML_XID_AFTER_MS: the Xid comes that long after the first wait (a
+// fault's event, which reaches NVML after the program saw the error).
+API nvmlEventSetWait_v2(void*, EventData* e, unsigned timeout_ms) {
   if (g_xid_sent) return 10;  // timeout
+  if (const char* after = std::getenv("FAKE_NVML_XID_AFTER_MS")) {
+    static const auto first = std::chrono::steady_clock::now();
+    const auto due = first + std::chrono::milliseconds(std::atoi(after));
+    const auto now = std::chrono::steady_clock::now();
+    if (now < due) {
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+          due - now, std::chrono::milliseconds(timeout_ms)));
+      if (std::chrono::steady_clock::now() < due) return 10;  // timeout
+    }
+  }
   g_xid_sent = true;
   *e = {&g_device_tag, 0x8, 79, 0, 0};
   return 0;

@@ -88,6 +88,27 @@ TEST_F(NvmlStartup, ReportSaysHealthWasNotReadWhileNvmlStarts) {
   EXPECT_TRUE(r.health.available) << r.health.reason;
 }
 
+// A GPU fault's Xid reaches NVML a moment after the program got the sticky
+// error: the report written at that error waits for it (bounded); a report
+// at another moment does not.
+TEST_F(NvmlStartup, ReportAtACudaErrorWaitsForTheFaultsXid) {
+  setenv("FAKE_NVML_INIT_MS", "0", 1);
+  setenv("FAKE_NVML_XID_AFTER_MS", "300", 1);
+  Options o;
+  o.report = ReportFormats();
+  o.print_errors = false;
+  auto engine = std::make_unique<Engine>(o);
+  engine->OnCudaVersions(12080, 12080);
+  ASSERT_EQ(WaitForNvmlStart(5000), NvmlStart::kDone);
+  ReportData early = engine->BuildReport("request");
+  EXPECT_TRUE(early.health.xids.empty()) << "the Xid came at once";
+  const auto t0 = std::chrono::steady_clock::now();
+  ReportData r = engine->BuildReport("cuda-error");
+  EXPECT_LT(MsSince(t0), 1500);
+  ASSERT_EQ(r.health.xids.size(), 1u) << r.health.xid_status;
+  EXPECT_EQ(r.health.xids[0].xid, 79u);
+}
+
 TEST_F(NvmlStartup, ForkedChildNeitherWaitsNorStartsAThread) {
   StartNvmlInBackground(/*watch_xid=*/true);  // still in nvmlInit
   const pid_t child = fork();
