@@ -16,6 +16,13 @@ bool StreamOrdered(Api api) { return FamilyOf(api) == GuardFamily::kAsync; }
 
 uint64_t UserEnd(const AllocationRecord& r) { return r.address + r.bytes; }
 
+// What a per-kernel check reads of a front or tail redzone: the bytes next
+// to the block, where an overrun by a few elements lands. A large block's
+// tail zone is up to guard_tail_max (1 MiB), and whole zones that large
+// take the zone-table path (14x the inline check on the H200); the rest of
+// every zone is read at the next synchronization, as with check=sync.
+constexpr uint64_t kKernelCheckZoneBytes = 8 * 1024;
+
 // What a quarantined block takes from the device's free memory: all of it,
 // with CUDA's rounding (what the program's free would have given back).
 uint64_t HeldFootprint(const AllocationRecord& r) {
@@ -129,7 +136,18 @@ std::shared_ptr<const GuardManager::Table> GuardManager::BuildReachTable(
     const Block& b = it->second;
     if (b.freeing) continue;  // its memory may be CUDA's again
     if (!b.confirmed && b.record.stream != stream) continue;
+    const size_t first = table->zones.size();
     AppendArmedZones(b, table.get());
+    for (size_t i = first; i < table->zones.size(); ++i) {
+      GmtZone& z = table->zones[i];
+      if (z.bytes <= kKernelCheckZoneBytes) continue;
+      if (table->refs[i].role == Role::kTail) {
+        z.bytes = kKernelCheckZoneBytes;  // from the block's end on
+      } else if (table->refs[i].role == Role::kFront) {
+        z.address += z.bytes - kKernelCheckZoneBytes;  // up to its start
+        z.bytes = kKernelCheckZoneBytes;
+      }
+    }
   }
   uint64_t chunk = 0;
   for (GmtZone& z : table->zones) {

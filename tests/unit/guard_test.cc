@@ -614,6 +614,31 @@ TEST_F(KernelScopeTest, PointerArgumentChecksOnlyThatBlock) {
   EXPECT_EQ(errors[0].allocation->address, reinterpret_cast<uint64_t>(b));
 }
 
+// A large block's redzones are read per kernel only next to the block (8 KiB
+// each side), so the check stays one small launch; an overrun deeper in the
+// tail is found at the next synchronization, by the whole zone.
+TEST_F(KernelScopeTest, PerKernelCheckReadsTheZonesNextToALargeBlock) {
+  constexpr uint64_t kBytes = uint64_t{4} << 20;  // tail zone: 256 KiB
+  uint8_t* a = Alloc(kBytes);
+  uint8_t* c = Alloc(kBytes);
+  Launch("warm_up");
+  int n = 0;
+  void* params_a[] = {&a, &n};
+  LaunchWith(g_fill, params_a, [&] { a[kBytes + 100] = 7; });
+  EXPECT_EQ(ops_->last_async_zones, 2u);
+  EXPECT_LE(ops_->last_async_bytes, uint64_t{16} << 10);
+  void* params_c[] = {&c, &n};
+  LaunchWith(g_fill, params_c, [&] { c[kBytes + (100 << 10)] = 7; });
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 2u);
+  for (const ErrorRecord& e : errors) {
+    EXPECT_EQ(e.kind, ErrorKind::kOobWrite);
+    const bool near = e.allocation->address == reinterpret_cast<uint64_t>(a);
+    EXPECT_EQ(e.check, near ? "kernel" : "sync");
+  }
+}
+
 TEST_F(KernelScopeTest, PointerInsideAStructArgumentCounts) {
   uint8_t* a = Alloc(1000);
   Alloc(1000);

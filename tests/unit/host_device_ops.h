@@ -26,8 +26,9 @@ class HostDeviceOps : public DeviceOps {
   // stream-ordered free: answered later).
   int checks = 0;
   int async_checks = 0;
-  size_t last_async_zones = 0;  // zones of the latest program-stream check
-  int orders = 0;               // OrderAfterFills calls
+  size_t last_async_zones = 0;    // zones of the latest program-stream check
+  uint64_t last_async_bytes = 0;  // the bytes of those zones
+  int orders = 0;                 // OrderAfterFills calls
   int syncs = 0;
   // Host waits for a check's answer: PollCheck with `wait`, Check.
   int waits = 0;
@@ -84,7 +85,11 @@ class HostDeviceOps : public DeviceOps {
   uint64_t CheckAsync(uint64_t, uint64_t stream,
                       absl::Span<const GmtZone> zones) override {
     ++(stream == 0 ? checks : async_checks);
-    if (stream != 0) last_async_zones = zones.size();
+    if (stream != 0) {
+      last_async_zones = zones.size();
+      last_async_bytes = 0;
+      for (const GmtZone& z : zones) last_async_bytes += z.bytes;
+    }
     if (fail_checks) return 0;
     uint64_t ticket = next_ticket_++;
     Ticket& t = tickets_[ticket];
