@@ -41,6 +41,16 @@ class NvmlStartup : public testing::Test {
     setenv("GMT_NVML_LIBRARY", GMT_FAKE_NVML_PATH, 1);
     setenv("FAKE_NVML_INIT_MS", "400", 1);
   }
+  // An engine that reports nothing by itself; `first_cuda_call` as if the
+  // program had made its first CUDA call (which starts NVML).
+  static std::unique_ptr<Engine> QuietEngine(bool first_cuda_call) {
+    Options o;
+    o.report = ReportFormats();
+    o.print_errors = false;
+    auto engine = std::make_unique<Engine>(o);
+    if (first_cuda_call) engine->OnCudaVersions(12080, 12080);
+    return engine;
+  }
 };
 
 TEST_F(NvmlStartup, StartReturnsAtOnceAndAReportWaitsForIt) {
@@ -57,11 +67,8 @@ TEST_F(NvmlStartup, StartReturnsAtOnceAndAReportWaitsForIt) {
 }
 
 TEST_F(NvmlStartup, NothingStartsBeforeTheFirstCudaCall) {
-  Options o;
-  o.report = ReportFormats();
-  o.print_errors = false;
   const int threads = ThreadsOfThisProcess();
-  auto engine = std::make_unique<Engine>(o);
+  auto engine = QuietEngine(/*first_cuda_call=*/false);
   EXPECT_EQ(WaitForNvmlStart(0), NvmlStart::kNotStarted);
   EXPECT_EQ(ThreadsOfThisProcess(), threads);
   engine->OnCudaVersions(12080, 12080);  // the first CUDA call
@@ -71,11 +78,7 @@ TEST_F(NvmlStartup, NothingStartsBeforeTheFirstCudaCall) {
 
 TEST_F(NvmlStartup, ReportSaysHealthWasNotReadWhileNvmlStarts) {
   setenv("FAKE_NVML_INIT_MS", "3000", 1);
-  Options o;
-  o.report = ReportFormats();
-  o.print_errors = false;
-  auto engine = std::make_unique<Engine>(o);
-  engine->OnCudaVersions(12080, 12080);
+  auto engine = QuietEngine(/*first_cuda_call=*/true);
   const auto t0 = std::chrono::steady_clock::now();
   ReportData r = engine->BuildReport("request");
   EXPECT_LT(MsSince(t0), 2000) << "the report waited for nvmlInit";
@@ -94,11 +97,7 @@ TEST_F(NvmlStartup, ReportSaysHealthWasNotReadWhileNvmlStarts) {
 TEST_F(NvmlStartup, ReportAtACudaErrorWaitsForTheFaultsXid) {
   setenv("FAKE_NVML_INIT_MS", "0", 1);
   setenv("FAKE_NVML_XID_AFTER_MS", "300", 1);
-  Options o;
-  o.report = ReportFormats();
-  o.print_errors = false;
-  auto engine = std::make_unique<Engine>(o);
-  engine->OnCudaVersions(12080, 12080);
+  auto engine = QuietEngine(/*first_cuda_call=*/true);
   ASSERT_EQ(WaitForNvmlStart(5000), NvmlStart::kDone);
   ReportData early = engine->BuildReport("request");
   EXPECT_TRUE(early.health.xids.empty()) << "the Xid came at once";
