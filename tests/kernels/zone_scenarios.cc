@@ -607,6 +607,9 @@ void KernelsDirect(ScenarioContext& sc) {
 }  // namespace
 
 ScenarioContext::~ScenarioContext() {
+  // Nothing of this scenario may still run when its blocks go (their memory
+  // may be the next scenario's).
+  driver_.ctx_synchronize();
   for (uint64_t block : blocks_) driver_.mem_free(block);
 }
 
@@ -614,6 +617,12 @@ uint64_t ScenarioContext::Alloc(uint64_t bytes) {
   CUdeviceptr p = 0;
   CUresult r = driver_.mem_alloc(&p, bytes);
   if (r == CUDA_SUCCESS) r = driver_.memset_d8(p, 0, bytes);
+  // cuMemsetD8 is asynchronous (the legacy stream), and the tool's fills run
+  // on a non-blocking stream that does not wait for it: on a busy GPU the
+  // zeroing can land after a fill and wipe the zones (the likely cause of
+  // zones read as wholly changed on the H200 while the test shared the GPU).
+  // Done before the scenario fills anything.
+  if (r == CUDA_SUCCESS) r = driver_.ctx_synchronize();
   if (r != CUDA_SUCCESS) {
     Fail("cuMemAlloc(" + std::to_string(bytes) + "): " + driver_.Name(r));
     return 0;
