@@ -17,9 +17,10 @@ namespace {
 
 // How a flag takes its value.
 enum class FlagKind {
-  kSwitch,  // --guard, --guard=no: a GMT_OPTIONS 0/1
-  kValue,   // --check LEVEL, --check=LEVEL
-  kOption,  // --option KEY=VALUE: any key
+  kSwitch,    // --guard, --guard=no: a GMT_OPTIONS 0/1
+  kValue,     // --check LEVEL, --check=LEVEL
+  kOption,    // --option KEY=VALUE: any key
+  kLauncher,  // --explain-faults: a switch of the launcher's own (RunPlan)
 };
 
 struct Flag {
@@ -39,7 +40,14 @@ constexpr Flag kFlags[] = {
     {"--error-exitcode", "", FlagKind::kValue, "exitcode"},
     {"--suppressions", "", FlagKind::kValue, "suppressions"},
     {"--option", "-O", FlagKind::kOption, ""},
+    {"--explain-faults", "", FlagKind::kLauncher, "explain_faults"},
+    {"--keep-gpu-dump", "", FlagKind::kLauncher, "keep_gpu_dump"},
 };
+
+// The RunPlan field of a launcher switch.
+bool* LauncherSwitch(RunPlan& plan, absl::string_view key) {
+  return key == "explain_faults" ? &plan.explain_faults : &plan.keep_gpu_dump;
+}
 
 const Flag* FindFlag(absl::string_view name) {
   for (const Flag& f : kFlags) {
@@ -146,7 +154,8 @@ RunParse ParseRunFlags(const std::vector<std::string>& args) {
     const Flag* flag = FindFlag(name);
     if (flag == nullptr && absl::StartsWith(name, "--no-")) {
       flag = FindFlag(absl::StrCat("--", name.substr(5)));
-      negated = flag != nullptr && flag->kind == FlagKind::kSwitch;
+      negated = flag != nullptr && (flag->kind == FlagKind::kSwitch ||
+                                    flag->kind == FlagKind::kLauncher);
       if (!negated) flag = nullptr;
     }
     if (flag == nullptr) {
@@ -158,7 +167,22 @@ RunParse ParseRunFlags(const std::vector<std::string>& args) {
         result.error = absl::StrCat(name, " takes no value");
         return result;
       }
-      plan.settings.push_back({std::string(flag->key), "0", std::string(name)});
+      if (flag->kind == FlagKind::kLauncher) {
+        *LauncherSwitch(plan, flag->key) = false;
+      } else {
+        plan.settings.push_back(
+            {std::string(flag->key), "0", std::string(name)});
+      }
+      continue;
+    }
+    if (flag->kind == FlagKind::kLauncher) {
+      std::string v = "1";
+      if (has_value && !SwitchValue(value, &v)) {
+        result.error =
+            absl::StrCat(name, ": '", value, "' is not yes or no (or 1, 0)");
+        return result;
+      }
+      *LauncherSwitch(plan, flag->key) = v == "1";
       continue;
     }
     if (flag->kind == FlagKind::kSwitch) {
@@ -214,6 +238,11 @@ RunParse ParseRunFlags(const std::vector<std::string>& args) {
   }
   plan.program.assign(args.begin() + static_cast<std::ptrdiff_t>(i),
                       args.end());
+  if (plan.keep_gpu_dump && !plan.explain_faults) {
+    result.error =
+        "--keep-gpu-dump keeps the dump --explain-faults asks for: give both";
+    return result;
+  }
   // Each value alone (so the message names its flag), then all together
   // (checks across keys, such as guard_tail_min <= guard_tail_max).
   for (const OptionSetting& s : plan.settings) {

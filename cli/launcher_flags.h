@@ -7,9 +7,10 @@
 //
 //   gpumemtrace run [FLAGS] -- PROGRAM [ARGS...]
 //
-// Every flag is one GMT_OPTIONS key (lib/core/options.inc); the values are checked
-// by the library's own ParseOptions(), so a bad value is refused here, before
-// the program starts, with the library's message.
+// Every flag but the launcher's own (--explain-faults, --keep-gpu-dump) is
+// one GMT_OPTIONS key (lib/core/options.inc); the values are checked by the
+// library's own ParseOptions(), so a bad value is refused here, before the
+// program starts, with the library's message.
 #ifndef GMT_CLI_LAUNCHER_FLAGS_H_
 #define GMT_CLI_LAUNCHER_FLAGS_H_
 
@@ -35,6 +36,12 @@ struct RunPlan {
   std::vector<std::string> program;
   // In command-line order; later ones win, as in GMT_OPTIONS.
   std::vector<OptionSetting> settings;
+  // --explain-faults: the driver writes a lightweight GPU core dump at a GPU
+  // exception and aborts the program; the launcher, which then waits for the
+  // program instead of becoming it, reads the dump and prints what it says
+  // (cli/explain_faults.h). --keep-gpu-dump keeps the dump afterwards.
+  bool explain_faults = false;
+  bool keep_gpu_dump = false;
 
   // "key=value:key=value", to append to the user's GMT_OPTIONS.
   std::string OptionsText() const;

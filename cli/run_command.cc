@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "cli/commands.h"
+#include "cli/explain_faults.h"
 #include "cli/launcher_flags.h"
 #include "cli/preload_library.h"
 #include "cli/usage.h"
@@ -118,6 +119,9 @@ int RunMain(int argc, char** argv) {
     setenv("CUDA_INJECTION64_PATH", library.c_str(), 1);
   }
 
+  if (plan.explain_faults) {
+    return RunExplainingFaults(program, plan.program, plan.keep_gpu_dump);
+  }
   std::vector<char*> exec_argv;
   for (const std::string& a : plan.program) {
     exec_argv.push_back(const_cast<char*>(a.c_str()));

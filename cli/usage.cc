@@ -61,7 +61,9 @@ DESCRIPTION
     GMT_OPTIONS setting, appended to a GMT_OPTIONS already in the
     environment (later settings win). Values are checked before PROGRAM
     starts; a bad one is an error naming the flag. The launcher then becomes
-    PROGRAM (exec): the exit status is PROGRAM's.
+    PROGRAM (exec): the exit status is PROGRAM's. With --explain-faults it
+    starts PROGRAM and waits for it instead, then ends with PROGRAM's exit
+    status or dies by PROGRAM's signal.
 
     The library is GMT_LIBRARY when set, else found next to the launcher:
     ../lib/, the install libdir, ../interpose/ (build tree), or the
@@ -83,6 +85,16 @@ FLAGS
     --suppressions FILE  suppressions: rules for errors and leaks to leave out.
     -O KEY=VALUE, --option KEY=VALUE
                          any other GMT_OPTIONS key (gpumemtrace --help-options).
+    --explain-faults     at a GPU exception (an illegal address, a misaligned
+                         access, ...) the driver writes a lightweight GPU core
+                         dump and aborts PROGRAM (SIGABRT), as the driver does
+                         with its dump on; the launcher then prints what the
+                         dump says: the exception, kernel and offset, source
+                         line (-lineinfo), faulting block and threads, and
+                         the faulting address where nvdisasm can derive it.
+                         Not with CUDA_COREDUMP_* already set.
+    --keep-gpu-dump      with --explain-faults: keep the dump and print the
+                         cuda-gdb command that opens it.
     -h, --help           This page.
     --                   Ends the flags; PROGRAM and its arguments follow.
 
@@ -93,6 +105,7 @@ EXAMPLES
     gpumemtrace run -- ./train --epochs 1
     gpumemtrace run --report json -o gmt.%p.json --error-exitcode 3 -- ./app
     gpumemtrace run --check kernel -O stack_depth=32 -- python3 train.py
+    gpumemtrace run --explain-faults -- ./app
 )";
 }
 

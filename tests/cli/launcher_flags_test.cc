@@ -43,6 +43,26 @@ TEST(LauncherFlagsTest, NoFlagsRunsTheProgramWithItsArguments) {
   EXPECT_FALSE(plan.help);
 }
 
+// --explain-faults and --keep-gpu-dump are the launcher's own: no
+// GMT_OPTIONS setting.
+TEST(LauncherFlagsTest, ExplainFaultsIsTheLaunchersOwnSwitch) {
+  RunPlan plan = Plan({"--explain-faults", "--", "./app"});
+  EXPECT_TRUE(plan.explain_faults);
+  EXPECT_FALSE(plan.keep_gpu_dump);
+  EXPECT_EQ(plan.OptionsText(), "");
+  plan = Plan({"--explain-faults=yes", "--keep-gpu-dump", "--", "./app"});
+  EXPECT_TRUE(plan.explain_faults);
+  EXPECT_TRUE(plan.keep_gpu_dump);
+  plan = Plan({"--explain-faults", "--no-explain-faults", "--", "./app"});
+  EXPECT_FALSE(plan.explain_faults);
+  EXPECT_THAT(Error({"--keep-gpu-dump", "--", "./app"}),
+              HasSubstr("give both"));
+  EXPECT_THAT(Error({"--explain-faults=maybe", "--", "./app"}),
+              HasSubstr("is not yes or no"));
+  EXPECT_THAT(Error({"--no-explain-faults=1", "--", "./app"}),
+              HasSubstr("takes no value"));
+}
+
 TEST(LauncherFlagsTest, EveryFlagMapsOntoItsOption) {
   EXPECT_EQ(Options({"--leak-check"}), "leak_check=1");
   EXPECT_EQ(Options({"--leak-check=no"}), "leak_check=0");

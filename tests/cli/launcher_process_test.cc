@@ -4,6 +4,7 @@
 // --diff` compares two snapshots; bad usage exits 2 with the usage line.
 #include <sys/stat.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -21,6 +22,7 @@ namespace gmt_test {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr const char* kLauncher = GMT_LAUNCHER_PATH;
 #ifdef GMT_FAKE_NVML_PATH
@@ -407,6 +409,81 @@ TEST_F(LauncherTest, HelpPagesAndUsageErrors) {
   EXPECT_THAT(r.err, HasSubstr("unknown flag '--frobnicate'"));
   r = Launch({"help", "frobnicate"});
   EXPECT_EQ(r.exit_code, 2);
+}
+
+// --explain-faults: the driver (here its stand-in, gmt_gpu_dump_program)
+// writes a GPU core dump into the launcher's folder and aborts the program;
+// the launcher prints what the dump says, removes it and its folder, and dies
+// by the program's SIGABRT.
+class ExplainFaultsTest : public LauncherTest {
+ protected:
+  static std::string Fixture(const std::string& name) {
+    return std::string(GMT_CUDACORE_FIXTURES) + "/" + name;
+  }
+  RunResult RunDumping(
+      const std::vector<std::string>& flags, const std::string& dump,
+      std::vector<std::pair<std::string, std::string>> env = {}) {
+    std::vector<std::string> args = {"run"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), {"--", GMT_GPU_DUMP_PROGRAM, dump});
+    env.emplace_back("TMPDIR", tmp());
+    return Launch(args, env);
+  }
+  // The dump folders the launcher left in the test's folder.
+  std::vector<std::string> DumpFolders() const {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(tmp())) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind("gpumemtrace-dump.", 0) == 0) out.push_back(e.path());
+    }
+    return out;
+  }
+};
+
+TEST_F(ExplainFaultsTest, PrintsWhatTheDumpSaysAndDiesAsTheProgramDid) {
+  RunResult r =
+      RunDumping({"--explain-faults"}, Fixture("wild_write.cudacore"));
+  EXPECT_EQ(r.exit_code, 128 + SIGABRT) << r.Describe();
+  EXPECT_THAT(r.err, HasSubstr("the GPU fault, from the driver's core dump"));
+  EXPECT_THAT(r.err, HasSubstr("Warp Invalid Address Space"));
+  EXPECT_THAT(r.err, HasSubstr("wild_write.cu:5"));
+  EXPECT_THAT(r.err, HasSubstr("block (2,0,0), threads (160,0,0)..(191,0,0)"));
+  EXPECT_TRUE(DumpFolders().empty()) << "the dump was not removed";
+}
+
+TEST_F(ExplainFaultsTest, KeptDumpIsNamedWithTheCommandThatOpensIt) {
+  RunResult r = RunDumping({"--explain-faults", "--keep-gpu-dump"},
+                           Fixture("wild_write.cudacore"));
+  EXPECT_EQ(r.exit_code, 128 + SIGABRT) << r.Describe();
+  EXPECT_THAT(r.err, HasSubstr("Warp Invalid Address Space"));
+  EXPECT_THAT(r.err, HasSubstr("cuda-gdb -batch -ex 'target cudacore "));
+  const std::vector<std::string> folders = DumpFolders();
+  ASSERT_EQ(folders.size(), 1u);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(folders[0]),
+                          std::filesystem::directory_iterator()),
+            1);
+}
+
+TEST_F(ExplainFaultsTest, AnUnreadableDumpIsSaidAndKept) {
+  RunResult r = RunDumping({"--explain-faults"}, Fixture("README.md"));
+  EXPECT_EQ(r.exit_code, 128 + SIGABRT) << r.Describe();
+  EXPECT_THAT(r.err, HasSubstr("could not be read: "));
+  EXPECT_THAT(r.err, HasSubstr("is kept at"));
+}
+
+TEST_F(ExplainFaultsTest, WithoutTheFlagNothingIsArmed) {
+  RunResult r = RunDumping({}, Fixture("wild_write.cudacore"));
+  EXPECT_EQ(r.exit_code, 1) << r.Describe();
+  EXPECT_THAT(r.out, HasSubstr("no dump armed"));
+  EXPECT_THAT(r.err, Not(HasSubstr("GPU fault")));
+}
+
+TEST_F(ExplainFaultsTest, ADumpSetUpByTheUserIsLeftToTheUser) {
+  RunResult r = RunDumping({"--explain-faults"}, Fixture("wild_write.cudacore"),
+                           {{"CUDA_COREDUMP_FILE", tmp() + "/mine"}});
+  EXPECT_EQ(r.exit_code, 1) << r.Describe();
+  EXPECT_THAT(r.err, HasSubstr("CUDA_COREDUMP_FILE is already set"));
+  EXPECT_THAT(r.out, Not(HasSubstr("no dump armed")));  // never started
 }
 
 }  // namespace

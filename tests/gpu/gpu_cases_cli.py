@@ -270,6 +270,33 @@ def case_cli_explain_dump_live(t, c):
             % t._tail(r.stdout))
 
 
+def case_cli_explain_faults_live(t, c):
+    """gpumemtrace run --explain-faults on crash_illegal_address: the launcher
+    arms the dump, the driver writes it and aborts the program, the launcher
+    prints the explanation (exception, write_wild(int*) at line 28, block
+    and threads), removes the dump and its folder, and dies by SIGABRT."""
+    import glob
+    import re
+    tmp = os.path.join(c.dir, "tmp")
+    os.makedirs(tmp, exist_ok=True)
+    r = c.run("explain", [_launcher(c), "run", "--explain-faults", "--",
+                          c.example("crash_illegal_address")],
+              tool=False, extra_env={"TMPDIR": tmp})
+    c.notes["seconds"] = round(r.seconds, 3)
+    c.notes["stderr_tail"] = r.stderr[-1500:]
+    c.check(r.rc in (-6, 134), "the launcher should die by SIGABRT as the "
+            "program did; rc %s, stderr: %s" % (r.rc, t._tail(r.stderr)))
+    c.check("the GPU fault, from the driver's core dump" in r.stderr,
+            "no explanation printed: %s" % t._tail(r.stderr))
+    c.check(re.search(r"in write_wild\(int\*\) at _Z10write_wildPi\+0x"
+                      r"[0-9a-f]+ \(PC 0x[0-9a-f]+\) \([^)]*"
+                      r"crash_illegal_address\.cu:28\)", r.stderr)
+            is not None, "kernel, offset or line missing: %s"
+            % t._tail(r.stderr))
+    c.check(not glob.glob(os.path.join(tmp, "gpumemtrace-dump.*")),
+            "the dump folder was left behind in %s" % tmp)
+
+
 def cases(t):
     def bind(fn):
         return lambda c: fn(t, c)
@@ -279,4 +306,5 @@ def cases(t):
         ("cli_run_flags_exitcode", bind(case_cli_run_flags_exitcode)),
         ("cli_report_diff", bind(case_cli_report_diff)),
         ("cli_explain_dump_live", bind(case_cli_explain_dump_live)),
+        ("cli_explain_faults_live", bind(case_cli_explain_faults_live)),
     ]

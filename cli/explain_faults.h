@@ -1,0 +1,39 @@
+// `gpumemtrace run --explain-faults`: the program runs with the driver's GPU
+// core dump armed, and the launcher explains the dump after the program dies.
+//
+// The driver writes a lightweight dump (no memory contents: the five skip_*
+// flags, about 370 KB, well under a second on an H200) when a kernel raises
+// a GPU exception, then aborts the program (SIGABRT, exit 134), as it does
+// with the dump on. The launcher therefore does not exec the program but
+// forks it and waits; the dump goes to a folder of the launcher's own
+// (mkdtemp), which it reads with lib/gpu_fault, prints, and removes (unless
+// keep_dump: then its path and the cuda-gdb command that opens it). The
+// launcher then ends as the program did: the same exit code, or the same
+// signal.
+//
+// Never skip_abort: with it the driver swallows the fault, and the program's
+// later CUDA calls return success while its results are garbage (measured on
+// the H200).
+#ifndef GMT_CLI_EXPLAIN_FAULTS_H_
+#define GMT_CLI_EXPLAIN_FAULTS_H_
+
+#include <string>
+#include <vector>
+
+namespace gmt::cli {
+
+// The environment the driver reads for its GPU core dump, each pair
+// (name, value), with the dump written into `dump_dir`.
+std::vector<std::pair<std::string, std::string>> GpuDumpEnvironment(
+    const std::string& dump_dir);
+
+// Runs `program` (a path) with `argv` in this process's environment plus
+// the dump's, waits for it, explains any dump it left, and returns what
+// RunMain returns: the program's exit code; a program killed by a signal
+// makes this process die by the same signal. `keep_dump`: the dump stays.
+int RunExplainingFaults(const std::string& program,
+                        const std::vector<std::string>& argv, bool keep_dump);
+
+}  // namespace gmt::cli
+
+#endif  // GMT_CLI_EXPLAIN_FAULTS_H_
