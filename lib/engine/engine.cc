@@ -27,15 +27,15 @@ namespace {
 
 std::atomic<Engine*> g_engine{nullptr};
 
-std::vector<std::string> ReadArgv() {
+}  // namespace
+
+std::vector<std::string> ProgramArgv() {
   std::vector<std::string> argv;
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   std::string arg;
   while (std::getline(in, arg, '\0')) argv.push_back(arg);
   return argv;
 }
-
-}  // namespace
 
 Engine& Engine::Get() {
   static Engine* const engine = [] {
@@ -554,7 +554,7 @@ ReportState Engine::TakeReportState(absl::string_view reason) {
   state.version = GMT_VERSION;
   // The traced process, also in the child that writes a crash report.
   state.pid = owner_pid_;
-  state.argv = ReadArgv();
+  state.argv = ProgramArgv();
   state.reason = std::string(reason);
   state.leak_check = options_.leak_check;
   state.reachability_max_ms = options_.reachability_max_ms;

@@ -113,6 +113,9 @@ struct FreeTicket {
   bool rejected = false;
 };
 
+// The traced program's command line (/proc/self/cmdline).
+std::vector<std::string> ProgramArgv();
+
 class Engine {
  public:
   // The process-wide engine, created on first use (the first intercepted CUDA

@@ -8,6 +8,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -35,6 +39,31 @@ bool TryLockFor(absl::Mutex& mu, int ms) {
 }
 
 int KernelThreadId() { return static_cast<int>(syscall(SYS_gettid)); }
+
+// `argv` as a shell takes it back: a word with anything but letters, digits
+// and _ . / = : , + - in single quotes.
+std::string ShellWords(const std::vector<std::string>& argv) {
+  static constexpr std::string_view kPlain =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./=:,+-";
+  std::string out;
+  for (const std::string& word : argv) {
+    if (!out.empty()) out += ' ';
+    if (!word.empty() && word.find_first_not_of(kPlain) == std::string::npos) {
+      out += word;
+      continue;
+    }
+    out += '\'';
+    for (char c : word) {
+      if (c == '\'') {
+        out += "'\\''";
+      } else {
+        out += c;
+      }
+    }
+    out += '\'';
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -71,6 +100,16 @@ void Engine::OnStickyError(absl::string_view call, int code,
       e.kernels.empty()
           ? std::string("no kernel launch was seen by the tool")
           : absl::StrCat("the newest kernel launched was ", e.kernels.back()));
+  // The fault itself (which thread, which line, which address) is in the
+  // driver's GPU core dump, which the launcher arms and reads. Not said where
+  // a dump is armed already: the driver then aborts the program itself.
+  const char* armed = std::getenv("CUDA_ENABLE_COREDUMP_ON_EXCEPTION");
+  if (armed == nullptr || std::string_view(armed) != "1") {
+    absl::StrAppend(&e.detail,
+                    ". Which thread faulted, at which line and address: run "
+                    "it again as `gpumemtrace run --explain-faults -- ",
+                    ShellWords(ProgramArgv()), "`");
+  }
   {
     absl::MutexLock lock(&crash_mu_);
     crash_.present = true;

@@ -232,6 +232,16 @@ TEST_F(CrashTest, StickyCudaErrorReportsBeforeExit) {
   ASSERT_FALSE(e["kernels"].empty());
   EXPECT_EQ(e["kernels"].back(), "fake_fault_illegal_address") << e.dump(1);
   EXPECT_TRUE(StackHas(e["stack"], "main")) << StackFunctions(e["stack"]);
+  // It ends with the command that explains the fault, the program's own.
+  const std::string detail = e.value("detail", "");
+  const std::string command = std::string(
+                                  "run it again as `gpumemtrace run "
+                                  "--explain-faults -- ") +
+                              GMT_CRASH_PROGRAM + " sticky .`";
+  EXPECT_TRUE(detail.size() >= command.size() &&
+              detail.compare(detail.size() - command.size(), command.size(),
+                             command) == 0)
+      << detail;
   // The later exit report keeps the crash object.
   ASSERT_TRUE(r.report.contains("crash")) << r.report.dump(1);
   const json& c = r.report["crash"];
