@@ -544,6 +544,22 @@ class Engine {
   // With check=kernel and some guarded block: the words of the launch's
   // parameters (lib/launch/launch_reach.h); false when they cannot be read
   // (said once per kernel at verbosity 1). Nothing is read otherwise.
+  // The newest launch as it was made, for the report at a sticky error:
+  // kernel, grid and block, and each parameter word that could be an
+  // address, resolved to the tracked block it points into (size, API, where
+  // it was allocated) or said to be none.
+  std::string DescribeLaunch(const RecentLaunches::Entry& launch);
+  // Records a launch in recent_launches_ (dims and the parameter words that
+  // could be addresses, `words` getting all of them) and returns the entry.
+  RecentLaunches::Entry RecordLaunch(uint64_t context, uint64_t stream,
+                                     uint32_t kernel, const LaunchArgs* args,
+                                     std::vector<ArgWord>* words);
+  // The words a per-kernel check of this launch follows: none while nothing
+  // is guarded or checks are not per kernel, null when they cannot be read.
+  const std::vector<ArgWord>* ReachWords(const RecentLaunches::Entry& launch,
+                                         const LaunchArgs* args,
+                                         uint32_t kernel,
+                                         std::vector<ArgWord>* words);
   bool ReadLaunchWords(const LaunchArgs* args, uint32_t kernel,
                        std::vector<ArgWord>* words);
   ParamLayoutCache param_layouts_;

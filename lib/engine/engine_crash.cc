@@ -67,6 +67,61 @@ std::string ShellWords(const std::vector<std::string>& argv) {
 
 }  // namespace
 
+std::string Engine::DescribeLaunch(const RecentLaunches::Entry& launch) {
+  std::string out =
+      absl::StrCat("The newest launch: ", KernelName(launch.kernel));
+  const uint32_t* g = launch.grid;
+  const uint32_t* b = launch.block;
+  if (g[0] == 0 && b[0] == 0) {
+    absl::StrAppend(&out,
+                    " (grid and block not seen: a launch only CUPTI saw)");
+  } else {
+    absl::StrAppend(
+        &out, absl::StrFormat(" with grid (%u,%u,%u) and block (%u,%u,%u)",
+                              g[0], g[1], g[2], b[0], b[1], b[2]));
+  }
+  if (!launch.args_read) {
+    absl::StrAppend(&out,
+                    "; its arguments could not be read (no parameter layout)");
+    return out;
+  }
+  if (launch.word_count == 0) {
+    absl::StrAppend(&out, "; no argument holds an address");
+    return out;
+  }
+  for (uint32_t i = 0; i < launch.word_count; ++i) {
+    const uint64_t value = launch.words[i];
+    const std::string who =
+        launch.word_params[i] == kNoParam
+            ? std::string("a parameter word")
+            : absl::StrCat("argument ", launch.word_params[i]);
+    std::optional<AllocationRecord> r = pointers_.FindContaining(value);
+    if (!r) {
+      absl::StrAppend(&out, absl::StrFormat("; %s 0x%x is not a tracked block",
+                                            who, value));
+      continue;
+    }
+    const uint64_t offset = value - r->address;
+    std::string site;
+    if (r->stack != kNoStack) {
+      for (const SymbolizedFrame& f : SymbolizeStack(r->stack)) {
+        site = f.file.empty()
+                   ? f.function
+                   : absl::StrCat(f.function, " ", f.file, ":", f.line);
+        break;
+      }
+    }
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("; %s 0x%x is %s the %s block from %s", who, value,
+                        offset == 0 ? std::string("the start of")
+                                    : absl::StrCat(offset, " bytes into"),
+                        HumanBytes(r->bytes), ApiName(r->api)),
+        site.empty() ? "" : absl::StrCat(" allocated at ", site));
+  }
+  return out;
+}
+
 void Engine::OnStickyError(absl::string_view call, int code,
                            const char* code_name) {
   if (!options_.enabled || !options_.crash_report) return;
@@ -100,6 +155,12 @@ void Engine::OnStickyError(absl::string_view call, int code,
       e.kernels.empty()
           ? std::string("no kernel launch was seen by the tool")
           : absl::StrCat("the newest kernel launched was ", e.kernels.back()));
+  // The newest launch as it was made, its address arguments resolved: the
+  // usual suspect, and what it was given to write through.
+  if (std::vector<RecentLaunches::Entry> newest = recent_launches_.Newest(1);
+      !newest.empty()) {
+    absl::StrAppend(&e.detail, ". ", DescribeLaunch(newest.back()));
+  }
   // The fault itself (which thread, which line, which address) is in the
   // driver's GPU core dump, which the launcher arms and reads. Not said where
   // a dump is armed already: the driver then aborts the program itself.

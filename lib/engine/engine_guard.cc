@@ -156,21 +156,59 @@ bool Engine::ReadLaunchWords(const LaunchArgs* args, uint32_t kernel,
   return false;
 }
 
+RecentLaunches::Entry Engine::RecordLaunch(uint64_t context, uint64_t stream,
+                                           uint32_t kernel,
+                                           const LaunchArgs* args,
+                                           std::vector<ArgWord>* words) {
+  RecentLaunches::Entry e;
+  e.kernel = kernel;
+  e.stream = stream;
+  e.context = context;
+  e.time_ns = NowNs();
+  if (args != nullptr) {
+    std::copy(args->dims.grid, args->dims.grid + 3, e.grid);
+    std::copy(args->dims.block, args->dims.block + 3, e.block);
+    // The parameter layout is asked once per function and cached; the
+    // words are what a report at a sticky error resolves to blocks.
+    const ParamLayout* layout =
+        args->params == nullptr
+            ? nullptr
+            : param_layouts_.Get(GetParamLayoutSource(), args->kind,
+                                 args->function, nullptr);
+    e.args_read = ReadArgWords(*args, layout, words);
+    for (const ArgWord& w : *words) {
+      if (e.word_count == RecentLaunches::kArgWords) break;
+      e.word_params[e.word_count] = w.param;
+      e.words[e.word_count++] = w.value;
+    }
+  }
+  recent_launches_.Record(e);
+  return e;
+}
+
+const std::vector<ArgWord>* Engine::ReachWords(
+    const RecentLaunches::Entry& launch, const LaunchArgs* args,
+    uint32_t kernel, std::vector<ArgWord>* words) {
+  // No guarded block yet: an empty reach, so the check costs nothing (not
+  // even the manager's lock).
+  static const std::vector<ArgWord> kNone;
+  if (!guard_.ChecksEachKernel() || !guard_.HasGuardedBlocks()) return &kNone;
+  if (launch.args_read) return words;
+  words->clear();
+  return ReadLaunchWords(args, kernel, words) ? words : nullptr;  // says why
+}
+
 void Engine::AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel,
                          const LaunchArgs* args) {
   SettleOwedChecks();
-  recent_launches_.Record(kernel, stream, context,
-                          NowNs());  // for the crash report
-  // No guarded block yet: an empty reach, so the check costs nothing (not
-  // even the manager's lock).
-  std::vector<ArgWord> words;
-  bool known = true;
-  if (guard_.ChecksEachKernel() && guard_.HasGuardedBlocks()) {
-    known = ReadLaunchWords(args, kernel, &words);
-  }
+  // Reused across launches on this thread: no allocation per launch.
+  thread_local std::vector<ArgWord> words;
+  words.clear();
+  const RecentLaunches::Entry launch =
+      RecordLaunch(context, stream, kernel, args, &words);
   std::vector<GuardFinding> findings;
-  guard_.AfterLaunch(context, stream, kernel, known ? &words : nullptr,
-                     &findings);
+  guard_.AfterLaunch(context, stream, kernel,
+                     ReachWords(launch, args, kernel, &words), &findings);
   ReportFindings(findings);
 }
 
@@ -179,15 +217,11 @@ void Engine::AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel,
 // under injection alone hung on the H200 when it did): bookkeeping only.
 void Engine::AfterLaunchDeferred(uint64_t context, uint64_t stream,
                                  uint32_t kernel, const LaunchArgs* args) {
-  recent_launches_.Record(kernel, stream, context, NowNs());
-  // No guarded block yet: an empty reach, so the check costs nothing (not
-  // even the manager's lock).
   std::vector<ArgWord> words;
-  bool known = true;
-  if (guard_.ChecksEachKernel() && guard_.HasGuardedBlocks()) {
-    known = ReadLaunchWords(args, kernel, &words);
-  }
-  guard_.NoteLaunchDeferred(context, stream, kernel, known ? &words : nullptr);
+  const RecentLaunches::Entry launch =
+      RecordLaunch(context, stream, kernel, args, &words);
+  guard_.NoteLaunchDeferred(context, stream, kernel,
+                            ReachWords(launch, args, kernel, &words));
 }
 
 void Engine::SettleOwedChecks() {

@@ -2,6 +2,8 @@
 
 #include <atomic>
 
+#include "lib/core/clock.h"
+
 namespace gmt {
 namespace {
 std::atomic<ParamLayoutSource*> g_source{nullptr};
@@ -21,10 +23,28 @@ const ParamLayout* ParamLayoutCache::Get(ParamLayoutSource* source,
   if (first != nullptr) *first = false;
   if (function == nullptr) return nullptr;
   const Key key{function, kind};
+  // The answer this thread got last: a loop launching one kernel asks for
+  // the same layout at every launch. Answers are never removed or moved.
+  struct Last {
+    const ParamLayoutCache* cache = nullptr;
+    Key key{nullptr, KernelHandleKind::kDriver};
+    const ParamLayout* layout = nullptr;
+  };
+  thread_local Last t_last;
+  if (t_last.cache == this && t_last.key == key) return t_last.layout;
   {
     absl::ReaderMutexLock lock(&mu_);
     auto it = layouts_.find(key);
-    if (it != layouts_.end()) return it->second.get();
+    if (it != layouts_.end()) {
+      t_last = Last{this, key, it->second.get()};
+      return it->second.get();
+    }
+    // "Not now" a moment ago: not asked again yet (the source's question
+    // may be dear, as resolving a driver not loaded yet is).
+    if (auto nn = not_now_until_.find(key);
+        nn != not_now_until_.end() && NowNs() < nn->second) {
+      return nullptr;
+    }
   }
   std::unique_ptr<ParamLayout> layout;
   if (source != nullptr) {
@@ -35,8 +55,11 @@ const ParamLayout* ParamLayoutCache::Get(ParamLayoutSource* source,
         break;
       case ParamLayoutSource::Answer::kUnknown:
         break;
-      case ParamLayoutSource::Answer::kNotNow:
+      case ParamLayoutSource::Answer::kNotNow: {
+        absl::MutexLock lock(&mu_);
+        not_now_until_[key] = NowNs() + kNotNowRetryNs;
         return nullptr;
+      }
     }
   }
   absl::MutexLock lock(&mu_);

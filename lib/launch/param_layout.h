@@ -58,7 +58,8 @@ class ParamLayoutCache {
   ParamLayoutCache& operator=(const ParamLayoutCache&) = delete;
 
   // The layout of `function`, or null when `source` (may be null) cannot
-  // tell; either answer is remembered for the handle (kNotNow is not). `first`
+  // tell; either answer is remembered for the handle (kNotNow is not, but
+  // the handle is not asked again for kNotNowRetryNs). `first`
   // (may be null) is set when this call asked the source, so a caller can say
   // once what an unknown layout means. Entries are never removed: a handle CUDA
   // reuses after its module is unloaded keeps the first kernel's layout.
@@ -67,10 +68,16 @@ class ParamLayoutCache {
 
  private:
   using Key = std::pair<const void*, KernelHandleKind>;
+  // Launches ask for a layout at every launch (the report at a sticky error
+  // shows each launch's arguments): a source that answered "not now" is
+  // asked again after this long, not at the next launch.
+  static constexpr int64_t kNotNowRetryNs = 50'000'000;
   mutable absl::Mutex mu_;
   // Null value: asked, unknown. Boxed so answers stay put as the map grows.
   absl::flat_hash_map<Key, std::unique_ptr<const ParamLayout>> layouts_
       ABSL_GUARDED_BY(mu_);
+  // When a handle that got "not now" may be asked again (NowNs).
+  absl::flat_hash_map<Key, int64_t> not_now_until_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gmt

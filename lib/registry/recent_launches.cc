@@ -2,15 +2,26 @@
 
 namespace gmt {
 
-void RecentLaunches::Record(uint32_t kernel, uint64_t stream, uint64_t context,
-                            int64_t time_ns) {
+void RecentLaunches::Record(const Entry& e) {
   const uint64_t n = next_.fetch_add(1, std::memory_order_acq_rel);
   Slot& s = slots_[n % kCapacity];
   s.sequence.store(0, std::memory_order_release);
-  s.kernel.store(kernel, std::memory_order_relaxed);
-  s.stream.store(stream, std::memory_order_relaxed);
-  s.context.store(context, std::memory_order_relaxed);
-  s.time_ns.store(time_ns, std::memory_order_relaxed);
+  s.kernel.store(e.kernel, std::memory_order_relaxed);
+  s.stream.store(e.stream, std::memory_order_relaxed);
+  s.context.store(e.context, std::memory_order_relaxed);
+  s.time_ns.store(e.time_ns, std::memory_order_relaxed);
+  for (int i = 0; i < 3; ++i) {
+    s.dims[i].store(e.grid[i], std::memory_order_relaxed);
+    s.dims[3 + i].store(e.block[i], std::memory_order_relaxed);
+  }
+  const uint32_t count =
+      e.word_count < kArgWords ? e.word_count : uint32_t{kArgWords};
+  s.word_count.store(e.args_read ? count : kArgWords + 1,
+                     std::memory_order_relaxed);
+  for (uint32_t i = 0; i < count; ++i) {
+    s.words[i].store(e.words[i], std::memory_order_relaxed);
+    s.word_params[i].store(e.word_params[i], std::memory_order_relaxed);
+  }
   s.sequence.store(n + 1, std::memory_order_release);
 }
 
@@ -33,6 +44,17 @@ size_t RecentLaunches::NewestInto(Entry* out, size_t max) const {
     e.stream = s.stream.load(std::memory_order_relaxed);
     e.context = s.context.load(std::memory_order_relaxed);
     e.time_ns = s.time_ns.load(std::memory_order_relaxed);
+    for (int i = 0; i < 3; ++i) {
+      e.grid[i] = s.dims[i].load(std::memory_order_relaxed);
+      e.block[i] = s.dims[3 + i].load(std::memory_order_relaxed);
+    }
+    const uint32_t count = s.word_count.load(std::memory_order_relaxed);
+    e.args_read = count <= kArgWords;
+    e.word_count = e.args_read ? count : 0;
+    for (uint32_t i = 0; i < e.word_count; ++i) {
+      e.words[i] = s.words[i].load(std::memory_order_relaxed);
+      e.word_params[i] = s.word_params[i].load(std::memory_order_relaxed);
+    }
     std::atomic_thread_fence(std::memory_order_acquire);
     // Overwritten while we read it: drop it rather than mix two launches.
     if (s.sequence.load(std::memory_order_relaxed) != n + 1) continue;

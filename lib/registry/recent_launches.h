@@ -25,15 +25,37 @@ class RecentLaunches {
  public:
   static constexpr size_t kCapacity = 64;
 
+  // Parameter words kept per launch: the first that could be addresses.
+  static constexpr size_t kArgWords = 8;
+
   struct Entry {
     uint32_t kernel = 0;  // Engine::InternKernel id
     uint64_t stream = 0;
     uint64_t context = 0;
     int64_t time_ns = 0;
+    // The launch as the program made it; all 0 when only CUPTI saw it.
+    uint32_t grid[3] = {0, 0, 0};
+    uint32_t block[3] = {0, 0, 0};
+    // Its parameter words that could be addresses (lib/launch/launch_reach.h:
+    // 8-byte aligned, not below 64 KiB), the first kArgWords of them, each
+    // with the index of the parameter it is part of (kNoParam: unknown).
+    // args_read: false when the parameters could not be read at all.
+    bool args_read = false;
+    uint32_t word_count = 0;
+    uint64_t words[kArgWords] = {};
+    uint32_t word_params[kArgWords] = {};
   };
 
+  void Record(const Entry& entry);
   void Record(uint32_t kernel, uint64_t stream, uint64_t context,
-              int64_t time_ns);
+              int64_t time_ns) {
+    Entry e;
+    e.kernel = kernel;
+    e.stream = stream;
+    e.context = context;
+    e.time_ns = time_ns;
+    Record(e);
+  }
 
   // Up to `max` of the newest launches, oldest first.
   std::vector<Entry> Newest(size_t max) const;
@@ -54,6 +76,10 @@ class RecentLaunches {
     std::atomic<uint64_t> stream{0};
     std::atomic<uint64_t> context{0};
     std::atomic<int64_t> time_ns{0};
+    std::atomic<uint32_t> dims[6] = {};   // grid x, y, z, block x, y, z
+    std::atomic<uint32_t> word_count{0};  // kArgWords + 1: not read
+    std::atomic<uint64_t> words[kArgWords] = {};
+    std::atomic<uint32_t> word_params[kArgWords] = {};
   };
   std::atomic<uint64_t> next_{0};
   Slot slots_[kCapacity];

@@ -258,6 +258,32 @@ TEST_F(CrashTest, StickyCudaErrorReportsBeforeExit) {
       << r.err;
 }
 
+// The report at the sticky error shows the newest launch as the program made
+// it: grid and block, and each argument that holds an address resolved to
+// the block it points into (with where that block was allocated) or said to
+// be none.
+TEST_F(CrashTest, StickyErrorReportShowsTheNewestLaunchAndItsBlocks) {
+  RunResult r = Run(GMT_CRASH_PROGRAM, {"sticky_args", "."});
+  EXPECT_EQ(r.exit_code, 1) << r.Describe();
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  std::vector<json> errors = ErrorsOfKind(r.report, "cuda-error");
+  ASSERT_EQ(errors.size(), 1u) << r.Describe();
+  const std::string detail = errors[0].value("detail", "");
+  EXPECT_TRUE(Contains(detail,
+                       "The newest launch: fake_fault_illegal_address(float*, "
+                       "float*, int) with grid (4,1,1) and block (256,1,1)"))
+      << detail;
+  EXPECT_TRUE(Contains(detail, "argument 0 0x")) << detail;
+  EXPECT_TRUE(Contains(detail,
+                       "is 256 bytes into the 1.0 MiB block from cudaMalloc "
+                       "allocated at (anonymous namespace)::"
+                       "CrashAllocateDevice()"))
+      << detail;
+  EXPECT_TRUE(Contains(detail, "argument 1 0xdead0000 is not a tracked block"))
+      << detail;
+  EXPECT_FALSE(Contains(detail, "argument 2")) << "4096 is no address";
+}
+
 // On stderr the report at the CUDA error is the process's one full report:
 // the exit report names it and repeats nothing but its summary line.
 TEST_F(CrashTest, ExitReportRefersToTheCudaErrorReportInsteadOfRepeatingIt) {

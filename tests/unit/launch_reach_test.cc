@@ -3,7 +3,9 @@
 // per-function layout cache.
 #include "lib/launch/launch_reach.h"
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -123,10 +125,15 @@ TEST(ParamLayoutCacheTest, AsksOncePerFunctionUnlessToldToAskAgain) {
   EXPECT_EQ(cache.Get(&source, KernelHandleKind::kDriver, &f, &first), layout);
   EXPECT_FALSE(first);
   EXPECT_EQ(source.queries, 1);
+  // "Not now": not remembered, but not asked again at once either (every
+  // launch asks); asked again after a moment.
   source.answer = ParamLayoutSource::Answer::kNotNow;
   EXPECT_EQ(cache.Get(&source, KernelHandleKind::kDriver, &g), nullptr);
   EXPECT_EQ(cache.Get(&source, KernelHandleKind::kDriver, &g), nullptr);
-  EXPECT_EQ(source.queries, 3);  // not remembered
+  EXPECT_EQ(source.queries, 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  EXPECT_EQ(cache.Get(&source, KernelHandleKind::kDriver, &g), nullptr);
+  EXPECT_EQ(source.queries, 3);
   source.answer = ParamLayoutSource::Answer::kUnknown;
   EXPECT_EQ(cache.Get(&source, KernelHandleKind::kRuntime, &g), nullptr);
   EXPECT_EQ(cache.Get(&source, KernelHandleKind::kRuntime, &g), nullptr);

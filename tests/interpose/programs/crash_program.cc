@@ -31,6 +31,9 @@
 //                     CUDA_ERROR_ILLEGAL_ADDRESS), synchronizes, prints the
 //                     code, prints whether the report exists already, and
 //                     returns 1
+//     sticky_args     the same with fake_fault_illegal_address(float*,
+//                     float*, int) launched on the 1 MiB device block + 256,
+//                     0xdead0000 (no block) and 4096
 // No core files are written (RLIMIT_CORE 0): the signal is the same.
 #include <signal.h>
 #include <sys/mman.h>
@@ -39,6 +42,7 @@
 
 #include <atomic>
 #include <csetjmp>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -217,6 +221,17 @@ int main(int argc, char** argv) {
     WriteThrough(nullptr);
   } else if (mode == "abort") {
     std::abort();
+  } else if (mode == "sticky_args") {
+    float* inside = reinterpret_cast<float*>(static_cast<char*>(device) + 256);
+    float* nowhere = reinterpret_cast<float*>(uintptr_t{0xdead0000});
+    int n = 4096;
+    void* args[] = {&inside, &nowhere, &n};
+    Rt("cudaLaunchKernel",
+       cudaLaunchKernel(
+           static_cast<const void*>("_Z26fake_fault_illegal_addressPfS_i"),
+           dim3(4), dim3(256), args, 0, nullptr));
+    cudaError_t e = Rt("cudaDeviceSynchronize", cudaDeviceSynchronize());
+    return e == cudaSuccess ? 0 : 1;
   } else if (mode == "sticky") {
     LaunchNamed("fake_fault_illegal_address");
     cudaError_t e = Rt("cudaDeviceSynchronize", cudaDeviceSynchronize());
