@@ -55,6 +55,17 @@ def case_crash_illegal_address(c, t):
                 "cuda-error kernels (newest last) %s" % kernels)
         c.check(t.stack_has(e.get("stack", []), "main"),
                 "cuda-error stack %s" % t.short_stack(e.get("stack", [])))
+        # The newest launch as made, its one argument resolved, and the
+        # command that explains the fault.
+        detail = e.get("detail", "")
+        c.check("The newest launch: write_wild(int*) with grid (1,1,1) and "
+                "block (32,1,1)" in detail, "newest launch missing: %s"
+                % detail)
+        # Its argument, 0x10, is below the lowest word kept as an address.
+        c.check("no argument holds an address" in detail,
+                "argument 0 (0x10) misdescribed: %s" % detail)
+        c.check("gpumemtrace run --explain-faults -- " in detail,
+                "no explain command: %s" % detail)
     crash = r.get("crash")
     if not c.check(isinstance(crash, dict), "report has no crash object"):
         return
