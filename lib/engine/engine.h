@@ -551,17 +551,22 @@ class Engine {
   std::string DescribeLaunch(const RecentLaunches::Entry& launch);
   // Records a launch in recent_launches_ (dims and the parameter words that
   // could be addresses, `words` getting all of them) and returns the entry.
+  // `layout_first`: this call asked for the kernel's parameter layout first.
   RecentLaunches::Entry RecordLaunch(uint64_t context, uint64_t stream,
                                      uint32_t kernel, const LaunchArgs* args,
-                                     std::vector<ArgWord>* words);
+                                     std::vector<ArgWord>* words,
+                                     bool* layout_first);
   // The words a per-kernel check of this launch follows: none while nothing
   // is guarded or checks are not per kernel, null when they cannot be read.
   const std::vector<ArgWord>* ReachWords(const RecentLaunches::Entry& launch,
                                          const LaunchArgs* args,
                                          uint32_t kernel,
-                                         std::vector<ArgWord>* words);
-  bool ReadLaunchWords(const LaunchArgs* args, uint32_t kernel,
-                       std::vector<ArgWord>* words);
+                                         std::vector<ArgWord>* words,
+                                         bool layout_first);
+  // Why a per-kernel check of this launch covers every zone (verbosity 1):
+  // a graph launch once; an unknown layout when first asked.
+  void SayArgsUnread(const LaunchArgs* args, uint32_t kernel,
+                     bool layout_first);
   ParamLayoutCache param_layouts_;
 
   // (lib/engine/engine_graph.cc): graph memory nodes.

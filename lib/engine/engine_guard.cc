@@ -126,8 +126,8 @@ void Engine::BeforeLaunch(uint64_t context, uint64_t stream) {
   guard_.BeforeLaunch(context, stream);
 }
 
-bool Engine::ReadLaunchWords(const LaunchArgs* args, uint32_t kernel,
-                             std::vector<ArgWord>* words) {
+void Engine::SayArgsUnread(const LaunchArgs* args, uint32_t kernel,
+                           bool layout_first) {
   if (args == nullptr) {
     static std::atomic<bool> said{false};
     if (!said.exchange(true)) {
@@ -136,30 +136,21 @@ bool Engine::ReadLaunchWords(const LaunchArgs* args, uint32_t kernel,
               "launch); its checks cover every zone",
               KernelName(kernel).c_str());
     }
-    return false;
+    return;
   }
-  // The layout is needed only to read `kernelParams` (`extra` carries the
-  // packed buffer and its size).
-  const ParamLayout* layout = nullptr;
-  bool first = false;
-  if (args->params != nullptr) {
-    layout = param_layouts_.Get(GetParamLayoutSource(), args->kind,
-                                args->function, &first);
-  }
-  if (ReadArgWords(*args, layout, words)) return true;
-  if (first || args->params == nullptr) {
+  if (layout_first || args->params == nullptr) {
     LogNote(1,
             "check=kernel: the parameter layout of %s is unknown (a driver "
             "older than CUDA 12.4?); its checks cover every zone",
             KernelName(kernel).c_str());
   }
-  return false;
 }
 
 RecentLaunches::Entry Engine::RecordLaunch(uint64_t context, uint64_t stream,
                                            uint32_t kernel,
                                            const LaunchArgs* args,
-                                           std::vector<ArgWord>* words) {
+                                           std::vector<ArgWord>* words,
+                                           bool* layout_first) {
   RecentLaunches::Entry e;
   e.kernel = kernel;
   e.stream = stream;
@@ -168,13 +159,15 @@ RecentLaunches::Entry Engine::RecordLaunch(uint64_t context, uint64_t stream,
   if (args != nullptr) {
     std::copy(args->dims.grid, args->dims.grid + 3, e.grid);
     std::copy(args->dims.block, args->dims.block + 3, e.block);
-    // The parameter layout is asked once per function and cached; the
-    // words are what a report at a sticky error resolves to blocks.
+    // The parameter layout is asked once per function and cached (only
+    // `kernelParams` needs it: `extra` carries the packed buffer and its
+    // size); the words are what a report at a sticky error resolves to
+    // blocks, and what a per-kernel check follows.
     const ParamLayout* layout =
         args->params == nullptr
             ? nullptr
             : param_layouts_.Get(GetParamLayoutSource(), args->kind,
-                                 args->function, nullptr);
+                                 args->function, layout_first);
     e.args_read = ReadArgWords(*args, layout, words);
     for (const ArgWord& w : *words) {
       if (e.word_count == RecentLaunches::kArgWords) break;
@@ -188,14 +181,14 @@ RecentLaunches::Entry Engine::RecordLaunch(uint64_t context, uint64_t stream,
 
 const std::vector<ArgWord>* Engine::ReachWords(
     const RecentLaunches::Entry& launch, const LaunchArgs* args,
-    uint32_t kernel, std::vector<ArgWord>* words) {
+    uint32_t kernel, std::vector<ArgWord>* words, bool layout_first) {
   // No guarded block yet: an empty reach, so the check costs nothing (not
   // even the manager's lock).
   static const std::vector<ArgWord> kNone;
   if (!guard_.ChecksEachKernel() || !guard_.HasGuardedBlocks()) return &kNone;
   if (launch.args_read) return words;
-  words->clear();
-  return ReadLaunchWords(args, kernel, words) ? words : nullptr;  // says why
+  SayArgsUnread(args, kernel, layout_first);
+  return nullptr;  // the check covers every zone
 }
 
 void Engine::AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel,
@@ -204,11 +197,13 @@ void Engine::AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel,
   // Reused across launches on this thread: no allocation per launch.
   thread_local std::vector<ArgWord> words;
   words.clear();
+  bool layout_first = false;
   const RecentLaunches::Entry launch =
-      RecordLaunch(context, stream, kernel, args, &words);
+      RecordLaunch(context, stream, kernel, args, &words, &layout_first);
   std::vector<GuardFinding> findings;
   guard_.AfterLaunch(context, stream, kernel,
-                     ReachWords(launch, args, kernel, &words), &findings);
+                     ReachWords(launch, args, kernel, &words, layout_first),
+                     &findings);
   ReportFindings(findings);
 }
 
@@ -218,10 +213,12 @@ void Engine::AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel,
 void Engine::AfterLaunchDeferred(uint64_t context, uint64_t stream,
                                  uint32_t kernel, const LaunchArgs* args) {
   std::vector<ArgWord> words;
+  bool layout_first = false;
   const RecentLaunches::Entry launch =
-      RecordLaunch(context, stream, kernel, args, &words);
-  guard_.NoteLaunchDeferred(context, stream, kernel,
-                            ReachWords(launch, args, kernel, &words));
+      RecordLaunch(context, stream, kernel, args, &words, &layout_first);
+  guard_.NoteLaunchDeferred(
+      context, stream, kernel,
+      ReachWords(launch, args, kernel, &words, layout_first));
 }
 
 void Engine::SettleOwedChecks() {
