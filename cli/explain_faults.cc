@@ -17,35 +17,32 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "lib/gpu_fault/fault_explanation.h"
 #include "lib/gpu_fault/fault_text.h"
 #include "lib/gpu_fault/gpu_core_dump.h"
+#include "lib/gpu_fault/gpu_dump_arming.h"
 
 namespace gmt::cli {
 namespace {
-
-// The variables the dump is armed with; a user's own setting of any of them
-// would decide where the dump goes or whether the program survives it.
-constexpr const char* kDumpVariables[] = {
-    "CUDA_ENABLE_COREDUMP_ON_EXCEPTION",
-    "CUDA_ENABLE_CPU_COREDUMP_ON_EXCEPTION", "CUDA_COREDUMP_GENERATION_FLAGS",
-    "CUDA_COREDUMP_FILE", "CUDA_ENABLE_LIGHTWEIGHT_COREDUMP"};
 
 int Fail(int status, const std::string& message) {
   std::fprintf(stderr, "gpumemtrace run: error: %s\n", message.c_str());
   return status;
 }
 
-// The regular files `dir` holds, sorted.
-std::vector<std::string> FilesIn(const std::string& dir) {
+// The dumps `dir` holds (every regular file but the readers' markers),
+// sorted.
+std::vector<std::string> DumpsIn(const std::string& dir) {
   std::vector<std::string> out;
   if (DIR* d = opendir(dir.c_str())) {
     while (dirent* e = readdir(d)) {
       const std::string path = dir + "/" + e->d_name;
       struct stat st;
       if (e->d_name[0] != '.' && stat(path.c_str(), &st) == 0 &&
-          S_ISREG(st.st_mode)) {
+          S_ISREG(st.st_mode) &&
+          !absl::EndsWith(path, gpu_fault::ExplainedMarkerPath(""))) {
         out.push_back(path);
       }
     }
@@ -54,6 +51,8 @@ std::vector<std::string> FilesIn(const std::string& dir) {
   std::sort(out.begin(), out.end());
   return out;
 }
+
+bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 
 // Prints what the dump at `path` says; false when it cannot be read.
 bool ExplainDump(const std::string& path) {
@@ -91,29 +90,19 @@ int EndAsSignal(int sig, int fallback) {
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::string>> GpuDumpEnvironment(
-    const std::string& dump_dir) {
-  return {
-      {"CUDA_ENABLE_COREDUMP_ON_EXCEPTION", "1"},
-      // The host process's own core file is not wanted.
-      {"CUDA_ENABLE_CPU_COREDUMP_ON_EXCEPTION", "0"},
-      // Lightweight: no memory contents. Never skip_abort.
-      {"CUDA_COREDUMP_GENERATION_FLAGS",
-       "skip_nonrelocated_elf_images,skip_global_memory,skip_shared_memory,"
-       "skip_local_memory,skip_constbank_memory"},
-      {"CUDA_COREDUMP_FILE", dump_dir + "/gpu.%p.cudacore"},
-  };
+std::string ExplainOptionsText(const std::string& dump_dir, bool keep_dump) {
+  return absl::StrCat("explain_faults=1:gpu_dump_dir=", dump_dir,
+                      keep_dump ? ":keep_gpu_dump=1" : "");
 }
 
 int RunExplainingFaults(const std::string& program,
                         const std::vector<std::string>& argv, bool keep_dump) {
-  for (const char* name : kDumpVariables) {
-    if (const char* value = std::getenv(name)) {
-      return Fail(1, absl::StrCat("--explain-faults arms the GPU core dump "
-                                  "itself, and ",
-                                  name, " is already set (to '", value,
-                                  "'): unset it, or drop --explain-faults"));
-    }
+  if (const char* name = gpu_fault::UserGpuDumpVariable()) {
+    return Fail(1,
+                absl::StrCat("--explain-faults arms the GPU core dump "
+                             "itself, and ",
+                             name, " is already set (to '", std::getenv(name),
+                             "'): unset it, or drop --explain-faults"));
   }
   const char* tmp = std::getenv("TMPDIR");
   std::string dir =
@@ -123,8 +112,18 @@ int RunExplainingFaults(const std::string& program,
     return Fail(1, absl::StrCat("cannot make a folder for the GPU core dump (",
                                 dir, "): ", std::strerror(errno)));
   }
-  for (const auto& [name, value] : GpuDumpEnvironment(dir)) {
+  // Armed here, for a program the library reaches only after cuInit
+  // (injection); the library takes it as armed (the same variables) and
+  // explains the dump in its crash report, among the program's blocks.
+  for (const auto& [name, value] : gpu_fault::GpuDumpEnvironment(dir)) {
     setenv(name.c_str(), value.c_str(), 1);
+  }
+  {
+    const char* user = std::getenv("GMT_OPTIONS");
+    std::string options = user != nullptr ? user : "";
+    if (!options.empty()) options += ':';
+    options += ExplainOptionsText(dir, keep_dump);
+    setenv("GMT_OPTIONS", options.c_str(), 1);
   }
   std::vector<char*> exec_argv;
   for (const std::string& a : argv) {
@@ -149,20 +148,25 @@ int RunExplainingFaults(const std::string& program,
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
+  // A dump the library explained (in its crash report, with the blocks)
+  // is gone, or kept beside its marker; the rest are explained here.
   bool all_read = true;
-  const std::vector<std::string> dumps = FilesIn(dir);
+  const std::vector<std::string> dumps = DumpsIn(dir);
   for (const std::string& path : dumps) {
+    const std::string marker = gpu_fault::ExplainedMarkerPath(path);
+    if (Exists(marker)) {
+      unlink(marker.c_str());
+      continue;  // the library also said where it is kept
+    }
     if (!ExplainDump(path)) all_read = false;
-  }
-  if (keep_dump || !all_read) {
-    for (const std::string& path : dumps) {
+    if (keep_dump || !all_read) {
       std::fprintf(stderr,
                    "gpumemtrace: the GPU core dump is kept at %s; cuda-gdb "
                    "opens it: cuda-gdb -batch -ex 'target cudacore %s'\n",
                    path.c_str(), path.c_str());
+    } else {
+      unlink(path.c_str());
     }
-  } else {
-    for (const std::string& path : dumps) unlink(path.c_str());
   }
   rmdir(dir.c_str());  // fails, harmlessly, while a kept dump is in it
   if (WIFSIGNALED(status)) {

@@ -113,8 +113,11 @@ int RunMain(int argc, char** argv) {
   // not. Only a library that has the entry point is named: the driver would
   // otherwise be handed a library it cannot initialize. A profiler's
   // injection library already set stays (one CUPTI subscriber per process).
+  // Not with --explain-faults: with the library injected as well, the
+  // driver wrote no GPU core dump at the fault (seen on the H200, driver
+  // 580), while with LD_PRELOAD alone it does.
   const char* injection = std::getenv("CUDA_INJECTION64_PATH");
-  if ((injection == nullptr || injection[0] == '\0') &&
+  if (!plan.explain_faults && (injection == nullptr || injection[0] == '\0') &&
       ElfExports(library, "InitializeInjection")) {
     setenv("CUDA_INJECTION64_PATH", library.c_str(), 1);
   }

@@ -11,12 +11,14 @@ namespace {
 // At load: learn our own text range so captured stacks drop the tool's frames,
 // and install the GPU side of guard zones (no CUDA call: it resolves the driver
 // and loads its kernels on first use) and of kernel parameter layouts (asked
-// at a kernel's first launch with check=kernel). Nothing else: a program that
-// never touches CUDA pays nothing more.
+// at a kernel's first launch with check=kernel), and arm the driver's GPU
+// core dump where explain_faults asks (the driver reads it at cuInit).
+// Nothing else: a program that never touches CUDA pays nothing more.
 __attribute__((constructor)) void OnLoad() {
   Engine::HideToolModule(reinterpret_cast<const void*>(&OnLoad));
   InstallDriverDeviceOps();
   InstallDriverParamLayouts();
+  Engine::ArmGpuDumpAtLoad();  // explain_faults: before the driver's cuInit
 }
 
 // At exit, as late as the loader allows (after the program's static
@@ -26,6 +28,7 @@ __attribute__((constructor)) void OnLoad() {
 __attribute__((destructor)) void OnUnload() {
   ++t_intercept_depth;  // CUDA calls made from here on are not the program's
   if (Engine* engine = Engine::IfCreated()) engine->FinalReport();
+  Engine::DisarmGpuDumpAtExit();
 }
 
 }  // namespace

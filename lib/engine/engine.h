@@ -152,6 +152,13 @@ class Engine {
   // CUPTI callback (libcuda, libcupti).
   static void HideCallbackModule(const void* address);
 
+  // explain_faults: arms the driver's GPU core dump at the library's load,
+  // before the program's first CUDA call (lib/gpu_fault/gpu_dump_arming.h),
+  // and removes the private folder it made at exit. The crash report at the
+  // driver's SIGABRT reads the dump (ExplainGpuDump).
+  static void ArmGpuDumpAtLoad();
+  static void DisarmGpuDumpAtExit();
+
   // NVTX ranges (push/pop on the calling thread), for allocations' attribution
   // to the range open when they were made. Return the depth as NVTX does.
   static int NvtxRangePush(absl::string_view name);
@@ -520,6 +527,9 @@ class Engine {
   // every later report; the newest launches for its "recent kernels". A
   // report takes both under a try-lock.
   void TakeCrashState(ReportState* state);
+  // The GPU fault the driver's dump explains (explain_faults), into the
+  // crash: in the crash report's writer, after a SIGABRT.
+  void ExplainGpuDump(ReportData::Crash* crash);
   RecentLaunches recent_launches_;
   mutable absl::Mutex crash_mu_;
   ReportData::Crash crash_ ABSL_GUARDED_BY(crash_mu_);
@@ -555,7 +565,10 @@ class Engine {
   RecentLaunches::Entry RecordLaunch(uint64_t context, uint64_t stream,
                                      uint32_t kernel, const LaunchArgs* args,
                                      std::vector<ArgWord>* words,
-                                     bool* layout_first);
+                                     bool* layout_first, bool capture_site);
+  // "main (app.cu:16)": where the program made `launch`, past the kernel's
+  // own host stub; "" when no frame was kept.
+  std::string LaunchSite(const RecentLaunches::Entry& launch);
   // The words a per-kernel check of this launch follows: none while nothing
   // is guarded or checks are not per kernel, null when they cannot be read.
   const std::vector<ArgWord>* ReachWords(const RecentLaunches::Entry& launch,

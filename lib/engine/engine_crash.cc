@@ -3,6 +3,8 @@
 // (lib/core/sticky_errors.h): what the crash was, the newest kernel launches,
 // the live blocks, and the report written before the process can die.
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -13,12 +15,18 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "lib/core/clock.h"
 #include "lib/core/log.h"
 #include "lib/engine/engine.h"
 #include "lib/engine/signal_safe_text.h"
+#include "lib/gpu_fault/fault_explanation.h"
+#include "lib/gpu_fault/fault_text.h"
+#include "lib/gpu_fault/gpu_core_dump.h"
+#include "lib/gpu_fault/gpu_dump_arming.h"
 #include "lib/report/report_assembly.h"
 #include "lib/report/report_output.h"
 
@@ -67,9 +75,36 @@ std::string ShellWords(const std::vector<std::string>& argv) {
 
 }  // namespace
 
+std::string Engine::LaunchSite(const RecentLaunches::Entry& launch) {
+  if (launch.site_count == 0) return "";
+  const std::string kernel = KernelName(launch.kernel);
+  const StackId id =
+      depot_.Put(launch.site, static_cast<int>(launch.site_count));
+  std::string innermost;
+  for (const SymbolizedFrame& f : SymbolizeStack(id)) {
+    std::string where = f.file.empty() ? f.function
+                                       : absl::StrCat(f.function, " (", f.file,
+                                                      ":", f.line, ")");
+    if (innermost.empty()) innermost = where;
+    // nvcc's host side of a launch: the kernel's stub (the function of the
+    // kernel's own name, or __device_stub__*) calls cudaLaunchKernel for
+    // the line that wrote kernel<<<...>>>, one frame further out.
+    if (f.function == kernel ||
+        absl::StartsWith(f.function, "__device_stub__") ||
+        absl::StartsWith(f.function, "cudaLaunchKernel")) {
+      continue;
+    }
+    return where;
+  }
+  return innermost;  // only nvcc's frames were kept: the best there is
+}
+
 std::string Engine::DescribeLaunch(const RecentLaunches::Entry& launch) {
   std::string out =
       absl::StrCat("The newest launch: ", KernelName(launch.kernel));
+  if (const std::string site = LaunchSite(launch); !site.empty()) {
+    absl::StrAppend(&out, ", launched at ", site, ",");
+  }
   const uint32_t* g = launch.grid;
   const uint32_t* b = launch.block;
   if (g[0] == 0 && b[0] == 0) {
@@ -167,8 +202,10 @@ void Engine::OnStickyError(absl::string_view call, int code,
   const char* armed = std::getenv("CUDA_ENABLE_COREDUMP_ON_EXCEPTION");
   if (armed == nullptr || std::string_view(armed) != "1") {
     absl::StrAppend(&e.detail,
-                    ". Which thread faulted, at which line and address: run "
-                    "it again as `gpumemtrace run --explain-faults -- ",
+                    ". Which thread faulted, at which line and address (from "
+                    "the driver's GPU core dump; GMT_OPTIONS=explain_faults=1 "
+                    "under plain LD_PRELOAD): run it again as `gpumemtrace "
+                    "run --explain-faults -- ",
                     ShellWords(ProgramArgv()), "`");
   }
   {
@@ -332,6 +369,9 @@ void Engine::TakeCrashState(ReportState* state) {
         "handler)");
   }
   if (!c.present) return;
+  // The driver aborts a program after writing the GPU core dump it was armed
+  // for: that dump says which warp faulted, where, at what address.
+  if (c.signal == SIGABRT) ExplainGpuDump(&c);
   for (const RecentLaunches::Entry& launch :
        recent_launches_.Newest(kMaxRecentKernels)) {
     c.recent_kernels.push_back(ReportData::Crash::Launch{
@@ -339,6 +379,96 @@ void Engine::TakeCrashState(ReportState* state) {
         static_cast<double>(SinceStartNs(launch.time_ns)) * 1e-9});
   }
   c.launches_seen = recent_launches_.Count();
+}
+
+// ---- The driver's GPU core dump (explain_faults) ------------------------
+
+void Engine::ArmGpuDumpAtLoad() {
+  const Options& options = GlobalOptions();
+  if (!options.enabled || !options.explain_faults) return;
+  if (absl::Status armed =
+          gpu_fault::ArmGpuDumpForProcess(options.gpu_dump_dir);
+      !armed.ok()) {
+    LogError("explain_faults: %s", std::string(armed.message()).c_str());
+    return;
+  }
+  LogNote(1, "explain_faults: the GPU core dump goes to %s",
+          gpu_fault::ArmedGpuDumpOfProcess()->dir.c_str());
+}
+
+void Engine::DisarmGpuDumpAtExit() { gpu_fault::DisarmGpuDumpOfProcess(); }
+
+void Engine::ExplainGpuDump(ReportData::Crash* crash) {
+  const gpu_fault::ArmedGpuDump* armed = gpu_fault::ArmedGpuDumpOfProcess();
+  if (armed == nullptr) return;
+  const std::string path = gpu_fault::GpuDumpPath(armed->dir, owner_pid_);
+  // No dump: the program's own abort(), not the driver's.
+  if (access(path.c_str(), F_OK) != 0) return;
+  bool keep = options_.keep_gpu_dump;
+  absl::StatusOr<gpu_fault::GpuCoreDump> dump =
+      gpu_fault::ReadGpuCoreDumpFile(path);
+  if (!dump.ok()) {
+    crash->gpu_fault.push_back(absl::StrCat(
+        "GPU fault: the driver's GPU core dump could not be read: ",
+        dump.status().message()));
+    keep = true;  // for the user, or a newer reader
+  } else {
+    gpu_fault::FaultTextOptions text;
+    // This is the report's writer, a copy of the crashed process: a shard
+    // lock held by a thread that is not here is skipped, never waited for.
+    std::vector<AllocationRecord> blocks;
+    const int busy = pointers_.TryVisitLive(
+        [&](const AllocationRecord& r) { blocks.push_back(r); });
+    text.blocks = blocks;
+    text.have_blocks = true;
+    const gpu_fault::GpuFaultExplanation explanation =
+        gpu_fault::ExplainGpuFaults(*dump, gpu_fault::ExplainOptions{});
+    // The faulting kernel's newest launch names its address arguments.
+    if (!explanation.warps.empty()) {
+      for (const RecentLaunches::Entry& launch :
+           recent_launches_.Newest(RecentLaunches::kCapacity)) {
+        if (KernelName(launch.kernel) != explanation.warps[0].kernel) continue;
+        text.arguments.clear();
+        for (uint32_t i = 0; i < launch.word_count; ++i) {
+          if (launch.word_params[i] == kNoParam) continue;
+          text.arguments.push_back(gpu_fault::KernelArgument{
+              static_cast<int>(launch.word_params[i]), "", launch.words[i]});
+        }
+      }
+    }
+    text.site = [this](StackId id) {
+      for (const SymbolizedFrame& f : SymbolizeStack(id)) {
+        return f.file.empty()
+                   ? f.function
+                   : absl::StrCat(f.function, " (", f.file, ":", f.line, ")");
+      }
+      return std::string();
+    };
+    for (absl::string_view line :
+         absl::StrSplit(gpu_fault::RenderGpuFaultText(explanation, text), '\n',
+                        absl::SkipEmpty())) {
+      crash->gpu_fault.emplace_back(line);
+    }
+    if (busy > 0) {
+      crash->gpu_fault.push_back(
+          absl::StrCat("  (", busy,
+                       " of 64 registry shards were busy: their blocks are "
+                       "not placed)"));
+    }
+  }
+  if (keep) {
+    crash->gpu_dump_kept = path;
+    // The launcher's folder: it must not explain this dump again.
+    if (!armed->own_dir) {
+      const int fd =
+          open(gpu_fault::ExplainedMarkerPath(path).c_str(),
+               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+      if (fd >= 0) close(fd);
+    }
+  } else {
+    unlink(path.c_str());
+    if (armed->own_dir) rmdir(armed->dir.c_str());
+  }
 }
 
 }  // namespace gmt

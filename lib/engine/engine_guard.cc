@@ -6,6 +6,7 @@
 #include "lib/core/log.h"
 #include "lib/engine/engine.h"
 #include "lib/engine/error_reports.h"
+#include "lib/stacks/stack_capture.h"
 
 namespace gmt {
 
@@ -146,11 +147,9 @@ void Engine::SayArgsUnread(const LaunchArgs* args, uint32_t kernel,
   }
 }
 
-RecentLaunches::Entry Engine::RecordLaunch(uint64_t context, uint64_t stream,
-                                           uint32_t kernel,
-                                           const LaunchArgs* args,
-                                           std::vector<ArgWord>* words,
-                                           bool* layout_first) {
+RecentLaunches::Entry Engine::RecordLaunch(
+    uint64_t context, uint64_t stream, uint32_t kernel, const LaunchArgs* args,
+    std::vector<ArgWord>* words, bool* layout_first, bool capture_site) {
   RecentLaunches::Entry e;
   e.kernel = kernel;
   e.stream = stream;
@@ -174,6 +173,14 @@ RecentLaunches::Entry Engine::RecordLaunch(uint64_t context, uint64_t stream,
       e.word_params[e.word_count] = w.param;
       e.words[e.word_count++] = w.value;
     }
+  }
+  // Where the program launched it, for the report at a sticky error: the
+  // innermost frames only (a launch is hot; the full stack is not needed to
+  // name the line). Not inside CUPTI callbacks (AfterLaunchDeferred): the
+  // driver's frames sit above the program's there.
+  if (capture_site && options_.stack_depth > 0) {
+    int n = CaptureStack(e.site, RecentLaunches::kSiteFrames);
+    e.site_count = n > 0 ? static_cast<uint32_t>(n) : 0;
   }
   recent_launches_.Record(e);
   return e;
@@ -199,7 +206,7 @@ void Engine::AfterLaunch(uint64_t context, uint64_t stream, uint32_t kernel,
   words.clear();
   bool layout_first = false;
   const RecentLaunches::Entry launch =
-      RecordLaunch(context, stream, kernel, args, &words, &layout_first);
+      RecordLaunch(context, stream, kernel, args, &words, &layout_first, true);
   std::vector<GuardFinding> findings;
   guard_.AfterLaunch(context, stream, kernel,
                      ReachWords(launch, args, kernel, &words, layout_first),
@@ -215,7 +222,7 @@ void Engine::AfterLaunchDeferred(uint64_t context, uint64_t stream,
   std::vector<ArgWord> words;
   bool layout_first = false;
   const RecentLaunches::Entry launch =
-      RecordLaunch(context, stream, kernel, args, &words, &layout_first);
+      RecordLaunch(context, stream, kernel, args, &words, &layout_first, false);
   guard_.NoteLaunchDeferred(
       context, stream, kernel,
       ReachWords(launch, args, kernel, &words, layout_first));

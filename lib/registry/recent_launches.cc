@@ -22,6 +22,12 @@ void RecentLaunches::Record(const Entry& e) {
     s.words[i].store(e.words[i], std::memory_order_relaxed);
     s.word_params[i].store(e.word_params[i], std::memory_order_relaxed);
   }
+  const uint32_t frames =
+      e.site_count < kSiteFrames ? e.site_count : uint32_t{kSiteFrames};
+  s.site_count.store(frames, std::memory_order_relaxed);
+  for (uint32_t i = 0; i < frames; ++i) {
+    s.site[i].store(e.site[i], std::memory_order_relaxed);
+  }
   s.sequence.store(n + 1, std::memory_order_release);
 }
 
@@ -54,6 +60,11 @@ size_t RecentLaunches::NewestInto(Entry* out, size_t max) const {
     for (uint32_t i = 0; i < e.word_count; ++i) {
       e.words[i] = s.words[i].load(std::memory_order_relaxed);
       e.word_params[i] = s.word_params[i].load(std::memory_order_relaxed);
+    }
+    e.site_count = s.site_count.load(std::memory_order_relaxed);
+    if (e.site_count > kSiteFrames) e.site_count = kSiteFrames;
+    for (uint32_t i = 0; i < e.site_count; ++i) {
+      e.site[i] = s.site[i].load(std::memory_order_relaxed);
     }
     std::atomic_thread_fence(std::memory_order_acquire);
     // Overwritten while we read it: drop it rather than mix two launches.

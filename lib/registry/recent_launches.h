@@ -27,6 +27,11 @@ class RecentLaunches {
 
   // Parameter words kept per launch: the first that could be addresses.
   static constexpr size_t kArgWords = 8;
+  // Return addresses kept per launch: the program's innermost frames, raw,
+  // symbolized only when a report shows the launch. nvcc's host side takes
+  // up to three (cudaLaunchKernel<T>, __device_stub__*, the kernel's host
+  // function) before the line that wrote kernel<<<...>>>.
+  static constexpr size_t kSiteFrames = 5;
 
   struct Entry {
     uint32_t kernel = 0;  // Engine::InternKernel id
@@ -44,6 +49,9 @@ class RecentLaunches {
     uint32_t word_count = 0;
     uint64_t words[kArgWords] = {};
     uint32_t word_params[kArgWords] = {};
+    // Where the program made it (0 frames: not captured).
+    uint32_t site_count = 0;
+    uintptr_t site[kSiteFrames] = {};
   };
 
   void Record(const Entry& entry);
@@ -80,6 +88,8 @@ class RecentLaunches {
     std::atomic<uint32_t> word_count{0};  // kArgWords + 1: not read
     std::atomic<uint64_t> words[kArgWords] = {};
     std::atomic<uint32_t> word_params[kArgWords] = {};
+    std::atomic<uint32_t> site_count{0};
+    std::atomic<uintptr_t> site[kSiteFrames] = {};
   };
   std::atomic<uint64_t> next_{0};
   Slot slots_[kCapacity];

@@ -296,6 +296,11 @@ struct ReportData {
     uint64_t live_bytes = 0;
     // Device health at the crash, or why it was not read.
     std::string health_status;
+    // explain_faults: what the driver's GPU core dump says (lib/gpu_fault's
+    // text, a line each), or why it could not be read; the dump's path when
+    // it is kept.
+    std::vector<std::string> gpu_fault;
+    std::string gpu_dump_kept;
     // Parts of the report left out, and why (a lock held by the crashing
     // thread, no engine, ...).
     std::vector<std::string> skipped;

@@ -64,6 +64,8 @@ json CrashJson(const ReportData& data) {
   out["live_allocations"] = std::move(live);
   out["health"] = c.health_status;
   out["skipped"] = c.skipped;
+  if (!c.gpu_fault.empty()) out["gpu_fault"] = c.gpu_fault;
+  if (!c.gpu_dump_kept.empty()) out["gpu_dump_kept"] = c.gpu_dump_kept;
   return out;
 }
 
@@ -88,6 +90,15 @@ std::vector<std::string> CrashTextLines(const ReportData& data) {
               : std::string("near"),
           BlockText(c.fault_block)));
     }
+  }
+  // The fault itself, from the driver's GPU core dump (explain_faults):
+  // the lines come indented under their own heading.
+  for (const std::string& line : c.gpu_fault) lines.push_back(line);
+  if (!c.gpu_dump_kept.empty()) {
+    lines.push_back(absl::StrFormat(
+        "  the GPU core dump is kept at %s; cuda-gdb opens it: cuda-gdb "
+        "-batch -ex 'target cudacore %s'",
+        c.gpu_dump_kept, c.gpu_dump_kept));
   }
   if (!c.call.empty()) {
     lines.push_back(

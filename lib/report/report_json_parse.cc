@@ -882,7 +882,9 @@ class ReportReader {
         !ReadU64(c, at, "live_blocks", &crash->live_blocks) ||
         !ReadU64(c, at, "live_bytes", &crash->live_bytes) ||
         !ReadString(c, at, "health", &crash->health_status) ||
-        !ReadStrings(c, at, "skipped", &crash->skipped)) {
+        !ReadStrings(c, at, "skipped", &crash->skipped) ||
+        !ReadStrings(c, at, "gpu_fault", &crash->gpu_fault) ||
+        !ReadString(c, at, "gpu_dump_kept", &crash->gpu_dump_kept)) {
       return false;
     }
     if (Member(c, "fault_address") != nullptr) {  // null: no address

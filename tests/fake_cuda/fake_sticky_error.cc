@@ -1,12 +1,41 @@
 #include "tests/fake_cuda/fake_sticky_error.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace fake_cuda {
 namespace {
 
 std::atomic<int> g_sticky{CUDA_SUCCESS};
+
+// The driver with its GPU core dump armed: the dump, then abort().
+void DumpAndAbortIfArmed() {
+  const char* armed = std::getenv("CUDA_ENABLE_COREDUMP_ON_EXCEPTION");
+  const char* file = std::getenv("CUDA_COREDUMP_FILE");
+  if (armed == nullptr || std::strcmp(armed, "1") != 0 || file == nullptr) {
+    return;
+  }
+  std::string path = file;
+  if (size_t at = path.find("%p"); at != std::string::npos) {
+    path.replace(at, 2, std::to_string(getpid()));
+  }
+  const int out = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  const char* captured = std::getenv("FAKE_CUDA_GPU_DUMP");
+  const int in = captured != nullptr ? open(captured, O_RDONLY) : -1;
+  char buffer[65536];
+  ssize_t n = 0;
+  while (in >= 0 && out >= 0 && (n = read(in, buffer, sizeof(buffer))) > 0) {
+    if (write(out, buffer, static_cast<size_t>(n)) != n) break;
+  }
+  if (in >= 0) close(in);
+  if (out >= 0) close(out);
+  std::abort();
+}
 
 }  // namespace
 
@@ -28,7 +57,9 @@ void NoteLaunchForStickyError(const void* function) {
     code = CUDA_ERROR_LAUNCH_FAILED;
   }
   int expected = CUDA_SUCCESS;
-  if (code != CUDA_SUCCESS) g_sticky.compare_exchange_strong(expected, code);
+  if (code == CUDA_SUCCESS) return;
+  DumpAndAbortIfArmed();
+  g_sticky.compare_exchange_strong(expected, code);
 }
 
 CUresult StickyError() {

@@ -9,6 +9,12 @@
 // from then on every synchronizing call (cuCtxSynchronize(_v2),
 // cuStreamSynchronize(_ptsz), cuEventSynchronize) and every launch returns it.
 // Nothing else changes; a program that launches no such kernel sees nothing.
+//
+// With the driver's GPU core dump armed (CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1
+// and CUDA_COREDUMP_FILE, %p the pid), the fault does what the driver does
+// then: it writes the dump and abort()s the program. The double has no dump
+// of its own to write: FAKE_CUDA_GPU_DUMP names a captured one (the dumps of
+// tests/fixtures/cudacore), copied byte for byte; without it, an empty file.
 #ifndef GMT_TESTS_FAKE_CUDA_FAKE_STICKY_ERROR_H_
 #define GMT_TESTS_FAKE_CUDA_FAKE_STICKY_ERROR_H_
 

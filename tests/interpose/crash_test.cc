@@ -271,7 +271,10 @@ TEST_F(CrashTest, StickyErrorReportShowsTheNewestLaunchAndItsBlocks) {
   const std::string detail = errors[0].value("detail", "");
   EXPECT_TRUE(Contains(detail,
                        "The newest launch: fake_fault_illegal_address(float*, "
-                       "float*, int) with grid (4,1,1) and block (256,1,1)"))
+                       "float*, int), launched at main ("))
+      << detail;
+  EXPECT_TRUE(Contains(detail, "crash_program.cc:")) << detail;
+  EXPECT_TRUE(Contains(detail, "), with grid (4,1,1) and block (256,1,1)"))
       << detail;
   EXPECT_TRUE(Contains(detail, "argument 0 0x")) << detail;
   EXPECT_TRUE(Contains(detail,
@@ -307,6 +310,96 @@ TEST_F(CrashTest, ExitReportRefersToTheCudaErrorReportInsteadOfRepeatingIt) {
   EXPECT_EQ(count("SUMMARY:"), 2u) << r.err;
   // The exit report comes last.
   EXPECT_GT(r.err.find("report (exit)"), r.err.find("report (cuda-error)"));
+}
+
+// explain_faults: the library arms the driver's GPU core dump at load; at a
+// GPU exception the driver (here the double, writing a dump captured on an
+// H200) writes it and aborts, and the crash report explains it: exception,
+// kernel, line, threads, the address and where it lies among the blocks.
+class ExplainFaultsTest : public CrashTest {
+ protected:
+  RunResult RunFaulting(
+      const std::string& extra_options,
+      std::vector<std::pair<std::string, std::string>> env = {}) {
+    RunOptions options;
+    options.gmt_options =
+        "report=json:report_path=r.%p.json:explain_faults=1" + extra_options;
+    options.env = std::move(env);
+    options.env.emplace_back("TMPDIR", tmp());
+    options.env.emplace_back(
+        "FAKE_CUDA_GPU_DUMP",
+        std::string(GMT_CUDACORE_FIXTURES) + "/wild_write.cudacore");
+    return Run(GMT_CRASH_PROGRAM, {"gpu_dump", "."}, options);
+  }
+  // The dump folders the library left in the test's folder.
+  std::vector<std::string> DumpFolders() const {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(tmp())) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind("gpumemtrace-dump.", 0) == 0) out.push_back(e.path());
+    }
+    return out;
+  }
+  static std::string Lines(const json& crash) {
+    std::string text;
+    for (const json& line : crash.value("gpu_fault", json::array())) {
+      text += line.get<std::string>() + "\n";
+    }
+    return text;
+  }
+};
+
+TEST_F(ExplainFaultsTest, CrashReportExplainsTheDriversDumpAndRemovesIt) {
+  RunResult r = RunFaulting("");
+  EXPECT_EQ(r.exit_code, 128 + SIGABRT) << r.Describe();
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  const json& c = r.report["crash"];
+  EXPECT_EQ(c.value("signal_name", ""), "SIGABRT");
+  const std::string text = Lines(c);
+  EXPECT_TRUE(Contains(text, "GPU fault, read from the GPU core dump"))
+      << c.dump(1);
+  EXPECT_TRUE(Contains(text, "Warp Invalid Address Space")) << text;
+  EXPECT_TRUE(Contains(text, "wild_write.cu:5")) << text;
+  EXPECT_TRUE(Contains(text, "block (2,0,0), threads (160,0,0)..(191,0,0)"))
+      << text;
+  EXPECT_FALSE(c.contains("gpu_dump_kept"));
+  EXPECT_TRUE(DumpFolders().empty()) << "the dump or its folder stayed";
+  // The program's own sync never returned: the driver aborted in it.
+  EXPECT_TRUE(ErrorsOfKind(r.report, "cuda-error").empty());
+}
+
+TEST_F(ExplainFaultsTest, KeptDumpIsNamedWithTheCommandThatOpensIt) {
+  RunResult r = RunFaulting(":keep_gpu_dump=1:report=text,json");
+  EXPECT_EQ(r.exit_code, 128 + SIGABRT) << r.Describe();
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  const std::string kept = r.report["crash"].value("gpu_dump_kept", "");
+  ASSERT_FALSE(kept.empty()) << r.report["crash"].dump(1);
+  EXPECT_TRUE(std::filesystem::exists(kept)) << kept;
+  EXPECT_TRUE(Contains(r.err, "cuda-gdb -batch -ex 'target cudacore " + kept))
+      << r.err;
+  // The library's own folder: no marker beside the dump.
+  EXPECT_FALSE(std::filesystem::exists(kept + ".explained"));
+}
+
+TEST_F(ExplainFaultsTest, TheUsersOwnDumpSettingsAreLeftAlone) {
+  RunResult r = RunFaulting("", {{"CUDA_COREDUMP_FILE", tmp() + "/mine"}});
+  // Not armed: the fault stays a sticky error the program sees.
+  EXPECT_EQ(r.exit_code, 1) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "CUDA_COREDUMP_FILE is set already")) << r.err;
+  EXPECT_TRUE(DumpFolders().empty());
+  EXPECT_FALSE(std::filesystem::exists(tmp() + "/mine"));
+}
+
+TEST_F(ExplainFaultsTest, WithoutTheOptionNothingIsArmed) {
+  RunOptions options;
+  options.env = {{"TMPDIR", tmp()},
+                 {"FAKE_CUDA_GPU_DUMP",
+                  std::string(GMT_CUDACORE_FIXTURES) + "/wild_write.cudacore"}};
+  RunResult r = Run(GMT_CRASH_PROGRAM, {"gpu_dump", "."}, options);
+  EXPECT_EQ(r.exit_code, 1) << r.Describe();
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  EXPECT_FALSE(r.report["crash"].contains("gpu_fault"));
+  EXPECT_TRUE(DumpFolders().empty());
 }
 
 }  // namespace

@@ -23,6 +23,10 @@ int main(int argc, char** argv) {
     std::printf("sync: cudaErrorIllegalAddress (no dump armed)\n");
     return 1;
   }
+  // The launcher leaves CUPTI injection out of an --explain-faults run.
+  std::printf("injection: %s\n", std::getenv("CUDA_INJECTION64_PATH") != nullptr
+                                     ? "set"
+                                     : "unset");
   std::string path = file;
   if (size_t at = path.find("%p"); at != std::string::npos) {
     path.replace(at, 2, std::to_string(getpid()));

@@ -34,6 +34,9 @@
 //     sticky_args     the same with fake_fault_illegal_address(float*,
 //                     float*, int) launched on the 1 MiB device block + 256,
 //                     0xdead0000 (no block) and 4096
+//     gpu_dump        sticky_args with the driver's GPU core dump armed
+//                     (explain_faults): the double writes the dump that
+//                     FAKE_CUDA_GPU_DUMP names and aborts, as the driver does
 // No core files are written (RLIMIT_CORE 0): the signal is the same.
 #include <signal.h>
 #include <sys/mman.h>
@@ -221,7 +224,7 @@ int main(int argc, char** argv) {
     WriteThrough(nullptr);
   } else if (mode == "abort") {
     std::abort();
-  } else if (mode == "sticky_args") {
+  } else if (mode == "sticky_args" || mode == "gpu_dump") {
     float* inside = reinterpret_cast<float*>(static_cast<char*>(device) + 256);
     float* nowhere = reinterpret_cast<float*>(uintptr_t{0xdead0000});
     int n = 4096;
