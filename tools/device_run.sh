@@ -30,6 +30,7 @@
 # and JSON report; GMT_KEEP_LOGS=1 keeps them unpacked in $OUT/logs as well).
 # Environment: GMT_BUNDLE (default .device), GMT_PYTHON (default python3),
 # GMT_RUN_BUDGET_S (default 540: steps that would start later are skipped),
+# GMT_GPU_TESTS_LIMIT_S (the gpu-tests step's limit, default 300),
 # GMT_PERF_LIMIT_S (the perf-suite step's limit, default 240; the suite's own
 # budget is 15 s less, or less again when the run budget has less left;
 # perf_suite.sh reads its other GMT_PERF_* settings itself), GMT_SKIP_STEPS
@@ -163,7 +164,7 @@ row preflight "$STEP_STATUS" "$STEP_SECS" "$(grep -m3 -E 'not found|missing|: li
 cat "$LOGS/preflight.log"
 
 # --- GPU tests -------------------------------------------------------------------
-step gpu-tests 300 env LD_LIBRARY_PATH="$NATIVE_LD" "$PY" "$GPU_TESTS" \
+step gpu-tests "${GMT_GPU_TESTS_LIMIT_S:-300}" env LD_LIBRARY_PATH="$NATIVE_LD" "$PY" "$GPU_TESTS" \
   --lib "$LIB" --examples-dir "$B/examples" --out-dir "$LOGS/gpu-tests" \
   --python "$PY" --skip pytorch_train --results "$LOGS/gpu-tests.json"
 gpu_status="$STEP_STATUS"

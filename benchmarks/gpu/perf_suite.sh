@@ -27,7 +27,9 @@
 #                (reachability.ms, target <= 100 ms)
 #
 # each without the tool (plain), with guard=0 (tracking only), with the
-# default guard=1 check=sync, and with check=kernel (churn: and q0), in
+# default guard=1 check=sync, and with check=kernel (churn: and q0; the
+# others: and explain, the default with explain_faults=1, the driver's GPU
+# core dump armed, whose ratio is taken against the default's), in
 # interleaved rounds
 # compared by median (one run after another on a GPU drifts by more than the
 # tool costs); then the memory overhead; then each under compute-sanitizer
@@ -223,6 +225,7 @@ run_one() {
         sync) opts="guard=1:check=sync" ;;
         q0) opts="guard=1:check=sync:quarantine_bytes=0" ;;
         kernel) opts="guard=1:check=kernel" ;;
+        explain) opts="guard=1:check=sync:explain_faults=1" ;;
       esac
       env LD_LIBRARY_PATH="$ld" PYTHONUNBUFFERED=1 LD_PRELOAD="$LIB" \
         GMT_OPTIONS="report=json:report_path=$WORK/$label.%p.json:$opts" \
@@ -306,7 +309,7 @@ for round in $(seq 1 "$ROUNDS"); do
   echo "--- round $round"
   for w in churn train_loop kernel_loop pytorch; do
     [ "$w" = pytorch ] && { [ "$RUN_TORCH" = 1 ] && [ "$round" -le "$TORCH_ROUNDS" ] || continue; }
-    modes=(plain guard0 sync kernel)
+    modes=(plain guard0 sync kernel explain)
     [ "$w" = churn ] && modes=(plain guard0 sync q0 kernel)
     n="${#modes[@]}"
     for i in $(seq 0 $((n - 1))); do
@@ -439,8 +442,12 @@ TARGETS = {("churn", "guard0"): 1.30, ("churn", "sync"): 1.15,
            ("kernel_loop", "kernel"): 1.50,
            ("pytorch", "guard0"): 1.05, ("pytorch", "sync"): 1.03,
            ("pytorch", "kernel"): 1.10}
+# explain_faults (the GPU core dump armed) against the default's own run:
+# <= 1.01x for a program that does not fault.
+EXPLAIN_TARGET = 1.01
 MODE_NAMES = {"plain": "no tool", "guard0": "guard=0 (tracking)",
               "sync": "guard=1 check=sync",
+              "explain": "check=sync explain_faults=1 (vs check=sync)",
               "q0": "check=sync quarantine_bytes=0",
               "kernel": "guard=1 check=kernel",
               "sanitizer": "compute-sanitizer memcheck"}
@@ -465,7 +472,9 @@ for w in ("churn", "train_loop", "kernel_loop", "pytorch"):
     if not mine:
         continue
     base = None
-    for mode in ("plain", "guard0", "sync", "q0", "kernel", "sanitizer"):
+    meds = {}
+    for mode in ("plain", "guard0", "sync", "q0", "kernel", "explain",
+                 "sanitizer"):
         these = [r for r in mine if r["mode"] == mode]
         if not these:
             continue
@@ -480,10 +489,15 @@ for w in ("churn", "train_loop", "kernel_loop", "pytorch"):
             if r["rc"] == "skip":
                 notes.append("skipped (budget)")
         med = statistics.median(vals) if vals else None
+        meds[mode] = med
         if mode == "plain":
             base = med
         ratio = med / base if med is not None and base else None
         target = TARGETS.get((w, mode))
+        if mode == "explain":
+            ratio = (med / meds["sync"] if med is not None and
+                     meds.get("sync") else None)
+            target = EXPLAIN_TARGET
         verdict = "-" if mode == "plain" else "info"
         if target is not None:
             total += 1

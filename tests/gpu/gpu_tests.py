@@ -757,6 +757,17 @@ def record_train_timing(c, runs):
               flush=True)
 
 
+def launcher_path(c):
+    """The gpumemtrace launcher beside the library (bin/ next to lib/), or
+    $GMT_LAUNCHER; raises FileNotFoundError when there is none."""
+    path = os.environ.get("GMT_LAUNCHER") or os.path.join(
+        os.path.dirname(os.path.abspath(c.ctx.lib)), "..", "bin",
+        "gpumemtrace")
+    if not os.path.isfile(path):
+        raise FileNotFoundError("gpumemtrace launcher not found: %s" % path)
+    return os.path.normpath(path)
+
+
 def torch_python(c):
     """The interpreter for a PyTorch case (c.ctx.python), once it is known to
     import torch and see a CUDA device; raises Skip otherwise. Notes the torch
