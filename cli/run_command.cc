@@ -105,8 +105,18 @@ int RunMain(int argc, char** argv) {
   const char* user_options = std::getenv("GMT_OPTIONS");
   const std::string preload =
       MergePreload(library, user_preload ? user_preload : "");
+  if (plan.explain_faults) {
+    if (std::string why = WhyFaultsCannotBeExplained(); !why.empty()) {
+      return Fail(1, why);
+    }
+  }
+  std::string plan_options = plan.OptionsText();
+  if (plan.explain_faults) {
+    if (!plan_options.empty()) plan_options += ':';
+    plan_options += ExplainOptionsText(plan.keep_gpu_dump);
+  }
   const std::string options =
-      MergeOptions(user_options ? user_options : "", plan.OptionsText());
+      MergeOptions(user_options ? user_options : "", plan_options);
   setenv("LD_PRELOAD", preload.c_str(), 1);
   if (!options.empty()) setenv("GMT_OPTIONS", options.c_str(), 1);
   // CUPTI injection reaches statically linked cudart, which LD_PRELOAD does
@@ -122,9 +132,6 @@ int RunMain(int argc, char** argv) {
     setenv("CUDA_INJECTION64_PATH", library.c_str(), 1);
   }
 
-  if (plan.explain_faults) {
-    return RunExplainingFaults(program, plan.program, plan.keep_gpu_dump);
-  }
   std::vector<char*> exec_argv;
   for (const std::string& a : plan.program) {
     exec_argv.push_back(const_cast<char*>(a.c_str()));

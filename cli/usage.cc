@@ -61,9 +61,9 @@ DESCRIPTION
     GMT_OPTIONS setting, appended to a GMT_OPTIONS already in the
     environment (later settings win). Values are checked before PROGRAM
     starts; a bad one is an error naming the flag. The launcher then becomes
-    PROGRAM (exec): the exit status is PROGRAM's. With --explain-faults it
-    starts PROGRAM and waits for it instead, then ends with PROGRAM's exit
-    status or dies by PROGRAM's signal.
+    PROGRAM (exec): the exit status is PROGRAM's. With --explain-faults the
+    library arms the driver's GPU core dump (no CUDA_INJECTION64_PATH then)
+    and its crash report explains a GPU fault.
 
     The library is GMT_LIBRARY when set, else found next to the launcher:
     ../lib/, the install libdir, ../interpose/ (build tree), or the
@@ -88,10 +88,11 @@ FLAGS
     --explain-faults     at a GPU exception (an illegal address, a misaligned
                          access, ...) the driver writes a lightweight GPU core
                          dump and aborts PROGRAM (SIGABRT), as the driver does
-                         with its dump on; the launcher then prints what the
-                         dump says: the exception, kernel and offset, source
-                         line (-lineinfo), faulting block and threads, and
-                         the faulting address where nvdisasm can derive it.
+                         with its dump on; the crash report then says what
+                         the dump says: the exception, kernel and offset,
+                         source line (-lineinfo), faulting block and threads,
+                         and the faulting address, placed among the blocks,
+                         where nvdisasm can derive it (explain_faults=1).
                          Not with CUDA_COREDUMP_* already set.
     --keep-gpu-dump      with --explain-faults: keep the dump and print the
                          cuda-gdb command that opens it.

@@ -411,10 +411,12 @@ TEST_F(LauncherTest, HelpPagesAndUsageErrors) {
   EXPECT_EQ(r.exit_code, 2);
 }
 
-// --explain-faults: the driver (here its stand-in, gmt_gpu_dump_program)
-// writes a GPU core dump into the launcher's folder and aborts the program;
-// the launcher prints what the dump says, removes it and its folder, and dies
-// by the program's SIGABRT.
+// --explain-faults: the launcher turns on the library's explain_faults, which
+// arms the driver's GPU core dump at load in a private folder; the driver
+// (here its stand-in, gmt_gpu_dump_program, which makes no CUDA call) writes
+// the dump there and aborts. The crash report's reading of the dump is
+// tested where the tool runs with the test double (tests/interpose,
+// ExplainFaultsTest).
 class ExplainFaultsTest : public LauncherTest {
  protected:
   static std::string Fixture(const std::string& name) {
@@ -429,48 +431,17 @@ class ExplainFaultsTest : public LauncherTest {
     env.emplace_back("TMPDIR", tmp());
     return Launch(args, env);
   }
-  // The dump folders the launcher left in the test's folder.
-  std::vector<std::string> DumpFolders() const {
-    std::vector<std::string> out;
-    for (const auto& e : std::filesystem::directory_iterator(tmp())) {
-      const std::string name = e.path().filename().string();
-      if (name.rfind("gpumemtrace-dump.", 0) == 0) out.push_back(e.path());
-    }
-    return out;
-  }
 };
 
-TEST_F(ExplainFaultsTest, PrintsWhatTheDumpSaysAndDiesAsTheProgramDid) {
+TEST_F(ExplainFaultsTest, TheLibraryArmsTheDumpInAPrivateFolder) {
   RunResult r =
       RunDumping({"--explain-faults"}, Fixture("wild_write.cudacore"));
+  // The launcher became the program, which the driver aborted.
   EXPECT_EQ(r.exit_code, 128 + SIGABRT) << r.Describe();
-  EXPECT_THAT(r.err, HasSubstr("the GPU fault, from the driver's core dump"));
-  EXPECT_THAT(r.err, HasSubstr("Warp Invalid Address Space"));
-  EXPECT_THAT(r.err, HasSubstr("wild_write.cu:5"));
-  EXPECT_THAT(r.err, HasSubstr("block (2,0,0), threads (160,0,0)..(191,0,0)"));
-  EXPECT_TRUE(DumpFolders().empty()) << "the dump was not removed";
+  const std::string prefix = "dump: " + tmp() + "/gpumemtrace-dump.";
+  EXPECT_THAT(r.out, HasSubstr(prefix));
   // With the library injected too, the driver wrote no dump (H200).
   EXPECT_THAT(r.out, HasSubstr("injection: unset"));
-}
-
-TEST_F(ExplainFaultsTest, KeptDumpIsNamedWithTheCommandThatOpensIt) {
-  RunResult r = RunDumping({"--explain-faults", "--keep-gpu-dump"},
-                           Fixture("wild_write.cudacore"));
-  EXPECT_EQ(r.exit_code, 128 + SIGABRT) << r.Describe();
-  EXPECT_THAT(r.err, HasSubstr("Warp Invalid Address Space"));
-  EXPECT_THAT(r.err, HasSubstr("cuda-gdb -batch -ex 'target cudacore "));
-  const std::vector<std::string> folders = DumpFolders();
-  ASSERT_EQ(folders.size(), 1u);
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(folders[0]),
-                          std::filesystem::directory_iterator()),
-            1);
-}
-
-TEST_F(ExplainFaultsTest, AnUnreadableDumpIsSaidAndKept) {
-  RunResult r = RunDumping({"--explain-faults"}, Fixture("README.md"));
-  EXPECT_EQ(r.exit_code, 128 + SIGABRT) << r.Describe();
-  EXPECT_THAT(r.err, HasSubstr("could not be read: "));
-  EXPECT_THAT(r.err, HasSubstr("is kept at"));
 }
 
 TEST_F(ExplainFaultsTest, WithoutTheFlagNothingIsArmed) {

@@ -320,15 +320,15 @@ class ExplainFaultsTest : public CrashTest {
  protected:
   RunResult RunFaulting(
       const std::string& extra_options,
-      std::vector<std::pair<std::string, std::string>> env = {}) {
+      std::vector<std::pair<std::string, std::string>> env = {},
+      const std::string& dump = "wild_write.cudacore") {
     RunOptions options;
     options.gmt_options =
         "report=json:report_path=r.%p.json:explain_faults=1" + extra_options;
     options.env = std::move(env);
     options.env.emplace_back("TMPDIR", tmp());
-    options.env.emplace_back(
-        "FAKE_CUDA_GPU_DUMP",
-        std::string(GMT_CUDACORE_FIXTURES) + "/wild_write.cudacore");
+    options.env.emplace_back("FAKE_CUDA_GPU_DUMP",
+                             std::string(GMT_CUDACORE_FIXTURES) + "/" + dump);
     return Run(GMT_CRASH_PROGRAM, {"gpu_dump", "."}, options);
   }
   // The dump folders the library left in the test's folder.
@@ -379,6 +379,16 @@ TEST_F(ExplainFaultsTest, KeptDumpIsNamedWithTheCommandThatOpensIt) {
       << r.err;
   // The library's own folder: no marker beside the dump.
   EXPECT_FALSE(std::filesystem::exists(kept + ".explained"));
+}
+
+TEST_F(ExplainFaultsTest, AnUnreadableDumpIsSaidAndKept) {
+  RunResult r = RunFaulting("", {}, "README.md");
+  EXPECT_EQ(r.exit_code, 128 + SIGABRT) << r.Describe();
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  const json& c = r.report["crash"];
+  EXPECT_TRUE(Contains(Lines(c), "could not be read: ")) << c.dump(1);
+  const std::string kept = c.value("gpu_dump_kept", "");
+  EXPECT_TRUE(!kept.empty() && std::filesystem::exists(kept)) << c.dump(1);
 }
 
 TEST_F(ExplainFaultsTest, TheUsersOwnDumpSettingsAreLeftAlone) {

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   if (size_t at = path.find("%p"); at != std::string::npos) {
     path.replace(at, 2, std::to_string(getpid()));
   }
+  std::printf("dump: %s\n", path.c_str());
   std::ifstream in(argv[1], std::ios::binary);
   std::ofstream out(path, std::ios::binary);
   out << in.rdbuf();
