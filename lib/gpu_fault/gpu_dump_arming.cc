@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace gmt::gpu_fault {
@@ -47,13 +48,24 @@ std::string ExplainedMarkerPath(const std::string& dump) {
 }
 
 absl::StatusOr<ArmedGpuDump> ArmGpuDump(const std::string& dir) {
-  if (!dir.empty()) {
+  // Armed already, exactly as here: by the launcher for `dir`, or, with no
+  // `dir` asked for, by the tool in a parent process (a traced Python's
+  // subprocesses inherit its environment). The dump is then read here too.
+  std::string armed_dir = dir;
+  if (armed_dir.empty()) {
+    const char* file = std::getenv("CUDA_COREDUMP_FILE");
+    const absl::string_view suffix = "/gpu.%p.cudacore";
+    if (file != nullptr && absl::EndsWith(file, suffix)) {
+      armed_dir = std::string(file, std::strlen(file) - suffix.size());
+    }
+  }
+  if (!armed_dir.empty()) {
     bool armed_already = true;
-    for (const auto& [name, value] : GpuDumpEnvironment(dir)) {
+    for (const auto& [name, value] : GpuDumpEnvironment(armed_dir)) {
       const char* set = std::getenv(name.c_str());
       armed_already = armed_already && set != nullptr && value == set;
     }
-    if (armed_already) return ArmedGpuDump{dir, false, getpid()};
+    if (armed_already) return ArmedGpuDump{armed_dir, false, getpid()};
   }
   if (const char* name = UserGpuDumpVariable()) {
     return absl::FailedPreconditionError(

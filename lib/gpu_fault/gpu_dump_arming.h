@@ -52,10 +52,10 @@ struct ArmedGpuDump {
 
 // Arms the dump into `dir`, or into a private folder under $TMPDIR (/tmp)
 // when `dir` is empty. Where the environment holds exactly what
-// GpuDumpEnvironment(dir) sets (the launcher armed it, for a program the
-// library may reach only after cuInit), that is taken as armed. An error (a
-// CUDA_COREDUMP_* variable set otherwise, a folder that cannot be made or is
-// not one) arms nothing.
+// GpuDumpEnvironment(dir) sets (the launcher armed it; or, `dir` empty, the
+// tool in a parent process armed its own folder), that is taken as armed. An
+// error (a CUDA_COREDUMP_* variable set otherwise, a folder that cannot be made
+// or is not one) arms nothing.
 absl::StatusOr<ArmedGpuDump> ArmGpuDump(const std::string& dir);
 
 // The dump armed in this process by ArmGpuDumpForProcess, or nullptr.

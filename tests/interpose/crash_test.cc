@@ -391,6 +391,27 @@ TEST_F(ExplainFaultsTest, AnUnreadableDumpIsSaidAndKept) {
   EXPECT_TRUE(!kept.empty() && std::filesystem::exists(kept)) << c.dump(1);
 }
 
+// A traced Python's subprocesses inherit the dump the tool armed in it: they
+// take it as armed (and read their own dump) instead of refusing.
+TEST_F(ExplainFaultsTest, AChildOfATracedProcessTakesItsArmedDump) {
+  const std::string dir = tmp() + "/gpumemtrace-dump.parent";
+  std::filesystem::create_directory(dir);
+  RunResult r = RunFaulting(
+      "", {{"CUDA_ENABLE_COREDUMP_ON_EXCEPTION", "1"},
+           {"CUDA_ENABLE_CPU_COREDUMP_ON_EXCEPTION", "0"},
+           {"CUDA_COREDUMP_GENERATION_FLAGS",
+            "skip_nonrelocated_elf_images,skip_global_memory,"
+            "skip_shared_memory,skip_local_memory,skip_constbank_memory"},
+           {"CUDA_COREDUMP_FILE", dir + "/gpu.%p.cudacore"}});
+  EXPECT_EQ(r.exit_code, 128 + SIGABRT) << r.Describe();
+  EXPECT_FALSE(Contains(r.err, "set already")) << r.err;
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  EXPECT_TRUE(Contains(Lines(r.report["crash"]), "wild_write.cu:5"))
+      << r.report["crash"].dump(1);
+  // Read and removed; the parent's folder stays for the parent.
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+}
+
 TEST_F(ExplainFaultsTest, TheUsersOwnDumpSettingsAreLeftAlone) {
   RunResult r = RunFaulting("", {{"CUDA_COREDUMP_FILE", tmp() + "/mine"}});
   // Not armed: the fault stays a sticky error the program sees.
