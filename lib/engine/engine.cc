@@ -544,6 +544,14 @@ std::vector<SymbolizedFrame> Engine::SymbolizeStack(StackId id) {
   return frames;
 }
 
+std::string Engine::SiteName(StackId id) {
+  if (id == kNoStack) return "";
+  for (const SymbolizedFrame& f : SymbolizeStack(id)) {
+    if (!f.function.empty()) return FrameSiteText(f);
+  }
+  return "";
+}
+
 ReportData Engine::BuildReport(absl::string_view reason) {
   return AssembleReport(TakeReportState(reason),
                         [this](StackId id) { return SymbolizeStack(id); });

@@ -460,6 +460,9 @@ class Engine {
   ReportState TakeReportState(absl::string_view reason);
   // The frames of stack `id`, symbolized when the options ask for it.
   std::vector<SymbolizedFrame> SymbolizeStack(StackId id);
+  // Where stack `id` was taken, in one line: its first frame with a
+  // function name, "main (app.cu:10)"; "" when there is none.
+  std::string SiteName(StackId id);
 
   const Options options_;
   const int owner_pid_;  // the process that created the engine (not a fork)

@@ -3,7 +3,6 @@
 // (lib/core/sticky_errors.h): what the crash was, the newest kernel launches,
 // the live blocks, and the report written before the process can die.
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -82,9 +81,7 @@ std::string Engine::LaunchSite(const RecentLaunches::Entry& launch) {
       depot_.Put(launch.site, static_cast<int>(launch.site_count));
   std::string innermost;
   for (const SymbolizedFrame& f : SymbolizeStack(id)) {
-    std::string where = f.file.empty() ? f.function
-                                       : absl::StrCat(f.function, " (", f.file,
-                                                      ":", f.line, ")");
+    std::string where = FrameSiteText(f);
     if (innermost.empty()) innermost = where;
     // nvcc's host side of a launch: the kernel's stub (the function of the
     // kernel's own name, or __device_stub__*) calls cudaLaunchKernel for
@@ -137,15 +134,7 @@ std::string Engine::DescribeLaunch(const RecentLaunches::Entry& launch) {
       continue;
     }
     const uint64_t offset = value - r->address;
-    std::string site;
-    if (r->stack != kNoStack) {
-      for (const SymbolizedFrame& f : SymbolizeStack(r->stack)) {
-        site = f.file.empty()
-                   ? f.function
-                   : absl::StrCat(f.function, " ", f.file, ":", f.line);
-        break;
-      }
-    }
+    const std::string site = SiteName(r->stack);
     absl::StrAppend(
         &out,
         absl::StrFormat("; %s 0x%x is %s the %s block from %s", who, value,
@@ -197,8 +186,9 @@ void Engine::OnStickyError(absl::string_view call, int code,
     absl::StrAppend(&e.detail, ". ", DescribeLaunch(newest.back()));
   }
   // The fault itself (which thread, which line, which address) is in the
-  // driver's GPU core dump, which the launcher arms and reads. Not said where
-  // a dump is armed already: the driver then aborts the program itself.
+  // driver's GPU core dump, which explain_faults arms and the crash report
+  // reads. Not said where a dump is armed already: the driver then aborts
+  // the program itself.
   const char* armed = std::getenv("CUDA_ENABLE_COREDUMP_ON_EXCEPTION");
   if (armed == nullptr || std::string_view(armed) != "1") {
     absl::StrAppend(&e.detail,
@@ -436,14 +426,7 @@ void Engine::ExplainGpuDump(ReportData::Crash* crash) {
         }
       }
     }
-    text.site = [this](StackId id) {
-      for (const SymbolizedFrame& f : SymbolizeStack(id)) {
-        return f.file.empty()
-                   ? f.function
-                   : absl::StrCat(f.function, " (", f.file, ":", f.line, ")");
-      }
-      return std::string();
-    };
+    text.site = [this](StackId id) { return SiteName(id); };
     for (absl::string_view line :
          absl::StrSplit(gpu_fault::RenderGpuFaultText(explanation, text), '\n',
                         absl::SkipEmpty())) {
@@ -458,13 +441,6 @@ void Engine::ExplainGpuDump(ReportData::Crash* crash) {
   }
   if (keep) {
     crash->gpu_dump_kept = path;
-    // The launcher's folder: it must not explain this dump again.
-    if (!armed->own_dir) {
-      const int fd =
-          open(gpu_fault::ExplainedMarkerPath(path).c_str(),
-               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-      if (fd >= 0) close(fd);
-    }
   } else {
     unlink(path.c_str());
     if (armed->own_dir) rmdir(armed->dir.c_str());

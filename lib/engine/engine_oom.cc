@@ -38,18 +38,7 @@ void Engine::OnAllocFailed(const AllocFailure& failure) {
   } else {
     in.processes_status = "not read (health=0)";
   }
-  OomDiagnosis d = DiagnoseOom(in, [this](StackId id) -> std::string {
-    if (id == kNoStack) return "";
-    std::vector<SymbolizedFrame> frames =
-        symbolizer_.SymbolizeStack(depot_.Get(id));
-    for (const SymbolizedFrame& f : frames) {
-      if (f.function.empty()) continue;
-      return f.file.empty()
-                 ? f.function
-                 : absl::StrCat(f.function, " (", f.file, ":", f.line, ")");
-    }
-    return "";
-  });
+  OomDiagnosis d = DiagnoseOom(in, [this](StackId id) { return SiteName(id); });
   d.earlier_in_burst = earlier;
 
   ErrorRecord e;

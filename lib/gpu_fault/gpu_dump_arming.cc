@@ -43,29 +43,20 @@ std::string GpuDumpPath(const std::string& dir, pid_t pid) {
   return absl::StrCat(dir, "/gpu.", pid, ".cudacore");
 }
 
-std::string ExplainedMarkerPath(const std::string& dump) {
-  return dump + ".explained";
-}
-
 absl::StatusOr<ArmedGpuDump> ArmGpuDump(const std::string& dir) {
-  // Armed already, exactly as here: by the launcher for `dir`, or, with no
-  // `dir` asked for, by the tool in a parent process (a traced Python's
-  // subprocesses inherit its environment). The dump is then read here too.
-  std::string armed_dir = dir;
-  if (armed_dir.empty()) {
-    const char* file = std::getenv("CUDA_COREDUMP_FILE");
-    const absl::string_view suffix = "/gpu.%p.cudacore";
-    if (file != nullptr && absl::EndsWith(file, suffix)) {
-      armed_dir = std::string(file, std::strlen(file) - suffix.size());
+  // Armed already, exactly as here, by the tool in a parent process: the
+  // dump of this one goes to the same folder and is read here too.
+  if (const char* file = std::getenv("CUDA_COREDUMP_FILE")) {
+    constexpr absl::string_view kName = "/gpu.%p.cudacore";
+    if (absl::EndsWith(file, kName)) {
+      const std::string armed_dir(file, std::strlen(file) - kName.size());
+      bool armed_already = true;
+      for (const auto& [name, value] : GpuDumpEnvironment(armed_dir)) {
+        const char* set = std::getenv(name.c_str());
+        armed_already = armed_already && set != nullptr && value == set;
+      }
+      if (armed_already) return ArmedGpuDump{armed_dir, false, getpid()};
     }
-  }
-  if (!armed_dir.empty()) {
-    bool armed_already = true;
-    for (const auto& [name, value] : GpuDumpEnvironment(armed_dir)) {
-      const char* set = std::getenv(name.c_str());
-      armed_already = armed_already && set != nullptr && value == set;
-    }
-    if (armed_already) return ArmedGpuDump{armed_dir, false, getpid()};
   }
   if (const char* name = UserGpuDumpVariable()) {
     return absl::FailedPreconditionError(

@@ -40,10 +40,6 @@ std::vector<std::pair<std::string, std::string>> GpuDumpEnvironment(
 // Where the driver puts the dump of process `pid` armed into `dir`.
 std::string GpuDumpPath(const std::string& dir, pid_t pid);
 
-// The marker a reader leaves beside a dump it explained and kept
-// ("<dump>.explained"), so that the launcher does not explain it twice.
-std::string ExplainedMarkerPath(const std::string& dump);
-
 struct ArmedGpuDump {
   std::string dir;
   bool own_dir = false;  // made here (mkdtemp): removed when done
@@ -52,10 +48,10 @@ struct ArmedGpuDump {
 
 // Arms the dump into `dir`, or into a private folder under $TMPDIR (/tmp)
 // when `dir` is empty. Where the environment holds exactly what
-// GpuDumpEnvironment(dir) sets (the launcher armed it; or, `dir` empty, the
-// tool in a parent process armed its own folder), that is taken as armed. An
-// error (a CUDA_COREDUMP_* variable set otherwise, a folder that cannot be made
-// or is not one) arms nothing.
+// GpuDumpEnvironment sets for some folder (the tool armed it in a parent
+// process: a traced Python's subprocesses inherit its environment), that is
+// taken as armed, in that folder. An error (a CUDA_COREDUMP_* variable set
+// otherwise, a folder that cannot be made or is not one) arms nothing.
 absl::StatusOr<ArmedGpuDump> ArmGpuDump(const std::string& dir);
 
 // The dump armed in this process by ArmGpuDumpForProcess, or nullptr.

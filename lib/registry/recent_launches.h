@@ -7,7 +7,8 @@
 // copies the ring and drops slots being overwritten meanwhile.
 //
 //   RecentLaunches log;
-//   log.Record(kernel_id, stream, context, NowNs());
+//   RecentLaunches::Entry e;  // kernel id, stream, context, time, dims, ...
+//   log.Record(e);
 //   for (const RecentLaunches::Entry& e : log.Newest(16)) ...
 //
 // Thread safety: every member is thread-safe and lock-free.
@@ -55,15 +56,6 @@ class RecentLaunches {
   };
 
   void Record(const Entry& entry);
-  void Record(uint32_t kernel, uint64_t stream, uint64_t context,
-              int64_t time_ns) {
-    Entry e;
-    e.kernel = kernel;
-    e.stream = stream;
-    e.context = context;
-    e.time_ns = time_ns;
-    Record(e);
-  }
 
   // Up to `max` of the newest launches, oldest first.
   std::vector<Entry> Newest(size_t max) const;

@@ -12,8 +12,15 @@
 
 #include "absl/debugging/symbolize.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 
 namespace gmt {
+
+std::string FrameSiteText(const SymbolizedFrame& f) {
+  return f.file.empty()
+             ? f.function
+             : absl::StrCat(f.function, " (", f.file, ":", f.line, ")");
+}
 
 // The libdwfl entry points we use, resolved from libdw.so.1 at run time.
 struct Symbolizer::DwflApi {

@@ -28,6 +28,10 @@ struct SymbolizedFrame {
   std::string module;    // basename of the object, e.g. "libtorch_cuda.so"
 };
 
+// "main (app.cu:10)", or "main" without a line: how one-line messages name
+// where something happened.
+std::string FrameSiteText(const SymbolizedFrame& frame);
+
 class Symbolizer {
  public:
   Symbolizer() = default;

@@ -377,8 +377,11 @@ TEST_F(ExplainFaultsTest, KeptDumpIsNamedWithTheCommandThatOpensIt) {
   EXPECT_TRUE(std::filesystem::exists(kept)) << kept;
   EXPECT_TRUE(Contains(r.err, "cuda-gdb -batch -ex 'target cudacore " + kept))
       << r.err;
-  // The library's own folder: no marker beside the dump.
-  EXPECT_FALSE(std::filesystem::exists(kept + ".explained"));
+  // In the tool's own private folder, beside nothing else.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(
+                              std::filesystem::path(kept).parent_path()),
+                          std::filesystem::directory_iterator()),
+            1);
 }
 
 TEST_F(ExplainFaultsTest, AnUnreadableDumpIsSaidAndKept) {

@@ -5,12 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "gtest/gtest.h"
-#include "lib/engine/crash_handler.h"
 #include "lib/core/options.h"
+#include "lib/core/sticky_errors.h"
+#include "lib/engine/crash_handler.h"
 #include "lib/registry/recent_launches.h"
 #include "lib/report/report.h"
 #include "lib/report/report_crash.h"
-#include "lib/core/sticky_errors.h"
 
 namespace gmt {
 namespace {
@@ -19,7 +19,15 @@ TEST(RecentLaunchesTest, KeepsTheNewestInOrder) {
   RecentLaunches log;
   EXPECT_TRUE(log.Newest(16).empty());
   for (uint32_t i = 1; i <= RecentLaunches::kCapacity + 10; ++i) {
-    log.Record(i, /*stream=*/i * 2, /*context=*/7, /*time_ns=*/i * 100);
+    RecentLaunches::Entry e;
+    e.kernel = i;
+    e.stream = i * 2;
+    e.context = 7;
+    e.time_ns = i * 100;
+    e.site_count = 2;  // where the program made it, raw
+    e.site[0] = 0x1000 + i;
+    e.site[1] = 0x2000 + i;
+    log.Record(e);
   }
   EXPECT_EQ(log.Count(), RecentLaunches::kCapacity + 10);
   std::vector<RecentLaunches::Entry> newest = log.Newest(3);
@@ -28,6 +36,9 @@ TEST(RecentLaunchesTest, KeepsTheNewestInOrder) {
   EXPECT_EQ(newest[0].kernel, last - 2);
   EXPECT_EQ(newest[2].kernel, last);
   EXPECT_EQ(newest[2].stream, uint64_t{last} * 2);
+  ASSERT_EQ(newest[2].site_count, 2u);
+  EXPECT_EQ(newest[2].site[0], uintptr_t{0x1000} + last);
+  EXPECT_EQ(newest[2].site[1], uintptr_t{0x2000} + last);
   EXPECT_EQ(newest[2].context, 7u);
   EXPECT_EQ(newest[2].time_ns, int64_t{last} * 100);
   // Never more than the ring holds, oldest first.
