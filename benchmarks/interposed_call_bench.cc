@@ -109,7 +109,10 @@ __attribute__((noinline)) void LaunchLoop(benchmark::State& state) {
   void* blocks[4] = {};
   for (void*& p : blocks) cudaMalloc(&p, kBytes);
   const BenchDim3 grid{1, 1, 1}, block{32, 1, 1};
-  void* args[] = {&blocks[0]};
+  // One slot per parameter of BenchKernel(float*, long): CUDA reads as many
+  // as the kernel has, and so does the tool.
+  long count = 256;
+  void* args[] = {&blocks[0], &count};
   if (cudaLaunchKernel(kKernelName, grid, block, args, 0, nullptr) != 0) {
     state.SkipWithError("cudaLaunchKernel failed");
   }

@@ -268,8 +268,14 @@ __attribute__((noinline)) void Engine::ScanReachability() {
     reach_verdicts_[live[i].address] =
         ReachVerdict{live[i].time_ns, state, std::move(via)};
   }
-  LogNote(1, "reachability: %zu blocks, %.1f ms, %llu bytes scanned%s",
-          live.size(), s.ms, static_cast<unsigned long long>(s.bytes_scanned),
+  LogNote(1,
+          "reachability: %zu blocks, %.1f ms (symbol tables of %llu modules "
+          "%.1f ms, flood fill %.1f ms), %llu bytes scanned%s",
+          live.size(), s.ms,
+          static_cast<unsigned long long>(scan.modules_with_symbols),
+          static_cast<double>(scan.symbols_ns) * 1e-6,
+          static_cast<double>(scan.flood_ns) * 1e-6,
+          static_cast<unsigned long long>(s.bytes_scanned),
           s.truncated ? " (truncated)" : "");
 }
 

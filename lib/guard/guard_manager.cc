@@ -361,13 +361,19 @@ void GuardManager::PollPendingLocked(bool wait,
       auto it = contexts_.find(p.context);
       // After lost findings only a full check may blame a kernel (see
       // Context::findings_lost); a block being freed is checked nowhere else.
+      const bool full = p.clean_through != 0;
       if (it != contexts_.end() &&
-          (!it->second.findings_lost || p.owned.has_value())) {
+          (!it->second.findings_lost || p.owned.has_value() || full)) {
         CollectResults(p.context, it->second, *p.table, results, p.check,
                        p.kernel,
                        p.owned ? absl::MakeConstSpan(&*p.owned, 1)
                                : absl::Span<const Block>(),
                        it->second.clean_sequence, findings);
+        if (full) {
+          Context& c = it->second;
+          c.clean_sequence = std::max(c.clean_sequence, p.clean_through);
+          if (p.clears_lost) c.findings_lost = false;
+        }
       }
     } else if (state == DeviceOps::Poll::kLost) {
       ++stats_.checks;
@@ -412,6 +418,50 @@ void GuardManager::CheckContextLocked(uint64_t context, Context& c,
       it->second.findings_lost = false;
     }
   }
+}
+
+void GuardManager::EnqueueContextCheckLocked(
+    uint64_t context, Context& c, uint64_t stream, bool device_wide,
+    absl::string_view check, std::vector<GuardFinding>* findings) {
+  if (pending_.size() >= kMaxPendingChecks) {
+    // Bound the work in flight: wait for the oldest (mu_ is let go
+    // meanwhile, so the context is looked up again after).
+    PollPendingLocked(/*wait=*/true, findings);
+    auto it = contexts_.find(context);
+    if (it == contexts_.end()) return;
+    EnqueueContextCheckLocked(context, it->second, stream, device_wide, check,
+                              findings);
+    return;
+  }
+  FlushFillsLocked(context, c);
+  if (device_wide) {
+    for (auto& [raw, b] : c.blocks) b.confirmed = true;
+  } else {
+    for (auto& [raw, b] : c.blocks) {
+      if (b.record.stream == stream) b.confirmed = true;
+    }
+  }
+  const uint64_t sequence = LaunchSequence();
+  std::shared_ptr<const Table> table = BuildTable(c, stream, device_wide);
+  if (table->zones.empty()) return;
+  // On the tool's stream, after the fills just flushed; the program's work
+  // before this synchronization is done, so the zones hold what it wrote.
+  const uint64_t ticket = ops_->CheckAsync(context, 0, table->zones);
+  if (ticket == 0) {
+    NoteCheckFailureLocked();
+    return;
+  }
+  for (const GmtZone& z : table->zones) stats_.bytes_checked += z.bytes;
+  PendingCheck p{ticket,
+                 context,
+                 std::move(table),
+                 0,
+                 std::string(check),
+                 std::nullopt,
+                 next_pending_sequence_++};
+  p.clean_through = std::max<uint64_t>(sequence, 1);
+  p.clears_lost = c.findings_lost;
+  pending_.push_back(std::move(p));
 }
 
 void GuardManager::BeforeLaunch(uint64_t context, uint64_t stream) {
@@ -520,15 +570,15 @@ void GuardManager::OnSynchronized(uint64_t context, uint64_t stream,
   if (it == contexts_.end()) return;
   EnqueueFreeChecksLocked(context, it->second);
   if (level_ >= CheckLevel::kSync) {
-    CheckContextLocked(context, it->second, stream, device_wide, "sync",
-                       findings);
-    // A synchronizing call reports what was written before it, in held
-    // blocks too: the sync check waited on the tool's stream already, so
-    // these answers are in or nearly.
-    AnswerReleasesLocked(context, findings);
-  } else {
-    PollReleasesLocked(context, /*wait_oldest=*/false, findings);
+    // The check of every zone is enqueued, not waited for: a synchronizing
+    // call costs the program one check launch, not a round trip to the GPU.
+    // Its answer is collected at a later poll (the next synchronization at
+    // the latest) and names the kernels run since the last clean check.
+    EnqueueContextCheckLocked(context, it->second, stream, device_wide, "sync",
+                              findings);
+    PollPendingLocked(/*wait=*/false, findings);
   }
+  PollReleasesLocked(context, /*wait_oldest=*/false, findings);
   // Their blocks go back to CUDA at the program's next free.
 }
 

@@ -16,7 +16,10 @@
 //
 // Checks (option check=):
 //   exit    at exit, gmt::snapshot(), context teardown, quarantine eviction
-//   sync    + after every synchronizing call that returned success
+//   sync    + after every synchronizing call that returned success: the
+//             check of every zone is enqueued on the tool's stream, not
+//             waited for; its answer is collected at a later poll (the next
+//             synchronization, a guarded free, exit)
 //   kernel  + after every kernel, enqueued on the kernel's own stream with no
 //             host sync; results are collected at the next launch or check.
 //             The check covers the blocks the kernel's arguments point into
@@ -304,6 +307,13 @@ class GuardManager {
     std::string check;
     std::optional<Block> owned;  // a block being freed: it leaves the map
     uint64_t sequence = 0;       // order of enqueueing (ReleaseBatch)
+    // A full check of the context (every zone, at a synchronization): the
+    // launch log position when it was enqueued, which becomes the context's
+    // clean_sequence once it has answered; 0 for a partial check.
+    uint64_t clean_through = 0;
+    // A full check clears the context's findings_lost when it was set at the
+    // enqueue (the zones those findings named are in this check's table).
+    bool clears_lost = false;
   };
   // Blocks on their way back to CUDA, out of the context's block map: their
   // check enqueued on the tool's stream, released once it has answered.
@@ -402,6 +412,13 @@ class GuardManager {
   void CheckContextLocked(uint64_t context, Context& c, uint64_t stream,
                           bool device_wide, absl::string_view check,
                           std::vector<GuardFinding>* findings)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Enqueues the check of every zone of `c` on the tool's stream without
+  // waiting: answered by a later poll (the next synchronization, a free of a
+  // guarded block, exit), like a per-kernel check.
+  void EnqueueContextCheckLocked(uint64_t context, Context& c, uint64_t stream,
+                                 bool device_wide, absl::string_view check,
+                                 std::vector<GuardFinding>* findings)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether any zone of `b` holds a known pattern (something to check).
   static bool HasArmedZones(const Block& b);

@@ -722,6 +722,7 @@ ProcessReach ScanProcess(const std::vector<AddressRange>& blocks,
   // among them (lib/leaks/cuda_runtime_globals.h).
   std::vector<AddressRange> roots;
   absl::flat_hash_map<std::string, RuntimeGlobals> runtime_globals;
+  const int64_t symbols_start = PreciseNowNs();
   for (size_t i = 0; i < modules.writable.size(); ++i) {
     const auto& [file, bias] = modules.files[i];
     auto it = runtime_globals.find(file);
@@ -739,6 +740,7 @@ ProcessReach ScanProcess(const std::vector<AddressRange>& blocks,
     }
     out.runtime_globals_bytes += range.size() - kept;
   }
+  out.symbols_ns = PreciseNowNs() - symbols_start;
 
   std::sort(modules.code.begin(), modules.code.end(),
             [](const CodeRange& a, const CodeRange& b) {
@@ -791,9 +793,12 @@ ProcessReach ScanProcess(const std::vector<AddressRange>& blocks,
     ++out.threads;
   }
 
+  const int64_t flood_start = PreciseNowNs();
   GlibcHeap heap(maps, reader, ignored_objects);
   out.result = FloodFill(roots, blocks, reader, heap, limits, modules.runtime);
-  out.ns = PreciseNowNs() - start;
+  const int64_t end = PreciseNowNs();
+  out.flood_ns = end - flood_start;
+  out.ns = end - start;
   return out;
 }
 

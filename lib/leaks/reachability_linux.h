@@ -108,7 +108,11 @@ bool IsCudaOrToolModule(absl::string_view path);
 
 struct ProcessReach {
   ReachResult result;
-  int64_t ns = 0;                 // wall time of the whole scan
+  int64_t ns = 0;  // wall time of the whole scan
+  // Of it: reading the modules' symbol tables (the CUDA runtime's globals),
+  // and the flood fill from the roots (heap walk included).
+  int64_t symbols_ns = 0;
+  int64_t flood_ns = 0;
   uint64_t modules = 0;           // modules whose globals were roots
   uint64_t modules_excluded = 0;  // CUDA / tool modules left out
   uint64_t threads = 0;           // thread stacks scanned (this one included)

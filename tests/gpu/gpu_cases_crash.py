@@ -157,8 +157,11 @@ def case_crash_segv(c, t):
 # that folder's triton_oob.py. Each: (label, program, kernel as the report
 # names it, source line, exception words, where the address must lie when
 # nvdisasm derives it (None: not asserted)).
-_FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
-                         "fixtures", "cudacore")
+# The dump fixtures' sources: $GMT_CUDACORE_FIXTURES (tools/device_run.sh
+# sets it to the checkout's folder; the bundle's tests/ holds no fixtures),
+# else beside this file in the source tree.
+_FIXTURES = os.environ.get("GMT_CUDACORE_FIXTURES") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "cudacore")
 _FAULTS = [
     ("wild_write", "crash_wild_write", "scatter(float*, int const*, int)",
      "wild_write.cu:5", "Invalid Address Space", "past the end of the 4.0 KiB"),

@@ -430,7 +430,15 @@ TEST_F(GuardTest, QuarantineOffChecksAtFreeWithoutWaiting) {
   EXPECT_EQ(cost.syncs, 1u);
   EXPECT_EQ(cost.check_waits, 0);
   EXPECT_EQ(ops_->fills, 1);  // canaries only: no freed fill without one
+  // Nothing to report before the check has run on the GPU.
   engine_->OnSynchronized(kContext);
+  EXPECT_TRUE(Errors().empty());
+  // The program's device-wide sync has run the tool's enqueued check too;
+  // the engine, told of the sync, answers it without a wait of its own.
+  ops_->RunChecks();
+  const int waits = ops_->waits;
+  engine_->OnSynchronized(kContext);
+  EXPECT_EQ(ops_->waits, waits);
   std::vector<ErrorRecord> errors = Errors();
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].kind, ErrorKind::kOobWrite);
@@ -816,6 +824,43 @@ TEST_F(GuardTest, SyncFindingSaysItWasFoundAtASynchronization) {
   std::vector<ErrorRecord> errors = Errors();
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(FoundBy(errors[0]), "at a synchronization (check=sync)");
+}
+
+// A synchronization costs the program one enqueued check, never a host wait
+// for its answer; the answer is collected at a later poll, and it names the
+// kernels run since the last clean check.
+TEST_F(GuardTest, SyncCheckIsEnqueuedNotWaitedFor) {
+  ops_->deferred = true;
+  uint8_t* p = Alloc(1000);
+  Launch("writer");
+  p[1000] = 1;
+  engine_->OnSynchronized(kContext);
+  EXPECT_EQ(ops_->checks, 1);
+  EXPECT_EQ(ops_->waits, 0);
+  EXPECT_TRUE(Errors().empty());
+  Launch("later");
+  ops_->RunChecks();  // the GPU got to it
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].check, "sync");
+  EXPECT_EQ(errors[0].first_offset, 1000);
+  // Collected after "later" was launched: both are candidates.
+  EXPECT_EQ(errors[0].kernels, (std::vector<std::string>{"writer", "later"}));
+}
+
+// Exit waits for a sync check still in flight: no finding is lost.
+TEST_F(GuardTest, ExitCollectsASyncCheckInFlight) {
+  ops_->deferred = true;
+  uint8_t* p = Alloc(1000);
+  Launch("k");
+  p[1003] = 1;
+  engine_->OnSynchronized(kContext);
+  EXPECT_TRUE(Errors().empty());
+  engine_->CheckAllZones("exit");
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].first_offset, 1003);
 }
 
 TEST_F(GuardTest, StreamOrderedBlocksAreFilledAtOnceOnTheirStream) {
