@@ -77,21 +77,28 @@ std::string ShellWords(const std::vector<std::string>& argv) {
 std::string Engine::LaunchSite(const RecentLaunches::Entry& launch) {
   if (launch.site_count == 0) return "";
   const std::string kernel = KernelName(launch.kernel);
-  const StackId id =
-      depot_.Put(launch.site, static_cast<int>(launch.site_count));
+  const absl::string_view base =
+      absl::string_view(kernel).substr(0, kernel.find('('));
+  // nvcc's host side of a launch: the kernel's stub (a host function of the
+  // kernel's own name, and __device_stub__*) calls cudaLaunchKernel for the
+  // line that wrote kernel<<<...>>>. Optimized, the stubs are inlined into
+  // that line's function and sit at the kernel's own line: the inline chain
+  // is followed out of them.
+  auto is_stub = [&](const SymbolizedFrame& f) {
+    const absl::string_view name = f.function;
+    return name == kernel || name == base ||
+           (!name.empty() && absl::EndsWith(base, absl::StrCat(" ", name))) ||
+           absl::StartsWith(name, "__device_stub__") ||
+           absl::StartsWith(name, "cudaLaunchKernel");
+  };
   std::string innermost;
-  for (const SymbolizedFrame& f : SymbolizeStack(id)) {
-    std::string where = FrameSiteText(f);
-    if (innermost.empty()) innermost = where;
-    // nvcc's host side of a launch: the kernel's stub (the function of the
-    // kernel's own name, or __device_stub__*) calls cudaLaunchKernel for
-    // the line that wrote kernel<<<...>>>, one frame further out.
-    if (f.function == kernel ||
-        absl::StartsWith(f.function, "__device_stub__") ||
-        absl::StartsWith(f.function, "cudaLaunchKernel")) {
-      continue;
+  for (uint32_t i = 0; i < launch.site_count; ++i) {
+    for (const SymbolizedFrame& f : symbolizer_.InlineFrames(launch.site[i])) {
+      if (IsCudaInternalFrame(f)) continue;
+      std::string where = FrameSiteText(f);
+      if (innermost.empty()) innermost = where;
+      if (!is_stub(f)) return where;
     }
-    return where;
   }
   return innermost;  // only nvcc's frames were kept: the best there is
 }

@@ -46,6 +46,10 @@ struct Symbolizer::DwflApi {
   decltype(&dwarf_formudata) formudata = nullptr;
   decltype(&dwarf_getsrcfiles) getsrcfiles = nullptr;
   decltype(&dwarf_filesrc) filesrc = nullptr;
+  // The names of inlined functions (InlineFrames; optional).
+  decltype(&dwarf_attr_integrate) attr_integrate = nullptr;
+  decltype(&dwarf_formstring) formstring = nullptr;
+  decltype(&dwarf_getscopes_die) getscopes_die = nullptr;
   bool HasInlineChains() const {
     return module_addrdie && getscopes && tag && attr && formudata &&
            getsrcfiles && filesrc;
@@ -118,6 +122,9 @@ bool Symbolizer::EnsureDwfl() {
     Load(handle, "dwarf_formudata", &api->formudata);
     Load(handle, "dwarf_getsrcfiles", &api->getsrcfiles);
     Load(handle, "dwarf_filesrc", &api->filesrc);
+    Load(handle, "dwarf_attr_integrate", &api->attr_integrate);
+    Load(handle, "dwarf_formstring", &api->formstring);
+    Load(handle, "dwarf_getscopes_die", &api->getscopes_die);
   }
   if (!ok) {
     delete api;
@@ -239,6 +246,76 @@ void Symbolizer::LeaveRuntimeHeaders(void* dwfl_module, uintptr_t pc,
     frame->line = static_cast<int>(line);
   }
   std::free(scopes);
+}
+
+std::vector<SymbolizedFrame> Symbolizer::InlineFrames(
+    uintptr_t return_address) {
+  const SymbolizedFrame outer = Symbolize(return_address);
+  std::vector<SymbolizedFrame> frames;
+  absl::MutexLock lock(&mu_);
+  const uintptr_t pc = return_address > 0 ? return_address - 1 : 0;
+  const DwflApi* api = EnsureDwfl() ? dwfl_api_ : nullptr;
+  Dwfl_Module* module = api != nullptr && api->HasInlineChains() &&
+                                api->attr_integrate && api->formstring
+                            ? api->addrmodule(static_cast<Dwfl*>(dwfl_), pc)
+                            : nullptr;
+  Dwarf_Addr bias = 0;
+  Dwarf_Die* cu =
+      module != nullptr ? api->module_addrdie(module, pc, &bias) : nullptr;
+  Dwfl_Line* line =
+      module != nullptr ? api->module_getsrc(module, pc) : nullptr;
+  Dwarf_Files* files = nullptr;
+  size_t file_count = 0;
+  if (cu == nullptr || line == nullptr ||
+      api->getsrcfiles(cu, &files, &file_count) != 0) {
+    return {outer};
+  }
+  int lineno = 0;
+  const char* file =
+      api->lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr);
+  if (file == nullptr) return {outer};
+  SymbolizedFrame at;  // where the innermost level stands
+  at.address = return_address;
+  at.module = outer.module;
+  at.file = file;
+  at.line = lineno;
+  Dwarf_Die* scopes = nullptr;
+  int n = api->getscopes(cu, pc - bias, &scopes);
+  // dwarf_getscopes follows an inlined subroutine out to its abstract
+  // definition; the concrete chain (who inlined it, and who inlined that)
+  // is the innermost scope's own, as eu-addr2line -i reads it.
+  if (n > 0 && api->getscopes_die != nullptr &&
+      api->tag(&scopes[0]) == DW_TAG_inlined_subroutine) {
+    Dwarf_Die innermost = scopes[0];
+    std::free(scopes);
+    scopes = nullptr;
+    n = api->getscopes_die(&innermost, &scopes);
+  }
+  // Innermost first: each inlined subroutine stands at `at`, and was called
+  // from the scope around it at its DW_AT_call_file:DW_AT_call_line.
+  for (int i = 0; i < n; ++i) {
+    if (api->tag(&scopes[i]) != DW_TAG_inlined_subroutine) continue;
+    Dwarf_Attribute attribute;
+    const char* name = api->formstring(
+        api->attr_integrate(&scopes[i], DW_AT_name, &attribute));
+    Dwarf_Word file_index = 0, call_line = 0;
+    const char* call_file = nullptr;
+    if (api->attr(&scopes[i], DW_AT_call_file, &attribute) != nullptr &&
+        api->formudata(&attribute, &file_index) == 0 &&
+        api->attr(&scopes[i], DW_AT_call_line, &attribute) != nullptr &&
+        api->formudata(&attribute, &call_line) == 0) {
+      call_file = api->filesrc(files, file_index, nullptr, nullptr);
+    }
+    if (call_file == nullptr) break;
+    at.function = name != nullptr ? name : "";
+    frames.push_back(at);
+    at.file = call_file;
+    at.line = static_cast<int>(call_line);
+  }
+  std::free(scopes);
+  at.function = outer.function;  // the function the code was compiled into
+  frames.push_back(at);
+  return frames;
 }
 
 SymbolizedFrame Symbolizer::Symbolize(uintptr_t return_address) {

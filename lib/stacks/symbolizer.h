@@ -50,6 +50,12 @@ class Symbolizer {
   // start-up code).
   std::vector<SymbolizedFrame> SymbolizeStack(StackView stack);
 
+  // The functions inlined at one return address, innermost first, each with
+  // the file:line it stands at (addr2line -i); the last is the function the
+  // code was compiled into, at the line where the next one out was called.
+  // One frame (Symbolize's) without inline information. Not cached.
+  std::vector<SymbolizedFrame> InlineFrames(uintptr_t return_address);
+
   // Whether file:line information is available (libdw loaded).
   bool HasLineInfo();
 

@@ -3,6 +3,7 @@
 // exactly as it would without the tool (same signal, same exit code).
 #include <signal.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "tests/interpose/interpose_test_util.h"
@@ -285,6 +286,24 @@ TEST_F(CrashTest, StickyErrorReportShowsTheNewestLaunchAndItsBlocks) {
   EXPECT_TRUE(Contains(detail, "argument 1 0xdead0000 is not a tracked block"))
       << detail;
   EXPECT_FALSE(Contains(detail, "argument 2")) << "4096 is no address";
+}
+
+// Optimized, nvcc's launch stubs are inlined into the launching function at
+// the kernel's own line; the site is the line that launched, found along the
+// inline chain.
+TEST_F(CrashTest, LaunchSiteIsTheLaunchingLineNotTheInlinedStub) {
+  RunResult r = Run(GMT_CRASH_PROGRAM, {"sticky_stub", "."});
+  EXPECT_EQ(r.exit_code, 1) << r.Describe();
+  const size_t at = r.out.find("launch line: ");
+  ASSERT_NE(at, std::string::npos) << r.Describe();
+  const int line = std::atoi(r.out.c_str() + at + 13);
+  std::vector<json> errors = ErrorsOfKind(r.report, "cuda-error");
+  ASSERT_EQ(errors.size(), 1u) << r.Describe();
+  const std::string detail = errors[0].value("detail", "");
+  EXPECT_TRUE(
+      Contains(detail, "launched at main (") &&
+      Contains(detail, "crash_program.cc:" + std::to_string(line) + ")"))
+      << "expected line " << line << ": " << detail;
 }
 
 // On stderr the report at the CUDA error is the process's one full report:

@@ -34,6 +34,10 @@
 //     sticky_args     the same with fake_fault_illegal_address(float*,
 //                     float*, int) launched on the 1 MiB device block + 256,
 //                     0xdead0000 (no block) and 4096
+//     sticky_stub     sticky_args through host stubs as nvcc writes them
+//                     (a function of the kernel's name and its
+//                     __device_stub__, both inlined into main); prints
+//                     "launch line: N", the line of main that launched
 //     gpu_dump        sticky_args with the driver's GPU core dump armed
 //                     (explain_faults): the double writes the dump that
 //                     FAKE_CUDA_GPU_DUMP names and aborts, as the driver does
@@ -151,6 +155,22 @@ void AllocateAndLaunch() {
                    dim3(32), nullptr, 0, nullptr);
 }
 
+// nvcc's host side of fake_fault_illegal_address<<<4, 256>>>(...): the
+// kernel's stub and the function of its name, which the optimizer inlines
+// into the launching line's function.
+__attribute__((always_inline)) inline void
+__device_stub__Z26fake_fault_illegal_addressPfS_i(float* a, float* b, int n) {
+  void* args[] = {&a, &b, &n};
+  cudaLaunchKernel(
+      static_cast<const void*>("_Z26fake_fault_illegal_addressPfS_i"), dim3(4),
+      dim3(256), args, 0, nullptr);
+}
+__attribute__((always_inline)) inline void fake_fault_illegal_address(float* a,
+                                                                      float* b,
+                                                                      int n) {
+  __device_stub__Z26fake_fault_illegal_addressPfS_i(a, b, n);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -233,6 +253,13 @@ int main(int argc, char** argv) {
        cudaLaunchKernel(
            static_cast<const void*>("_Z26fake_fault_illegal_addressPfS_i"),
            dim3(4), dim3(256), args, 0, nullptr));
+    cudaError_t e = Rt("cudaDeviceSynchronize", cudaDeviceSynchronize());
+    return e == cudaSuccess ? 0 : 1;
+  } else if (mode == "sticky_stub") {
+    float* inside = reinterpret_cast<float*>(static_cast<char*>(device) + 256);
+    float* nowhere = reinterpret_cast<float*>(uintptr_t{0xdead0000});
+    std::printf("launch line: %d\n", __LINE__ + 1);
+    fake_fault_illegal_address(inside, nowhere, 4096);
     cudaError_t e = Rt("cudaDeviceSynchronize", cudaDeviceSynchronize());
     return e == cudaSuccess ? 0 : 1;
   } else if (mode == "sticky") {
