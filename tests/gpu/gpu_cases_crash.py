@@ -162,15 +162,20 @@ def case_crash_segv(c, t):
 # else beside this file in the source tree.
 _FIXTURES = os.environ.get("GMT_CUDACORE_FIXTURES") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "cudacore")
+# label, example, kernel, faulting line, exception, where the address lies,
+# the line that launched the kernel (the default report's launch site).
 _FAULTS = [
     ("wild_write", "crash_wild_write", "scatter(float*, int const*, int)",
-     "wild_write.cu:5", "Invalid Address Space", "past the end of the 4.0 KiB"),
+     "wild_write.cu:5", "Invalid Address Space", "past the end of the 4.0 KiB",
+     "wild_write.cu:16"),
     ("misaligned", "crash_misaligned", "store_pairs(char*, int)",
-     "misaligned.cu:7", "Misaligned Address", "bytes into the 8.0 KiB"),
+     "misaligned.cu:7", "Misaligned Address", "bytes into the 8.0 KiB",
+     "misaligned.cu:13"),
     ("null_member", "crash_null_member", "scale_kernel(Params)",
-     "null_member.cu:11", "Illegal Address", "past a null pointer"),
+     "null_member.cu:11", "Illegal Address", "past a null pointer",
+     "null_member.cu:22"),
     ("triton_oob", None, "copy_kernel", "triton_oob.py:8", "Illegal Address",
-     None),
+     None, None),
 ]
 
 
@@ -196,7 +201,7 @@ def case_explain_faults_programs(c, t):
     launcher = t.launcher_path(c)
     have_nvdisasm = shutil.which("nvdisasm") or os.access(
         "/usr/local/cuda/bin/nvdisasm", os.X_OK)
-    for label, example, kernel, line, exception, place in _FAULTS:
+    for label, example, kernel, line, exception, place, site in _FAULTS:
         if example is None:
             try:
                 py = t.torch_python(c)
@@ -222,6 +227,10 @@ def case_explain_faults_programs(c, t):
                                                            t._tail(err)))
         c.check("gpumemtrace run --explain-faults -- " in err,
                 "%s: no explain command: %s" % (label, t._tail(err)))
+        if site:
+            c.check(re.search(r"launched at main \([^)]*%s\)" % re.escape(
+                site), err) is not None, "%s: the launch site should be "
+                "main at %s: %s" % (label, site, t._tail(err)))
         tmp = os.path.join(c.dir, label + "-tmp")
         os.makedirs(tmp, exist_ok=True)
         explain = c.run(label + "-explain", [launcher, "run",
