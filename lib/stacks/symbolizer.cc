@@ -350,7 +350,10 @@ bool IsCudaRuntimeHeader(absl::string_view file) {
   const size_t slash = file.rfind('/');
   const absl::string_view base =
       slash == absl::string_view::npos ? file : file.substr(slash + 1);
-  return base == "cuda_runtime.h" || base == "cuda_runtime_api.h";
+  if (base == "cuda_runtime.h" || base == "cuda_runtime_api.h") return true;
+  // The toolkit's internal headers (include/crt/): nvcc's launch helper
+  // __cudaLaunchKernel_helper in crt/device_functions.h, among others.
+  return absl::StrContains(file, "/include/crt/");
 }
 
 bool IsCudaInternalFrame(const SymbolizedFrame& frame) {

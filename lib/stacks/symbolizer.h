@@ -79,8 +79,9 @@ class Symbolizer {
 };
 
 // Whether `file` is one of the CUDA runtime's headers (cuda_runtime.h,
-// cuda_runtime_api.h), whose inline C++ wrappers call the API for the
-// program: a line there is never the program's own.
+// cuda_runtime_api.h, and the toolkit's include/crt/ headers), whose inline
+// C++ wrappers call the API for the program: a line there is never the
+// program's own.
 bool IsCudaRuntimeHeader(absl::string_view file);
 
 // Whether a frame is the CUDA runtime's or driver's own code (skipped at the

@@ -235,7 +235,7 @@ def case_explain_faults_programs(c, t):
         os.makedirs(tmp, exist_ok=True)
         explain = c.run(label + "-explain", [launcher, "run",
                                              "--explain-faults", "--"] + argv,
-                        tool=False, extra_env={"TMPDIR": tmp})
+                        tool=False, extra_env={"TMPDIR": tmp}, timeout=60)
         err = explain.stderr
         section = _section(err, "GPU fault, read from the GPU core dump",
                            12)

@@ -122,13 +122,25 @@ class Case:
                 gmt_options += ":" + options
             env["GMT_OPTIONS"] = gmt_options
         start = time.monotonic()
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, cwd=run_dir,
+                                start_new_session=True)
         try:
-            proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, timeout=timeout,
-                                  cwd=run_dir)
-            rc, out, err = proc.returncode, proc.stdout, proc.stderr
-        except subprocess.TimeoutExpired as e:
-            rc, out, err = "timeout", e.stdout or b"", e.stderr or b""
+            out, err = proc.communicate(timeout=timeout)
+            rc = proc.returncode
+        except subprocess.TimeoutExpired:
+            # What it was doing, before it is killed: a hang inside the
+            # driver reads differently from one in the tool.
+            _note_hang(proc.pid, os.path.join(run_dir, "timeout.txt"))
+            try:
+                os.killpg(proc.pid, 9)
+            except OSError:
+                pass
+            try:
+                out, err = proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                out, err = b"", b""
+            rc = "timeout"
         seconds = time.monotonic() - start
         out = out.decode("utf-8", "replace")
         err = err.decode("utf-8", "replace")
@@ -755,6 +767,39 @@ def record_train_timing(c, runs):
             "%s %.3f%s" % (k, v, "" if k == "plain" else
                            " (x%.2f)" % ratios[k]) for k, v in ms.items()),
               flush=True)
+
+
+def _note_hang(pid, path):
+    """Writes what process `pid` and its children were doing: their states
+    and kernel wait channels, each thread's kernel stack where readable, and
+    the threads' user stacks from cuda-gdb or gdb when present (bounded)."""
+    def sh(cmd, limit=60):
+        try:
+            return subprocess.run(cmd, shell=True, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, timeout=limit
+                                  ).stdout.decode("utf-8", "replace")
+        except (subprocess.TimeoutExpired, OSError) as e:
+            return "(%s)\n" % e
+    pids = [pid]
+    for line in sh("ps -eo pid=,ppid=").splitlines():
+        fields = line.split()
+        if len(fields) == 2 and int(fields[1]) in pids:
+            pids.append(int(fields[0]))
+    debugger = shutil.which("cuda-gdb") or (
+        "/usr/local/cuda/bin/cuda-gdb"
+        if os.access("/usr/local/cuda/bin/cuda-gdb", os.X_OK) else None
+    ) or shutil.which("gdb")
+    with open(path, "w") as f:
+        f.write(sh("ps -o pid,ppid,stat,wchan:32,etime,cmd -p %s" %
+                   ",".join(str(p) for p in pids)))
+        for p in pids:
+            f.write("\n== pid %d\n" % p)
+            f.write(sh("for t in /proc/%d/task/*; do echo \"$t $(cat $t/comm)"
+                       " $(cat $t/wchan)\"; cat $t/stack 2>/dev/null; done"
+                       % p))
+            if debugger:
+                f.write(sh("%s -batch -nx -p %d -ex 'thread apply all bt 20'"
+                           " 2>&1 | tail -200" % (debugger, p), 90))
 
 
 def launcher_path(c):

@@ -328,7 +328,12 @@ TEST(IsCudaRuntimeHeaderTest, Cases) {
       "/usr/local/cuda-13.0/targets/x86_64-linux/include/cuda_runtime.h"));
   EXPECT_TRUE(IsCudaRuntimeHeader("/opt/cuda/include/cuda_runtime_api.h"));
   EXPECT_TRUE(IsCudaRuntimeHeader("cuda_runtime.h"));
+  // nvcc's launch helper (CUDA 13), inlined into every kernel<<<...>>>.
+  EXPECT_TRUE(IsCudaRuntimeHeader(
+      "/usr/local/cuda/bin/../targets/x86_64-linux/include/crt/"
+      "device_functions.h"));
   EXPECT_FALSE(IsCudaRuntimeHeader("/home/me/app/cuda_runtime_helpers.h"));
+  EXPECT_FALSE(IsCudaRuntimeHeader("/home/me/app/crt/helpers.h"));
   EXPECT_FALSE(IsCudaRuntimeHeader("/home/me/app/main.cu"));
   EXPECT_FALSE(IsCudaRuntimeHeader(""));
 }

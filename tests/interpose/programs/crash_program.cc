@@ -36,7 +36,8 @@
 //                     0xdead0000 (no block) and 4096
 //     sticky_stub     sticky_args through host stubs as nvcc writes them
 //                     (a function of the kernel's name and its
-//                     __device_stub__, both inlined into main); prints
+//                     __device_stub__, calling a toolkit header's launch
+//                     helper, all inlined into main); prints
 //                     "launch line: N", the line of main that launched
 //     gpu_dump        sticky_args with the driver's GPU core dump armed
 //                     (explain_faults): the double writes the dump that
@@ -56,6 +57,7 @@
 #include <string>
 #include <thread>
 
+#include "tests/interpose/programs/include/crt/launch_helper.h"
 #include "tests/interpose/programs/program_util.h"
 
 namespace {
@@ -161,9 +163,9 @@ void AllocateAndLaunch() {
 __attribute__((always_inline)) inline void
 __device_stub__Z26fake_fault_illegal_addressPfS_i(float* a, float* b, int n) {
   void* args[] = {&a, &b, &n};
-  cudaLaunchKernel(
+  LaunchKernelHelper(
       static_cast<const void*>("_Z26fake_fault_illegal_addressPfS_i"), dim3(4),
-      dim3(256), args, 0, nullptr);
+      dim3(256), args);
 }
 __attribute__((always_inline)) inline void fake_fault_illegal_address(float* a,
                                                                       float* b,
