@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,6 +41,11 @@ bool WriteAll(int fd, absl::Span<const uint8_t> bytes) {
 // Runs `argv` with its stdout and stderr both into `out` (one pipe, so a
 // child that fills one stream cannot block on it while we read the other).
 // Returns the wait status.
+//
+// posix_spawn, not fork: this runs in the crash report's writer, a copy of
+// the crashed process with one thread, where fork() would run the program's
+// pthread_atfork handlers. Those assume their library's threads exist: on the
+// H200, numpy's OpenBLAS handler waited for its thread pool there forever.
 absl::StatusOr<int> RunCapturing(const std::vector<std::string>& argv,
                                  std::string* out) {
   int out_pipe[2];
@@ -50,20 +56,21 @@ absl::StatusOr<int> RunCapturing(const std::vector<std::string>& argv,
   for (const std::string& a : argv)
     args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  const pid_t child = fork();
-  if (child < 0) {
-    close(out_pipe[0]);
-    close(out_pipe[1]);
-    return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
-  }
-  if (child == 0) {
-    // Only async-signal-safe calls between fork and exec.
-    dup2(out_pipe[1], STDOUT_FILENO);
-    dup2(out_pipe[1], STDERR_FILENO);
-    execv(args[0], args.data());
-    _exit(127);
-  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  // dup2 clears close-on-exec on the copies; the originals close at exec.
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDERR_FILENO);
+  pid_t child = -1;
+  const int spawned =
+      posix_spawn(&child, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
   close(out_pipe[1]);
+  if (spawned != 0) {
+    close(out_pipe[0]);
+    return absl::InternalError(
+        absl::StrCat("cannot run ", argv[0], ": ", std::strerror(spawned)));
+  }
   char buffer[1 << 16];
   while (true) {
     const ssize_t n = read(out_pipe[0], buffer, sizeof buffer);

@@ -217,9 +217,19 @@ def case_explain_faults_programs(c, t):
         c.check(default.rc == plain.rc,
                 "%s: exit %s under the tool, %s without" % (
                     label, default.rc, plain.rc))
-        c.check(default.stdout == plain.stdout,
-                "%s: stdout changed by the tool:\n%s\nvs\n%s" % (
-                    label, plain.stdout, default.stdout))
+        # A wild address far from every block faults as 717 or 700 by
+        # what lies there, which redzones move (docs/limits.md): the two
+        # are one outcome for the program (the context is lost).
+        lost = lambda text: text.replace("cudaErrorInvalidAddressSpace",
+                                         "cudaErrorIllegalAddress")
+        same = (default.stdout == plain.stdout or
+                (label == "wild_write" and
+                 lost(default.stdout) == lost(plain.stdout)))
+        if same and default.stdout != plain.stdout:
+            c.warn("%s: the fault's error differs (717 vs 700): %r vs %r" % (
+                label, plain.stdout.strip(), default.stdout.strip()))
+        c.check(same, "%s: stdout changed by the tool:\n%s\nvs\n%s" % (
+            label, plain.stdout, default.stdout))
         err = default.stderr
         c.notes[label + "_default"] = _section(err, "ERROR: cuda-error", 6)
         c.check("The newest launch: " in err,

@@ -2,6 +2,12 @@
 // (tests/fixtures/cudacore/, each beside cuda-gdb's own reading of it), its
 // refusal of truncated and damaged dumps, and the pieces of the explanation:
 // line tables, SASS memory operands, nvdisasm's text, where an address lies.
+#include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -468,6 +474,44 @@ TEST(NvdisasmTest, ParsesItsText) {
   EXPECT_EQ(parsed.at(0x7fd94f7a00f0), "STG.E desc[UR4][R4.64], R7");
   EXPECT_EQ(parsed.at(0x70), "@P0 EXIT");
   EXPECT_FALSE(FindNvdisasm("/nonexistent/nvdisasm").has_value());
+}
+
+// A stand-in nvdisasm (a shell script that prints one instruction and its
+// arguments), and a pthread_atfork handler that notes when it runs: the crash
+// report's writer runs nvdisasm in a one-thread copy of the crashed process,
+// where the program's fork handlers must not run (numpy's OpenBLAS waited
+// there for its thread pool, which the copy does not have).
+std::atomic<int> g_fork_handlers_ran{0};
+
+TEST(NvdisasmTest, RunsWithoutTheProgramsForkHandlers) {
+  static const bool registered = [] {
+    pthread_atfork([] { g_fork_handlers_ran.fetch_add(1); }, nullptr, nullptr);
+    return true;
+  }();
+  ASSERT_TRUE(registered);
+  char dir[] = "/tmp/gmt_nvdisasm_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string script = std::string(dir) + "/nvdisasm";
+  {
+    std::ofstream f(script);
+    f << "#!/bin/sh\n"
+         "echo \"        /*0070*/  STG.E desc[UR4][R4.64], R7 ;\"\n"
+         "echo \"args: $*\" >&2\n";
+  }
+  ASSERT_EQ(chmod(script.c_str(), 0755), 0);
+  const std::vector<uint8_t> image = {0x7f, 'E', 'L', 'F'};
+  g_fork_handlers_ran = 0;
+  const auto parsed = DisassembleFunction(script, image, 3);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->size(), 1u);
+  EXPECT_EQ(parsed->at(0x70), "STG.E desc[UR4][R4.64], R7");
+  EXPECT_EQ(g_fork_handlers_ran.load(), 0);
+  // A program that cannot be run is an error, not a crash.
+  const auto missing =
+      DisassembleFunction(std::string(dir) + "/none", image, 3);
+  EXPECT_FALSE(missing.ok());
+  std::remove(script.c_str());
+  rmdir(dir);
 }
 
 // A DWARF 2 line program as nvcc writes it: set_address, special opcodes,
