@@ -288,6 +288,27 @@ void OnCrashSignal(int sig, siginfo_t* info, void* context) {
   errno = saved_errno;
 }
 
+}  // namespace
+
+void WaitForCrashReportOfAnotherThread() {
+  const int writer = g_writer_tid.load(std::memory_order_acquire);
+  if (writer == 0 || writer == static_cast<int>(syscall(SYS_gettid))) return;
+  // The handler chains the signal once the report is written: the wait ends
+  // with the process, or after the bound if the handler returned.
+  const int64_t max_waits = (g_timeout_s > 0 ? g_timeout_s : 60) * 100 + 200;
+  struct timespec ten_ms = {0, 10 * 1000 * 1000};
+  for (int64_t i = 0; i < max_waits; ++i) {
+    if (g_report_done.load(std::memory_order_acquire)) {
+      // Written: the handler is re-raising; give it a moment to end us.
+      for (int j = 0; j < 100; ++j) nanosleep(&ten_ms, nullptr);
+      return;
+    }
+    nanosleep(&ten_ms, nullptr);
+  }
+}
+
+namespace {
+
 bool IsOurs(int sig) {
   struct sigaction current;
   if (sigaction(sig, nullptr, &current) != 0) return false;

@@ -70,6 +70,15 @@ const char* CrashCodeName(int signal, int code);
 // async-signal-safe; called when the engine is created.
 void InstallCrashHandlers(const Options& options);
 
+// Called on the way out of the process (exit): when another thread is in the
+// middle of a crash report, waits for it (at most crash_timeout_s and a
+// little more), so that the process ends as the signal ends it rather than
+// by the exit another thread raced to. The driver aborts from its own thread
+// after writing a GPU core dump, while the program's thread gets the error
+// and may call exit(1): on the H200 a PyTorch program exited 1 under the tool
+// where it dies by SIGABRT without it. Returns at once otherwise.
+void WaitForCrashReportOfAnotherThread();
+
 }  // namespace gmt
 
 #endif  // GMT_LIB_ENGINE_CRASH_HANDLER_H_

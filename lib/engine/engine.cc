@@ -14,6 +14,7 @@
 #include "lib/core/driver_callback.h"
 #include "lib/core/log.h"
 #include "lib/core/sticky_errors.h"
+#include "lib/engine/crash_handler.h"
 #include "lib/engine/error_reports.h"
 #include "lib/guard/guard_layout.h"
 #include "lib/health/xid_watch.h"
@@ -147,6 +148,9 @@ void Engine::OnAlloc(const AllocEvent& event) {
   // registered its exit handler: ours, registered now, runs before it.
   static const bool exit_hook_registered = [] {
     std::atexit([] {
+      // A fatal signal being reported by another thread ends the process
+      // as it would without the tool, not this exit.
+      WaitForCrashReportOfAnotherThread();
       if (Engine* engine = IfCreated(); engine && !engine->forked_child()) {
         engine->MarkExiting();
         // The Xid watcher leaves its wait while the checks and the scan

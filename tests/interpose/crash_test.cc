@@ -101,6 +101,17 @@ TEST_F(CrashTest, AbortWritesReportAndDiesBySigabrt) {
   EXPECT_TRUE(r.report["crash"]["fault_address"].is_null());
 }
 
+// The driver aborts from its own thread after a GPU core dump while the
+// program's thread, handed the error, exits: the process dies by SIGABRT, as
+// it does without the tool, not by the exit that raced the report.
+TEST_F(CrashTest, AbortInAnotherThreadWinsOverAnExitDuringTheReport) {
+  RunResult plain = RunPlain(GMT_CRASH_PROGRAM, {"abort_in_thread", "."});
+  EXPECT_EQ(plain.exit_code, 128 + SIGABRT) << plain.Describe();
+  RunResult r = Run(GMT_CRASH_PROGRAM, {"abort_in_thread", "."});
+  EXPECT_EQ(r.exit_code, 128 + SIGABRT) << r.Describe();
+  ExpectSignalReport(r, SIGABRT, "SIGABRT");
+}
+
 TEST_F(CrashTest, TextReportHasCrashSection) {
   RunOptions options;
   options.gmt_options = "report=text";

@@ -27,6 +27,8 @@
 //                     calls (its canary fill, held there by the test double:
 //                     FAKE_CUDA_HOLD_FILL=<dir>/hold) when the main thread
 //                     segfaults
+//     abort_in_thread another thread aborts; this one calls exit(1) 2 ms
+//                     later, while the crash report is written
 //     sticky          launches fake_fault_illegal_address (the double plants
 //                     CUDA_ERROR_ILLEGAL_ADDRESS), synchronizes, prints the
 //                     code, prints whether the report exists already, and
@@ -246,6 +248,12 @@ int main(int argc, char** argv) {
     WriteThrough(nullptr);
   } else if (mode == "abort") {
     std::abort();
+  } else if (mode == "abort_in_thread") {
+    // As the driver does after writing a GPU core dump: another thread
+    // aborts, while this one, handed the error, exits.
+    std::thread([] { std::abort(); }).detach();
+    usleep(2 * 1000);  // the crash report is being written meanwhile
+    std::exit(1);
   } else if (mode == "sticky_args" || mode == "gpu_dump") {
     float* inside = reinterpret_cast<float*>(static_cast<char*>(device) + 256);
     float* nowhere = reinterpret_cast<float*>(uintptr_t{0xdead0000});
