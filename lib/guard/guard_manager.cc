@@ -394,11 +394,11 @@ void GuardManager::PollPendingLocked(bool wait,
   }
 }
 
-void GuardManager::CheckContextLocked(uint64_t context, Context& c,
-                                      uint64_t stream, bool device_wide,
-                                      absl::string_view check,
-                                      std::vector<GuardFinding>* findings) {
+std::shared_ptr<const GuardManager::Table> GuardManager::FullTableLocked(
+    uint64_t context, Context& c, uint64_t stream, bool device_wide) {
   FlushFillsLocked(context, c);
+  // The synchronization made the blocks it covers (every block, or the
+  // stream's) the program's in every stream's order.
   if (device_wide) {
     for (auto& [raw, b] : c.blocks) b.confirmed = true;
   } else {
@@ -406,8 +406,16 @@ void GuardManager::CheckContextLocked(uint64_t context, Context& c,
       if (b.record.stream == stream) b.confirmed = true;
     }
   }
+  return BuildTable(c, stream, device_wide);
+}
+
+void GuardManager::CheckContextLocked(uint64_t context, Context& c,
+                                      uint64_t stream, bool device_wide,
+                                      absl::string_view check,
+                                      std::vector<GuardFinding>* findings) {
   const uint64_t sequence = LaunchSequence();
-  std::shared_ptr<const Table> table = BuildTable(c, stream, device_wide);
+  std::shared_ptr<const Table> table =
+      FullTableLocked(context, c, stream, device_wide);
   const bool had_lost_findings = c.findings_lost;
   CheckTableLocked(context, std::move(table), check, std::nullopt,
                    c.clean_sequence, sequence, findings);
@@ -433,16 +441,9 @@ void GuardManager::EnqueueContextCheckLocked(
                               findings);
     return;
   }
-  FlushFillsLocked(context, c);
-  if (device_wide) {
-    for (auto& [raw, b] : c.blocks) b.confirmed = true;
-  } else {
-    for (auto& [raw, b] : c.blocks) {
-      if (b.record.stream == stream) b.confirmed = true;
-    }
-  }
   const uint64_t sequence = LaunchSequence();
-  std::shared_ptr<const Table> table = BuildTable(c, stream, device_wide);
+  std::shared_ptr<const Table> table =
+      FullTableLocked(context, c, stream, device_wide);
   if (table->zones.empty()) return;
   // On the tool's stream, after the fills just flushed; the program's work
   // before this synchronization is done, so the zones hold what it wrote.

@@ -408,6 +408,13 @@ class GuardManager {
   // with mu_ let go).
   void PollPendingLocked(bool wait, std::vector<GuardFinding>* findings)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The fills flushed, the blocks a synchronization covered confirmed, and
+  // the table of every zone of `c` (of `stream`'s blocks unless
+  // `device_wide`): what a full check reads.
+  std::shared_ptr<const Table> FullTableLocked(uint64_t context, Context& c,
+                                               uint64_t stream,
+                                               bool device_wide)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Checks every zone of `c` (CheckTableLocked: lets mu_ go meanwhile).
   void CheckContextLocked(uint64_t context, Context& c, uint64_t stream,
                           bool device_wide, absl::string_view check,
