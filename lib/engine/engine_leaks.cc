@@ -12,6 +12,7 @@
 #include <cstring>
 #include <functional>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "lib/core/clock.h"
@@ -231,10 +232,24 @@ __attribute__((noinline)) void Engine::ScanReachability() {
       PreciseNowNs() + options_.reachability_max_ms * int64_t{1000000};
   // The engine object holds the registry (every block's address), and
   // `live` copies of it: never heap objects of the program's.
+  // Where the program allocated them: the innermost frames of each distinct
+  // allocation stack (the scan starts from those modules' globals).
+  std::vector<uint64_t> allocating_code;
+  {
+    absl::flat_hash_set<StackId> seen;
+    for (const AllocationRecord& r : live) {
+      if (allocating_code.size() >= 256) break;
+      if (!seen.insert(r.stack).second) continue;
+      const StackView frames = depot_.Get(r.stack);
+      for (size_t i = 0; i < frames.size() && i < 3; ++i) {
+        allocating_code.push_back(frames[i]);
+      }
+    }
+  }
   ProcessReach scan = ScanProcess(blocks, stack_from,
                                   {reinterpret_cast<uint64_t>(this),
                                    reinterpret_cast<uint64_t>(live.data())},
-                                  limits, tool_ranges);
+                                  limits, tool_ranges, allocating_code);
   warm_up.Join();
 
   absl::MutexLock lock(&leaks_mu_);

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -498,6 +499,11 @@ struct ModuleScan {
   // holds the loader's lock: libelf is loaded by dlopen).
   std::vector<std::pair<std::string, uint64_t>> files;
   std::vector<CodeRange> code;  // libc and the loader left out
+  // The module (its dl_iterate_phdr position) of each writable range, and
+  // the executable segments of the modules whose globals are roots.
+  std::vector<int> module_of_writable;
+  std::vector<std::pair<AddressRange, int>> root_module_code;
+  int next_module = 0;
   uint64_t modules = 0;
   uint64_t excluded = 0;
 };
@@ -520,6 +526,7 @@ bool IsRuntimeOrDriverModule(absl::string_view path) {
 
 int CollectModule(dl_phdr_info* info, size_t, void* data) {
   auto* scan = static_cast<ModuleScan*>(data);
+  const int module = scan->next_module++;
   const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
   const bool excluded = *name != '\0' && IsCudaOrToolModule(name);
   const bool libc = *name != '\0' && IsLibcModule(name);
@@ -536,12 +543,15 @@ int CollectModule(dl_phdr_info* info, size_t, void* data) {
     if (IsRuntimeOrDriverModule(name)) scan->runtime.push_back(range);
     if ((ph.p_flags & PF_X) != 0) {
       if (!libc) scan->code.push_back(CodeRange{range, excluded});
+      if (!libc && !excluded)
+        scan->root_module_code.emplace_back(range, module);
     } else if (!excluded && !libc && (ph.p_flags & PF_W) != 0) {
       // libc's own data is no root either: it points at its stdio buffers
       // and malloc bookkeeping, whose unused bytes are stale heap contents
       // (seen: an 8 KiB stdout buffer holding an old copy of the tool's
       // table of blocks), never at a program's device pointer.
       scan->writable.push_back(range);
+      scan->module_of_writable.push_back(module);
       scan->files.emplace_back(*name != '\0' ? name : "/proc/self/exe",
                                info->dlpi_addr);
       scan->labels.push_back(absl::StrFormat("globals of %s [0x%x, 0x%x)",
@@ -708,7 +718,8 @@ ProcessReach ScanProcess(const std::vector<AddressRange>& blocks,
                          uint64_t stack_from,
                          const std::vector<uint64_t>& ignored_objects,
                          const ReachLimits& limits,
-                         const std::vector<AddressRange>& tool_ranges) {
+                         const std::vector<AddressRange>& tool_ranges,
+                         const std::vector<uint64_t>& allocating_code) {
   const int64_t start = PreciseNowNs();
   ProcessReach out;
   std::vector<Mapping> maps = ReadMaps();
@@ -723,7 +734,23 @@ ProcessReach ScanProcess(const std::vector<AddressRange>& blocks,
   std::vector<AddressRange> roots;
   absl::flat_hash_map<std::string, RuntimeGlobals> runtime_globals;
   const int64_t symbols_start = PreciseNowNs();
-  for (size_t i = 0; i < modules.writable.size(); ++i) {
+  // The globals of the modules whose code allocated the blocks first: the
+  // fill goes depth first and stops once every block is found, and a
+  // framework's allocator keeps its blocks a few links from its own
+  // globals, where the interpreter's globals lead through its whole heap
+  // first (a PyTorch process: 700 ms of flood fill for one segment).
+  absl::flat_hash_set<int> allocating_modules;
+  for (uint64_t pc : allocating_code) {
+    for (const auto& [range, module] : modules.root_module_code) {
+      if (range.Contains(pc)) allocating_modules.insert(module);
+    }
+  }
+  std::vector<size_t> order(modules.writable.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_partition(order.begin(), order.end(), [&](size_t i) {
+    return allocating_modules.contains(modules.module_of_writable[i]);
+  });
+  for (size_t i : order) {
     const auto& [file, bias] = modules.files[i];
     auto it = runtime_globals.find(file);
     if (it == runtime_globals.end()) {

@@ -134,11 +134,15 @@ struct ProcessReach {
 // heap objects that belong to the tool (its engine), never followed.
 // `tool_ranges`: memory of the tool's own (e.g. the timeline ring, an
 // anonymous mapping) that is never a root, whatever it looks like.
+// `allocating_code`: code addresses that allocated the blocks (their
+// innermost program frames); the globals of their modules are scanned first.
+// The verdicts do not depend on it, only how soon the scan can stop.
 ProcessReach ScanProcess(const std::vector<AddressRange>& blocks,
                          uint64_t stack_from,
                          const std::vector<uint64_t>& ignored_objects,
                          const ReachLimits& limits,
-                         const std::vector<AddressRange>& tool_ranges = {});
+                         const std::vector<AddressRange>& tool_ranges = {},
+                         const std::vector<uint64_t>& allocating_code = {});
 
 }  // namespace gmt
 

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <string>
 #include <vector>
@@ -509,6 +510,36 @@ TEST(ScanProcess, FindsGlobalsHeapObjectsAndOtherThreadsStacks) {
   EXPECT_GT(scan.ns, 0);
   delete g_holder;
   g_holder = nullptr;
+}
+
+// The globals of the modules whose code allocated the blocks are scanned
+// first (the fill stops once every block is found); the verdicts stay.
+TEST(ScanProcess, AllocatingModulesGlobalsAreScannedFirst) {
+  g_pointer = kInGlobal;
+  // Code of libstdc++ (a module whose globals are roots) "allocated" them.
+  const uint64_t allocating = reinterpret_cast<uint64_t>(&std::get_terminate);
+  std::vector<AddressRange> blocks = {{kInGlobal, kInGlobal + kBlockBytes},
+                                      {kNowhere, kNowhere + kBlockBytes}};
+  ReachLimits limits;
+  limits.max_bytes = uint64_t{1} << 36;
+  ProcessReach scan = ScanProcess(
+      blocks, reinterpret_cast<uint64_t>(__builtin_frame_address(0)), {},
+      limits, {}, {allocating});
+  ASSERT_FALSE(scan.root_labels.empty());
+  EXPECT_NE(scan.root_labels[0].find("libstdc++"), std::string::npos)
+      << scan.root_labels[0];
+  ASSERT_EQ(scan.result.reachable.size(), 2u);
+  EXPECT_TRUE(scan.result.reachable[0]) << "held in the program's global";
+  EXPECT_FALSE(scan.result.reachable[1]);
+  // Without it, the program's own globals come first, as the loader lists.
+  ProcessReach plain = ScanProcess(
+      blocks, reinterpret_cast<uint64_t>(__builtin_frame_address(0)), {},
+      limits);
+  ASSERT_FALSE(plain.root_labels.empty());
+  EXPECT_EQ(plain.root_labels[0].find("libstdc++"), std::string::npos)
+      << plain.root_labels[0];
+  EXPECT_EQ(plain.result.reachable, scan.result.reachable);
+  g_pointer = 0;
 }
 
 TEST(ScanProcess, OverwrittenPointerIsLost) {
