@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <cstddef>
 #include <cstring>
 
 namespace gmt {
@@ -73,6 +74,33 @@ void* FindRuntimeSymbol(const char* name) {
   if (dlsym_fn == nullptr) return nullptr;
   if (void* p = dlsym_fn(RTLD_NEXT, name)) return p;
   return FindInLoaded("libcudart.so", name);
+}
+
+uint64_t LoadedObjectsAdded() {
+  uint64_t adds = 0;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t size, void* data) {
+        // The first object answers: the counter is the loader's, not its.
+        if (size >=
+            offsetof(dl_phdr_info, dlpi_adds) + sizeof(info->dlpi_adds)) {
+          *static_cast<uint64_t*>(data) = info->dlpi_adds;
+        }
+        return 1;
+      },
+      &adds);
+  return adds;
+}
+
+namespace {
+std::atomic<uint64_t> g_real_slot_lookups{0};
+}  // namespace
+
+uint64_t RealSlotLookups() {
+  return g_real_slot_lookups.load(std::memory_order_relaxed);
+}
+
+void CountRealSlotLookup() {
+  g_real_slot_lookups.fetch_add(1, std::memory_order_relaxed);
 }
 
 void* FindDriverSymbol(const char* name) {
