@@ -542,6 +542,49 @@ TEST(ScanProcess, AllocatingModulesGlobalsAreScannedFirst) {
   g_pointer = 0;
 }
 
+// A global the CUDA runtime keeps in a program's module (its name is one
+// cuda_runtime_globals.h recognizes): a pointer held only there is the
+// runtime's, not the program's.
+extern "C" {
+volatile uint64_t gmt_reach_test__cudaFatCubinHandle = 0;
+}
+
+TEST(ScanProcess, APointerHeldOnlyInTheRuntimesGlobalsIsNoPath) {
+  g_pointer = 0;
+  gmt_reach_test__cudaFatCubinHandle = kInGlobal;
+  ProcessReach scan = ScanFromHere();
+  if (scan.modules_with_symbols == 0) {
+    gmt_reach_test__cudaFatCubinHandle = 0;
+    GTEST_SKIP() << "this test program has no symbol table";
+  }
+  EXPECT_FALSE(scan.result.reachable[0])
+      << "via " << scan.root_labels[scan.result.via_root[0]];
+  EXPECT_GE(scan.runtime_globals_bytes, sizeof(uint64_t));
+  // Held by the program as well: reachable, through the program's global.
+  g_pointer = kInGlobal;
+  scan = ScanFromHere();
+  EXPECT_TRUE(scan.result.reachable[0]);
+  if (scan.result.reachable[0]) {
+    EXPECT_EQ(scan.result.via_word[0], reinterpret_cast<uint64_t>(&g_pointer));
+  }
+  gmt_reach_test__cudaFatCubinHandle = 0;
+  g_pointer = 0;
+}
+
+// Symbol tables (millions of symbols in a framework's modules) are read only
+// for the modules whose globals begin a found chain: none when no block is
+// reachable, only this program's when its global holds the block.
+TEST(ScanProcess, SymbolTablesAreReadOnlyWhereAChainBegins) {
+  g_pointer = 0;
+  ProcessReach scan = ScanFromHere();
+  EXPECT_EQ(scan.modules_with_symbols, 0u);
+  g_pointer = kInGlobal;
+  scan = ScanFromHere();
+  EXPECT_TRUE(scan.result.reachable[0]);
+  EXPECT_LE(scan.modules_with_symbols, 1u);
+  g_pointer = 0;
+}
+
 TEST(ScanProcess, OverwrittenPointerIsLost) {
   g_pointer = kInGlobal;
   g_pointer = 0;
