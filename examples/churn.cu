@@ -41,11 +41,14 @@
 // memory in use at the end of the loop over what was in use before it, with
 // the user bytes then live ("churn: device +D bytes at the end, L user bytes
 // live"): with the tool's guard zones that includes the redzones and the
-// quarantine. --live prints "churn-live: N blocks, U user bytes, device +D
-// bytes, host +H bytes (h bytes/block)": device memory from cudaMemGetInfo,
-// host memory from VmRSS in /proc/self/status, both over what was in use
-// before the first allocation (benchmarks/gpu/perf_suite.sh compares the
-// figures with and without the tool).
+// quarantine; and the mean time inside each call of the loop ("churn: per
+// call: cudaMalloc A us, cudaFree F us, launch L us"), where a tool's cost
+// per call shows apart from the rest of the loop. --live prints "churn-live: N
+// blocks, U user bytes, device +D bytes, host +H bytes (h bytes/block)": device
+// memory from cudaMemGetInfo, host memory from VmRSS in /proc/self/status, both
+// over what was in use before the first allocation
+// (benchmarks/gpu/perf_suite.sh compares the figures with and without the
+// tool).
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -86,6 +89,9 @@ size_t RandomSize(uint64_t* state, size_t max_bytes = size_t{4} << 20) {
 // the timing line.
 long long g_pairs_device_added = 0;
 size_t g_pairs_live_bytes = 0;
+// Time spent inside each call of the loop (where a tool's cost lands).
+double g_malloc_us = 0, g_free_us = 0, g_launch_us = 0;
+long g_mallocs = 0, g_frees = 0, g_launches = 0;
 
 // Device memory in use (total - free), from CUDA's own count.
 size_t DeviceUsedBytes() {
@@ -143,17 +149,32 @@ __attribute__((noinline)) size_t ChurnAllocFreePairs(long pairs, uint64_t seed,
   uint64_t state = seed ? seed : 1;
   size_t total = 0;
   const size_t used_before = DeviceUsedBytes();
+  using Clock = std::chrono::steady_clock;
+  auto us_since = [](Clock::time_point t) {
+    return std::chrono::duration<double, std::micro>(Clock::now() - t).count();
+  };
   for (long i = 0; i < pairs; ++i) {
     void*& slot = window[i % kWindow];
-    if (slot != nullptr) EXAMPLE_CHECK_CUDA(cudaFree(slot));
+    if (slot != nullptr) {
+      const auto t = Clock::now();
+      EXAMPLE_CHECK_CUDA(cudaFree(slot));
+      g_free_us += us_since(t);
+      ++g_frees;
+    }
     size_t bytes = RandomSize(&state, max_bytes);
+    const auto t = Clock::now();
     EXAMPLE_CHECK_CUDA(cudaMalloc(&slot, bytes));
+    g_malloc_us += us_since(t);
+    ++g_mallocs;
     window_bytes[i % kWindow] = bytes;
     total += bytes;
     if (kernel_every > 0 && i % kernel_every == kernel_every - 1) {
+      const auto t_launch = Clock::now();
       TouchKernel<<<1, 128>>>(static_cast<unsigned char*>(slot),
                               bytes < 4096 ? bytes : 4096);
       EXAMPLE_CHECK_CUDA(cudaGetLastError());
+      g_launch_us += us_since(t_launch);
+      ++g_launches;
     }
   }
   size_t live = 0;
@@ -335,6 +356,12 @@ int main(int argc, char** argv) {
                 count ? ms * 1000.0 / count : 0.0);
     std::printf("churn: device +%lld bytes at the end, %zu user bytes live\n",
                 g_pairs_device_added, g_pairs_live_bytes);
+    std::printf(
+        "churn: per call: cudaMalloc %.3f us, cudaFree %.3f us, launch %.3f "
+        "us\n",
+        g_mallocs ? g_malloc_us / g_mallocs : 0.0,
+        g_frees ? g_free_us / g_frees : 0.0,
+        g_launches ? g_launch_us / g_launches : 0.0);
   }
   return 0;
 }
