@@ -1,7 +1,8 @@
 """PyTorch's own driver-level memory checks, as test_cuda.py writes them: the
 device memory the driver says is used (torch.cuda.mem_get_info, which is
 cudaMemGetInfo) must not grow over 100 CUDA-graph captures of a matmul
-(test_repeat_graph_capture_cublas_workspace_memory), and what the caching
+(test_repeat_graph_capture_cublas_workspace_memory; its verdict is printed,
+since that check fails on the H200 without the tool), and what the caching
 allocator frees with empty_cache must come back as free device memory.
 The verdicts are compared; the measured figures go on masked lines."""
 # Not corpus_torch.deterministic(): its CUBLAS_WORKSPACE_CONFIG gives every
@@ -29,9 +30,11 @@ free_after, _ = torch.cuda.mem_get_info()
 used_gb_after = (total - free_after) / 1e9
 print("~ used before %.3f GB, after 100 captures %.3f GB" % (
     used_gb_before, used_gb_after))
-expect(not used_gb_before + 0.1 < used_gb_after,
-       "100 graph captures grew the used device memory by more than 0.1 GB")
-print("graph captures keep the driver-level footprint: checked")
+# PyTorch's test asserts this. PyTorch 2.11 on the H200 fails it without the
+# tool (100 captures grew the driver-level use by 0.886 GB), so the verdict
+# is printed, not asserted: it must read the same with the tool and without.
+print("100 graph captures grew the driver-level use by more than 0.1 GB: %s"
+      % ("yes" if used_gb_before + 0.1 < used_gb_after else "no"))
 
 # What empty_cache hands back to the driver shows as free memory again.
 torch.cuda.synchronize()
