@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <numeric>
 
 #include "absl/container/flat_hash_map.h"
@@ -91,7 +92,8 @@ ReachResult FloodFill(const std::vector<AddressRange>& roots,
                       const std::vector<AddressRange>& blocks,
                       MemoryReader& reader, HeapOracle& heap,
                       const ReachLimits& limits,
-                      const std::vector<AddressRange>& runtime_images) {
+                      const std::vector<AddressRange>& runtime_images,
+                      size_t near_roots) {
   ReachResult result;
   result.reachable.assign(blocks.size(), false);
   result.via_root.assign(blocks.size(), -1);
@@ -162,9 +164,18 @@ ReachResult FloodFill(const std::vector<AddressRange>& roots,
   };
   std::vector<Item> work;
   work.reserve(roots.size());
-  for (size_t i = roots.size(); i-- > 0;) {
+  near_roots = std::min(near_roots, roots.size());
+  for (size_t i = roots.size(); i-- > near_roots;) {
     work.push_back(Item{roots[i], static_cast<int32_t>(i), false});
   }
+  // The breadth-first phase (see near_roots): its queue, in order; objects
+  // it finds within kNearLinks go to its back, deeper ones to `work`.
+  std::deque<Item> near;
+  for (size_t i = 0; i < near_roots; ++i) {
+    near.push_back(Item{roots[i], static_cast<int32_t>(i), false});
+  }
+  bool near_phase = !near.empty();
+  const uint64_t near_until = kNearBytes;
   result.roots = roots.size();
 
   constexpr size_t kWindow = 64 * 1024;  // bytes read per Read() call
@@ -235,7 +246,11 @@ ReachResult FloodFill(const std::vector<AddressRange>& roots,
                         win.depth == kHalf ? object->begin : win.root_side})
               .second) {
         ++result.heap_objects;
-        work.push_back(Item{*object, win.root, true});
+        if (near_phase && win.depth < kNearLinks) {
+          near.push_back(Item{*object, win.root, true});
+        } else {
+          work.push_back(Item{*object, win.root, true});
+        }
       }
     }
     return false;
@@ -281,6 +296,48 @@ ReachResult FloodFill(const std::vector<AddressRange>& roots,
   std::vector<AddressRange> parts;
   std::vector<Window> batch;
   std::vector<std::pair<size_t, size_t>> batch_spans;  // offset, words
+  // Reads one item whole and checks its words; true when the fill is over
+  // (every block marked, or a limit hit).
+  auto scan_item = [&](const Item& item) {
+    parts.clear();
+    reader.PointerHoldingParts(item.range, &parts);
+    bool all_marked = false;
+    for (const AddressRange& part : parts) {
+      const bool followed =
+          read_part(item, part, [&](uint64_t at, size_t words) {
+            heap.Prefetch(buffer.data(), words);
+            all_marked = check_words(window_of(item, at), buffer.data(), words);
+            if (all_marked) return false;
+            if (over_budget()) {
+              result.truncated = true;
+              return false;
+            }
+            return true;
+          });
+      if (all_marked || result.truncated) return true;
+      if (!followed) break;
+    }
+    return false;
+  };
+  while (near_phase && unmarked > 0) {
+    if (near.empty() || result.bytes_scanned >= near_until) {
+      // What is left of the near search joins the depth-first fill, nearest
+      // last (popped first).
+      near_phase = false;
+      while (!near.empty()) {
+        work.push_back(near.back());
+        near.pop_back();
+      }
+      break;
+    }
+    if (over_budget()) {
+      result.truncated = true;
+      return result;
+    }
+    const Item item = near.front();
+    near.pop_front();
+    if (scan_item(item)) return result;
+  }
   while (!work.empty() && unmarked > 0) {
     if (over_budget()) {
       result.truncated = true;
@@ -291,25 +348,7 @@ ReachResult FloodFill(const std::vector<AddressRange>& roots,
     if (!small) {
       const Item item = work.back();
       work.pop_back();
-      parts.clear();
-      reader.PointerHoldingParts(item.range, &parts);
-      bool all_marked = false;
-      for (const AddressRange& part : parts) {
-        const bool followed =
-            read_part(item, part, [&](uint64_t at, size_t words) {
-              heap.Prefetch(buffer.data(), words);
-              all_marked =
-                  check_words(window_of(item, at), buffer.data(), words);
-              if (all_marked) return false;
-              if (over_budget()) {
-                result.truncated = true;
-                return false;
-              }
-              return true;
-            });
-        if (all_marked || result.truncated) return result;
-        if (!followed) break;
-      }
+      if (scan_item(item)) return result;
       continue;
     }
     batch.clear();

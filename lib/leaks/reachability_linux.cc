@@ -819,6 +819,7 @@ ProcessReach ScanProcess(const std::vector<AddressRange>& blocks,
     std::vector<AddressRange> roots;
     std::vector<int64_t> root_writable;
     absl::flat_hash_set<std::string> excluded;  // runtime globals left out
+    size_t near_roots = 0;  // the allocating modules' globals, searched first
     out.root_labels.clear();
     out.runtime_globals_bytes = 0;
     for (size_t i : order) {
@@ -841,6 +842,13 @@ ProcessReach ScanProcess(const std::vector<AddressRange>& blocks,
       }
       out.runtime_globals_bytes += range.size() - kept;
     }
+    for (size_t i = 0; i < roots.size(); ++i) {
+      if (!allocating_modules.contains(
+              modules.module_of_writable[root_writable[i]])) {
+        break;
+      }
+      near_roots = i + 1;
+    }
     for (size_t i = 0; i < stack_roots.size(); ++i) {
       roots.push_back(stack_roots[i]);
       root_writable.push_back(-1);
@@ -848,8 +856,8 @@ ProcessReach ScanProcess(const std::vector<AddressRange>& blocks,
     }
 
     const int64_t flood_start = PreciseNowNs();
-    out.result =
-        FloodFill(roots, blocks, reader, heap, limits, modules.runtime);
+    out.result = FloodFill(roots, blocks, reader, heap, limits, modules.runtime,
+                           near_roots);
     out.flood_ns += PreciseNowNs() - flood_start;
 
     // Where each found chain begins. One that begins in the globals of a

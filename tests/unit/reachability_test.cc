@@ -305,6 +305,70 @@ TEST(FloodFill, LongChainKeepsItsEndsAndCountsTheMiddle) {
   EXPECT_EQ(r.via_word[0], kHeap + (kObjects - 1) * 0x100 + 8);
 }
 
+// An allocator's globals: an early word leads into a long list (the rest of
+// the program's heap), a later one to an object that holds the block. Depth
+// first, the list is walked to its end before the later word's object is
+// read; with the root searched breadth first, two links find the block.
+TEST(FloodFill, NearRootsFindAShortChainBeforeALongOne) {
+  constexpr int kList = 500;
+  constexpr uint64_t kHolder = kHeap - 0x1000;
+  FakeMemory memory;
+  FakeHeap heap;
+  std::vector<uint64_t>& root = memory.Map(kGlobals, 2);
+  root[0] = kHolder;  // read last by the depth-first fill (a stack)
+  root[1] = kHeap;    // the list's head
+  // Large objects (a node of a big structure), each read alone.
+  constexpr uint64_t kNode = 32 * 1024;
+  for (int i = 0; i < kList; ++i) {
+    const uint64_t at = kHeap + uint64_t(i) * kNode;
+    heap.Add(at, at + kNode);
+    memory.Map(at, 8)[1] = i + 1 < kList ? at + kNode : 0;
+  }
+  heap.Add(kHolder, kHolder + 64);
+  memory.Map(kHolder, 8)[3] = kDevice + 16;
+  const std::vector<AddressRange> blocks = {{kDevice, kDevice + 4096}};
+
+  ReachResult depth_first = FloodFill({{kGlobals, kGlobals + 16}}, blocks,
+                                      memory, heap, ReachLimits{});
+  ASSERT_TRUE(depth_first.reachable[0]);
+  EXPECT_GT(depth_first.heap_objects, uint64_t{kList});
+
+  ReachResult near = FloodFill({{kGlobals, kGlobals + 16}}, blocks, memory,
+                               heap, ReachLimits{}, {}, /*near_roots=*/1);
+  ASSERT_TRUE(near.reachable[0]);
+  EXPECT_LE(near.heap_objects, 3u);
+  EXPECT_LT(near.bytes_scanned, depth_first.bytes_scanned);
+  ASSERT_EQ(near.via_chain[0].size(), 1u);
+  EXPECT_EQ(near.via_chain[0][0].object, kHolder);
+  EXPECT_EQ(near.via_chain[0][0].word, kGlobals);
+  EXPECT_EQ(near.via_word[0], kHolder + 3 * 8);
+}
+
+// The breadth-first search stops kNearLinks links out; what lies deeper is
+// still found by the depth-first fill, and a block nothing holds stays lost.
+TEST(FloodFill, NearRootsLeaveDeeperChainsToTheDepthFirstFill) {
+  constexpr int kList = 10;  // deeper than kNearLinks
+  FakeMemory memory;
+  FakeHeap heap;
+  memory.Map(kGlobals, 1)[0] = kHeap;
+  for (int i = 0; i < kList; ++i) {
+    const uint64_t at = kHeap + uint64_t(i) * 0x100;
+    heap.Add(at, at + 64);
+    memory.Map(at, 8)[1] = i + 1 < kList ? at + 0x100 : kDevice;
+  }
+  memory.Map(kGlobals + 0x1000, 1)[0] = kDevice + 8192;  // a later root
+  ReachResult r = FloodFill(
+      {{kGlobals, kGlobals + 8}, {kGlobals + 0x1000, kGlobals + 0x1008}},
+      ThreeBlocks(), memory, heap, ReachLimits{}, {},
+      /*near_roots=*/1);
+  EXPECT_TRUE(r.reachable[0]);
+  EXPECT_EQ(r.via_chain[0].size() + r.via_chain_elided[0], uint64_t{kList});
+  EXPECT_TRUE(r.reachable[1]);
+  EXPECT_EQ(r.via_root[1], 1);
+  EXPECT_FALSE(r.reachable[2]);
+  EXPECT_FALSE(r.truncated);
+}
+
 // ---- Which memory can hold a pointer (reachability_linux.h) ---------------
 MappingInfo Mapping(uint64_t begin, uint64_t end, const char* perms,
                     const char* path) {
