@@ -101,6 +101,8 @@ elapsed() { local s=$((SECONDS - $1)); printf '%d min %02d s' $((s / 60)) $((s %
 # -lgmock: tests/unit/options_test.cc uses gmock matchers but links only
 # GTest::gtest_main; optimized builds inline what it needs, instrumented ones
 # do not and fail to link without it.
+# GMT_STATIC_ABSL=OFF: the sanitizer builds link Abseil's shared libraries
+# (the TSan build's above, or Debian's), not the static copy of a plain build.
 configure_and_build() {  # <dir> <flags> [extra cmake arguments...]
   local dir="$1" flags="$2"
   shift 2
@@ -110,7 +112,8 @@ configure_and_build() {  # <dir> <flags> [extra cmake arguments...]
     -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
     -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" \
     -DCMAKE_MODULE_LINKER_FLAGS="$flags" \
-    -DCMAKE_CXX_STANDARD_LIBRARIES="-lgmock -lgtest" "$@" \
+    -DCMAKE_CXX_STANDARD_LIBRARIES="-lgmock -lgtest" \
+    -DGMT_STATIC_ABSL=OFF "$@" \
     >"$dir/configure.log" 2>&1 || {
     tail -40 "$dir/configure.log"
     return 1
