@@ -21,6 +21,7 @@
 #include "lib/registry/nvtx_ranges.h"
 #include "lib/report/report_assembly.h"
 #include "lib/report/report_output.h"
+#include "lib/stacks/python_frames.h"
 #include "lib/stacks/stack_capture.h"
 
 namespace gmt {
@@ -92,7 +93,12 @@ void Engine::ReportFindings(const std::vector<GuardFinding>& findings) {
 StackId Engine::CaptureCallStack() {
   if (options_.stack_depth <= 0) return kNoStack;
   uintptr_t frames[kMaxStackFrames];
-  int n = CaptureStack(frames, static_cast<int>(options_.stack_depth));
+  const int depth = static_cast<int>(options_.stack_depth);
+  int n = CaptureStack(frames, depth);
+  if (options_.python_stacks) {
+    // The script's frames after the framework's, up to `depth` of them.
+    n = SplicePythonFrames(frames, n, std::min(n + depth, kMaxStackFrames));
+  }
   return depot_.Put(frames, n);
 }
 

@@ -13,6 +13,7 @@
 #include "lib/report/report.h"
 #include "lib/report/report_crash.h"
 #include "lib/report/text_out.h"
+#include "lib/stacks/python_frames.h"
 
 namespace gmt {
 namespace {
@@ -36,6 +37,10 @@ void PrintStack(TextOut& out, StackId id, const StackTable& stacks) {
     std::string where = f.function.empty() ? "??" : f.function;
     std::string loc;
     if (!f.file.empty()) loc = absl::StrCat(" ", f.file, ":", f.line);
+    if (IsPythonFrame(f.address)) {  // no code address to show
+      out.Line("    #%d in %s%s (python)", i++, where, loc);
+      continue;
+    }
     out.Line("    #%d 0x%x in %s%s (%s)", i++, f.address, where, loc,
              f.module.empty() ? "?" : f.module);
   }

@@ -9,10 +9,12 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "absl/debugging/symbolize.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "lib/stacks/python_frames.h"
 
 namespace gmt {
 
@@ -166,6 +168,13 @@ bool Symbolizer::HasLineInfo() {
 SymbolizedFrame Symbolizer::Resolve(uintptr_t return_address) {
   SymbolizedFrame frame;
   frame.address = return_address;
+  if (PythonFrameInfo py; LookUpPythonFrame(return_address, &py)) {
+    frame.function = std::move(py.function);
+    frame.file = std::move(py.file);
+    frame.line = py.line;
+    frame.module = "python";
+    return frame;
+  }
   // The return address points after the call; the call itself is one byte back.
   const uintptr_t pc = return_address > 0 ? return_address - 1 : 0;
 
@@ -336,9 +345,10 @@ std::vector<SymbolizedFrame> Symbolizer::SymbolizeStack(StackView stack) {
     ++first;
   }
   frames.erase(frames.begin(), frames.begin() + static_cast<long>(first));
-  // Below main there is only the C library's start-up code: noise.
+  // Below main there is only the C library's start-up code: noise. (A
+  // Python function named main is a script's.)
   for (size_t i = 0; i < frames.size(); ++i) {
-    if (frames[i].function == "main") {
+    if (frames[i].function == "main" && !IsPythonFrame(frames[i].address)) {
       frames.resize(i + 1);
       break;
     }

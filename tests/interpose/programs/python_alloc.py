@@ -1,0 +1,46 @@
+"""A Python program that allocates through CUDA itself (ctypes over the
+runtime the loader finds: the test double under the interpose tests), holding
+the GIL as a Cython or pybind11 binding that does not release it would
+(ctypes.PyDLL): its allocation stacks must name these lines.
+
+  python_alloc.py leak    one 4096-byte block made in Model.build (via
+                          allocate_block) and never freed: a leak whose stack
+                          holds allocate_block, Model.build and <module>
+  python_alloc.py raised  the same, but allocated while an exception is
+                          being handled: the exception must survive the
+                          tool's reading of the frames
+"""
+import ctypes
+import sys
+
+runtime = ctypes.PyDLL("libcudart.so.13")  # calls keep the GIL
+runtime.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+
+
+def allocate_block(size):
+    pointer = ctypes.c_void_p()
+    rc = runtime.cudaMalloc(ctypes.byref(pointer), size)  # the allocating line
+    if rc != 0:
+        raise RuntimeError("cudaMalloc returned %d" % rc)
+    return pointer
+
+
+class Model:
+    def build(self):
+        return allocate_block(4096)
+
+
+def main(mode):
+    if mode == "raised":
+        try:
+            raise KeyError("pending")
+        except KeyError as error:
+            kept = Model().build()
+            assert sys.exc_info()[1] is error, sys.exc_info()
+            print("exception kept: %r" % (error,))
+            return kept
+    return Model().build()
+
+
+kept = main(sys.argv[1] if len(sys.argv) > 1 else "leak")
+print("python_alloc: allocated 0x%x" % kept.value)

@@ -1,0 +1,92 @@
+// Python frames in allocation stacks: a Python program (python_alloc.py)
+// allocates through the test double with ctypes while holding the GIL; the
+// leak's stack carries the native frames up to the interpreter, then the
+// script's functions with their lines, innermost first.
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/interpose/interpose_test_util.h"
+
+namespace gmt_test {
+namespace {
+
+// The frames of `stack` whose module is "python": "function file:line".
+std::vector<std::string> PythonFrames(const json& stack) {
+  std::vector<std::string> out;
+  for (const json& f : stack) {
+    if (f.value("module", "") != "python") continue;
+    std::string file = f.value("file", "");
+    const size_t slash = file.rfind('/');
+    if (slash != std::string::npos) file = file.substr(slash + 1);
+    out.push_back(f.value("function", "") + " " + file + ":" +
+                  std::to_string(f.value("line", 0)));
+  }
+  return out;
+}
+
+class PythonStacksTest : public InterposeTest {
+ protected:
+  void SetUp() override {
+    if (std::string(GMT_PYTHON3).empty() || access(GMT_PYTHON3, X_OK) != 0) {
+      GTEST_SKIP() << "no python3";
+    }
+  }
+  RunResult RunScript(const std::string& mode,
+                      const std::string& extra_options = "") {
+    RunOptions options;
+    if (!extra_options.empty()) {
+      options.gmt_options =
+          "report=json:report_path=<dir>/r.%p.json:" + extra_options;
+    }
+    return Run(GMT_PYTHON3, {GMT_PYTHON_ALLOC_SCRIPT, mode}, options);
+  }
+};
+
+TEST_F(PythonStacksTest, LeakStackNamesTheScriptsLinesAfterTheNativeFrames) {
+  RunResult r = RunScript("leak");
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  std::vector<json> leaks = LeaksWithApi(r.report, "cudaMalloc");
+  ASSERT_EQ(leaks.size(), 1u) << r.Describe();
+  const json& stack = leaks[0]["stack"];
+  const std::vector<std::string> python = PythonFrames(stack);
+  ASSERT_GE(python.size(), 4u) << StackFunctions(stack);
+  EXPECT_EQ(python[0], "allocate_block python_alloc.py:22");
+  EXPECT_EQ(python[1], "Model.build python_alloc.py:30");
+  EXPECT_EQ(python[2], "main python_alloc.py:42");
+  EXPECT_EQ(python[3], "<module> python_alloc.py:45");
+  // The native frames come first (ctypes' call), and none of the
+  // interpreter's own loop: the Python frames stand for it.
+  ASSERT_FALSE(stack.empty());
+  EXPECT_NE(stack[0].value("module", ""), "python");
+  EXPECT_FALSE(StackHas(stack, "_PyEval_EvalFrameDefault"))
+      << StackFunctions(stack);
+}
+
+TEST_F(PythonStacksTest, AnExceptionBeingHandledIsLeftAlone) {
+  RunResult r = RunScript("raised");
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "exception kept: KeyError('pending')"))
+      << r.Describe();
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  std::vector<json> leaks = LeaksWithApi(r.report, "cudaMalloc");
+  ASSERT_EQ(leaks.size(), 1u) << r.Describe();
+  const std::vector<std::string> python = PythonFrames(leaks[0]["stack"]);
+  ASSERT_GE(python.size(), 3u) << StackFunctions(leaks[0]["stack"]);
+  EXPECT_EQ(python[2], "main python_alloc.py:38");
+}
+
+TEST_F(PythonStacksTest, OffByOptionGivesTheNativeStackOnly) {
+  RunResult r = RunScript("leak", "python_stacks=0");
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  std::vector<json> leaks = LeaksWithApi(r.report, "cudaMalloc");
+  ASSERT_EQ(leaks.size(), 1u) << r.Describe();
+  EXPECT_TRUE(PythonFrames(leaks[0]["stack"]).empty())
+      << StackFunctions(leaks[0]["stack"]);
+}
+
+}  // namespace
+}  // namespace gmt_test
