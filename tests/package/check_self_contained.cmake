@@ -1,7 +1,7 @@
 # The shipped library carries its own Abseil: no libabsl among the shared
-# libraries it needs (readelf's NEEDED entries), and no Abseil symbol in its
-# dynamic symbol table (they would interpose on, or be interposed by, a
-# program's own Abseil). Run with -DLIB=<libgpumemtrace.so> -DREADELF=<readelf>.
+# libraries it needs (readelf's NEEDED entries), and no Abseil symbol, nor any
+# other beyond its interface, in its dynamic symbol table (they would
+# interpose on, or be interposed by, a program's own). Run with -DLIB=<libgpumemtrace.so> -DREADELF=<readelf>.
 execute_process(COMMAND ${READELF} --dynamic --wide ${LIB}
                 OUTPUT_VARIABLE dynamic RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
@@ -28,5 +28,24 @@ if(exported)
   list(GET exported 0 first)
   message(SEND_ERROR "${LIB} exports ${count} Abseil symbol(s), e.g. ${first}")
 endif()
+# Nothing but the interface (interpose/exports.map): the CUDA entry points,
+# dlsym, the injection entry points and the public API.
+string(REGEX MATCHALL "(GLOBAL|WEAK) +DEFAULT +[0-9]+ [^\n]*" defined "${symbols}")
+set(others "")
+foreach(line IN LISTS defined)
+  string(REGEX REPLACE ".* ([^ ]+)$" "\\1" name "${line}")
+  string(REGEX REPLACE "@.*" "" name "${name}")
+  if(NOT name MATCHES "^(cu|gmt_|_ZN3gmt|InitializeInjection)" AND
+     NOT name STREQUAL "dlsym")
+    list(APPEND others "${name}")
+  endif()
+endforeach()
+if(others)
+  list(LENGTH others count)
+  list(GET others 0 first)
+  message(SEND_ERROR "${LIB} exports ${count} symbol(s) beyond its interface, e.g. ${first}")
+endif()
 list(LENGTH needed needed_count)
-message(STATUS "${LIB}: ${needed_count} NEEDED entries, no Abseil")
+list(LENGTH defined defined_count)
+message(STATUS "${LIB}: ${needed_count} NEEDED entries, no Abseil, "
+               "${defined_count} symbols exported, all of its interface")
