@@ -28,7 +28,8 @@
 //                     FAKE_CUDA_HOLD_FILL=<dir>/hold) when the main thread
 //                     segfaults
 //     abort_in_thread another thread aborts; this one calls exit(1) 2 ms
-//                     later, while the crash report is written
+//                     after that thread started, while the crash report is
+//                     written
 //     sticky          launches fake_fault_illegal_address (the double plants
 //                     CUDA_ERROR_ILLEGAL_ADDRESS), synchronizes, prints the
 //                     code, prints whether the report exists already, and
@@ -251,7 +252,15 @@ int main(int argc, char** argv) {
   } else if (mode == "abort_in_thread") {
     // As the driver does after writing a GPU core dump: another thread
     // aborts, while this one, handed the error, exits.
-    std::thread([] { std::abort(); }).detach();
+    // The exit follows the abort by 2 ms, counted from when the aborting
+    // thread runs (a thread can take longer than that to start on a busy
+    // machine, and the plain run then exited 1).
+    static std::atomic<bool> aborting{false};
+    std::thread([] {
+      aborting.store(true);
+      std::abort();
+    }).detach();
+    while (!aborting.load()) usleep(100);
     usleep(2 * 1000);  // the crash report is being written meanwhile
     std::exit(1);
   } else if (mode == "sticky_args" || mode == "gpu_dump") {
