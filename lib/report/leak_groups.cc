@@ -118,6 +118,26 @@ LeakedReservations CountLeakedReservations(
   return out;
 }
 
+LeakStates CountLeakStates(const std::vector<ReportData::Leak>& leaks) {
+  LeakStates out;
+  for (const ReportData::Leak& leak : leaks) {
+    if (leak.state.empty()) continue;
+    out.analysed = true;
+    const uint64_t bytes = CountsAsLeakedBytes(leak) ? leak.bytes : 0;
+    if (leak.state == "lost") {
+      out.lost += leak.count;
+      out.lost_bytes += bytes;
+    } else if (leak.state == "reachable") {
+      out.reachable += leak.count;
+      out.reachable_bytes += bytes;
+    } else {
+      out.unknown += leak.count;
+      out.unknown_bytes += bytes;
+    }
+  }
+  return out;
+}
+
 void SortLeaksLargestFirst(std::vector<ReportData::Leak>* leaks) {
   std::stable_sort(leaks->begin(), leaks->end(),
                    [](const ReportData::Leak& a, const ReportData::Leak& b) {

@@ -65,6 +65,20 @@ struct LeakedReservations {
 LeakedReservations CountLeakedReservations(
     const std::vector<ReportData::Leak>& leaks);
 
+// The leaked blocks by what the reachability scan found (ReportData::Leak's
+// `state`): definitely lost, still reachable (held at exit by a pointer the
+// program keeps, as a framework's cache holds its segments), or unknown.
+// Bytes as in summary.leaked_bytes (CountsAsLeakedBytes). `analysed` is false
+// when no leak has a state (the scan did not run): then the split says
+// nothing.
+struct LeakStates {
+  bool analysed = false;
+  uint64_t lost = 0, lost_bytes = 0;
+  uint64_t reachable = 0, reachable_bytes = 0;
+  uint64_t unknown = 0, unknown_bytes = 0;
+};
+LeakStates CountLeakStates(const std::vector<ReportData::Leak>& leaks);
+
 // Largest bytes first, keeping the order of equal ones.
 void SortLeaksLargestFirst(std::vector<ReportData::Leak>* leaks);
 

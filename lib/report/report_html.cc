@@ -277,6 +277,17 @@ class HtmlWriter {
                                reserved.count == 1 ? "" : "s", " (",
                                Escape(HumanBytes(reserved.bytes)),
                                " of address space, not memory)")));
+    if (const LeakStates states = CountLeakStates(data_.leaks);
+        states.analysed) {
+      row("of them",
+          absl::StrCat(states.lost, " definitely lost (",
+                       Escape(HumanBytes(states.lost_bytes)), "), ",
+                       states.reachable, " still reachable at exit (",
+                       Escape(HumanBytes(states.reachable_bytes)), ")",
+                       states.unknown == 0
+                           ? ""
+                           : absl::StrCat(", ", states.unknown, " unknown")));
+    }
     row("errors", absl::StrCat(s.errors));
     Add("</table>\n<table id=\"devices\"><tr><th>device</th>"
         "<th class=\"n\">total</th><th class=\"n\">peak in use</th>"

@@ -157,6 +157,27 @@ std::string RenderErrorText(const ErrorRecord& error, const StackTable& stacks,
 
 namespace {
 
+// What the reachability scan made of the leaked blocks, for the summary: a
+// cache that holds its memory to the end reads apart from memory the
+// program lost. Empty when the scan did not run.
+std::string LeakStatesNote(const ReportData& data) {
+  const LeakStates s = CountLeakStates(data.leaks);
+  if (!s.analysed || data.summary.leaks == 0) return "";
+  if (s.lost == 0 && s.unknown == 0 && s.reachable == data.summary.leaks) {
+    return data.summary.leaks == 1
+               ? ", still reachable at exit (not lost)"
+               : ", all still reachable at exit (none lost)";
+  }
+  std::string out = absl::StrFormat(
+      ": %d definitely lost (%s), %d still reachable (%s)", s.lost,
+      HumanBytes(s.lost_bytes), s.reachable, HumanBytes(s.reachable_bytes));
+  if (s.unknown > 0) {
+    absl::StrAppend(&out, absl::StrFormat(", %d unknown (%s)", s.unknown,
+                                          HumanBytes(s.unknown_bytes)));
+  }
+  return out;
+}
+
 // The last line of every text report, the one CI greps.
 std::string SummaryLine(const ReportData& data) {
   std::map<absl::string_view, int> by_kind;
@@ -168,10 +189,10 @@ std::string SummaryLine(const ReportData& data) {
   if (!kinds.empty()) kinds += ")";
   std::string leaks =
       data.leak_check
-          ? absl::StrFormat("%d leaked block%s (%s)%s", data.summary.leaks,
+          ? absl::StrFormat("%d leaked block%s (%s)%s%s", data.summary.leaks,
                             data.summary.leaks == 1 ? "" : "s",
                             HumanBytes(data.summary.leaked_bytes),
-                            ReservationsNote(data.leaks))
+                            ReservationsNote(data.leaks), LeakStatesNote(data))
           : std::string("leak check off");
   // Suppressions (lib/report/suppressions.h): say what the rules hid.
   std::string suppressed;

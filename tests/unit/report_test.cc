@@ -202,6 +202,54 @@ TEST(RenderTextTest, SummaryPluralsAndCleanRun) {
       Matches(RenderText(d, 0), R"(SUMMARY: 0 errors, leak check off$)"));
 }
 
+// A framework's cache holding its segments at exit is not a lost block: the
+// summary says which the leaked blocks are, once the scan has run.
+ReportData LeaksInStates(std::vector<std::pair<std::string, uint64_t>> states) {
+  ReportData d;
+  d.pid = 1;
+  d.version = "1";
+  d.reason = "exit";
+  for (const auto& [state, mib] : states) {
+    ReportData::Leak leak;
+    leak.api = Api::kCudaMalloc;
+    leak.kind = MemoryKind::kDevice;
+    leak.bytes = mib * kMiB;
+    leak.count = 1;
+    leak.state = state;
+    d.leaks.push_back(leak);
+    d.summary.leaks += 1;
+    d.summary.leaked_bytes += mib * kMiB;
+  }
+  return d;
+}
+
+TEST(RenderTextTest, SummarySaysWhenEveryLeakedBlockIsStillReachable) {
+  std::string text = RenderText(LeaksInStates({{"reachable", 2}}), 0);
+  EXPECT_TRUE(Matches(text,
+                      R"(SUMMARY: 0 errors, 1 leaked block \(2\.0 MiB\), )"
+                      R"(still reachable at exit \(not lost\)$)"))
+      << text;
+  text = RenderText(LeaksInStates({{"reachable", 2}, {"reachable", 1}}), 0);
+  EXPECT_TRUE(Matches(text, R"(2 leaked blocks \(3\.0 MiB\), all still )"
+                            R"(reachable at exit \(none lost\)$)"))
+      << text;
+}
+
+TEST(RenderTextTest, SummarySplitsLostFromReachable) {
+  std::string text = RenderText(
+      LeaksInStates({{"lost", 1}, {"reachable", 4}, {"unknown", 2}}), 0);
+  EXPECT_TRUE(Matches(text,
+                      R"(SUMMARY: 0 errors, 3 leaked blocks \(7\.0 MiB\): )"
+                      R"(1 definitely lost \(1\.0 MiB\), 1 still )"
+                      R"(reachable \(4\.0 MiB\), 1 unknown \(2\.0 MiB\)$)"))
+      << text;
+  // Without the scan (no states) the line is as before.
+  text = RenderText(LeaksInStates({{"", 1}}), 0);
+  EXPECT_TRUE(
+      Matches(text, R"(SUMMARY: 0 errors, 1 leaked block \(1\.0 MiB\)$)"))
+      << text;
+}
+
 TEST(RenderTextTest, EveryErrorKindPrints) {
   ReportData d = MakeData();
   d.errors.clear();
