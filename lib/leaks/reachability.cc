@@ -175,7 +175,6 @@ ReachResult FloodFill(const std::vector<AddressRange>& roots,
     near.push_back(Item{roots[i], static_cast<int32_t>(i), false});
   }
   bool near_phase = !near.empty();
-  const uint64_t near_until = kNearBytes;
   result.roots = roots.size();
 
   constexpr size_t kWindow = 64 * 1024;  // bytes read per Read() call
@@ -320,7 +319,7 @@ ReachResult FloodFill(const std::vector<AddressRange>& roots,
     return false;
   };
   while (near_phase && unmarked > 0) {
-    if (near.empty() || result.bytes_scanned >= near_until) {
+    if (near.empty() || result.bytes_scanned >= kNearBytes) {
       // What is left of the near search joins the depth-first fill, nearest
       // last (popped first).
       near_phase = false;

@@ -130,7 +130,7 @@ LeakStates CountLeakStates(const std::vector<ReportData::Leak>& leaks) {
     } else if (leak.state == "reachable") {
       out.reachable += leak.count;
       out.reachable_bytes += bytes;
-    } else {
+    } else if (leak.state == "unknown") {
       out.unknown += leak.count;
       out.unknown_bytes += bytes;
     }

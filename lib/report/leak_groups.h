@@ -68,9 +68,10 @@ LeakedReservations CountLeakedReservations(
 // The leaked blocks by what the reachability scan found (ReportData::Leak's
 // `state`): definitely lost, still reachable (held at exit by a pointer the
 // program keeps, as a framework's cache holds its segments), or unknown.
-// Bytes as in summary.leaked_bytes (CountsAsLeakedBytes). `analysed` is false
-// when no leak has a state (the scan did not run): then the split says
-// nothing.
+// Bytes as in summary.leaked_bytes (CountsAsLeakedBytes: address space and
+// NVTX regions are no memory). `analysed` is false when no leak has a state
+// (the scan did not run): then the split says nothing. The one count behind
+// the report's `reachability` totals and its summary line.
 struct LeakStates {
   bool analysed = false;
   uint64_t lost = 0, lost_bytes = 0;

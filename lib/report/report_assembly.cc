@@ -50,18 +50,13 @@ void AddLeakAnalysis(ReportState& state, ReportData* data,
                      std::vector<StackId>* ids) {
   data->reachability = state.reachability;
   ReportData::Reachability& s = data->reachability;
-  for (const ReportData::Leak& leak : data->leaks) {
-    if (leak.state == "lost") {
-      s.lost_bytes += leak.bytes;
-      s.lost_blocks += leak.count;
-    } else if (leak.state == "reachable") {
-      s.reachable_bytes += leak.bytes;
-      s.reachable_blocks += leak.count;
-    } else if (leak.state == "unknown") {
-      s.unknown_bytes += leak.bytes;
-      s.unknown_blocks += leak.count;
-    }
-  }
+  const LeakStates states = CountLeakStates(data->leaks);
+  s.lost_bytes = states.lost_bytes;
+  s.lost_blocks = states.lost;
+  s.reachable_bytes = states.reachable_bytes;
+  s.reachable_blocks = states.reachable;
+  s.unknown_bytes = states.unknown_bytes;
+  s.unknown_blocks = states.unknown;
   if (s.ran && s.truncated) {
     data->notes.push_back(absl::StrFormat(
         "the reachability scan hit its bound (reachability_max_ms=%d, "
