@@ -75,6 +75,7 @@ class CountingDeviceOps : public DeviceOps {
     synced_up_to_ = next_ - 1;
     return 0;
   }
+  int ReleaseOrdered(uint64_t, uint64_t, uint64_t) override { return 0; }
   bool Read(uint64_t, uint64_t, void*, uint64_t) override { return false; }
   bool Write(uint64_t, uint64_t, const void*, uint64_t) override {
     return false;

@@ -268,6 +268,9 @@ FreeTicket Engine::BeginFree(Api api, uint64_t address, StackId stack,
         api == Api::kCudaFree || api == Api::kCuMemFree;
     if (synchronous_free && guard_.TryHold(ticket.record, freed, &findings)) {
       ticket.held = true;
+    } else if ((api == Api::kCudaFreeAsync || api == Api::kCuMemFreeAsync) &&
+               guard_.TryHoldOrdered(ticket.record, freed, stream)) {
+      ticket.held = true;
     } else {
       if (synchronous_free) guard_.NoteSynchronousPoolFree(ticket.record);
       guard_.BeforeRealFree(ticket.record, stream, &findings);

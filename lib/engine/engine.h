@@ -212,6 +212,7 @@ class Engine {
     return mem_pools_.Shareable(pool, device);
   }
   GuardManager& guard() { return guard_; }
+  const GuardManager& guard() const { return guard_; }
 
   // The live block (device, managed or pinned) whose user range holds
   // `address`, or whose raw range does for a guarded block.

@@ -20,7 +20,12 @@ class RegistryView : public MemoryActivityCrossCheck::View {
   explicit RegistryView(const Engine& engine) : engine_(engine) {}
   bool LiveAt(uint64_t address) const override {
     std::optional<BlockView> b = engine_.FindBlock(address);
-    return b && (b->user_address == address || b->raw_address == address);
+    if (b && (b->user_address == address || b->raw_address == address)) {
+      return true;
+    }
+    // Freed by the program, held by the tool (quarantine): CUDA still has
+    // it allocated, for the tool, not lost.
+    return engine_.guard().HoldsRaw(address);
   }
   bool GraphAddress(uint64_t address) const override {
     return engine_.graph_memory().IsGraphAddress(address);

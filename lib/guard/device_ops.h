@@ -108,6 +108,12 @@ class DeviceOps {
   virtual int Release(Api alloc_api, uint64_t context,
                       uint64_t raw_address) = 0;
 
+  // Frees a stream-ordered raw block the tool held back, in `stream`'s order
+  // (cuMemFreeAsync; stream as for Fill, never 0). Does not wait. Returns the
+  // CUDA result code.
+  virtual int ReleaseOrdered(uint64_t context, uint64_t raw_address,
+                             uint64_t stream) = 0;
+
   // The stream-ordered pool that the block at `address` of `context` came
   // from (CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE), 0 when not known.
   virtual uint64_t PoolOf(uint64_t /*context*/, uint64_t /*address*/) {

@@ -40,6 +40,7 @@ GuardManager::GuardManager(const Options& options, DeviceOps* ops)
     : policy_(GuardPolicy::FromOptions(options)),
       level_(options.check),
       quarantine_budget_(static_cast<uint64_t>(options.quarantine_bytes)),
+      hold_ordered_(options.quarantine_async || options.torch),
       release_cap_(std::max(quarantine_budget_ / 2, kMinReleaseCapBytes)),
       ops_(policy_.enabled ? ops : nullptr) {}
 
@@ -59,6 +60,7 @@ void GuardManager::Arm(const AllocationRecord& record) {
   Block b;
   b.record = record;
   b.front_begin = record.raw_address;
+  b.generation = NextGeneration();
   ++stats_.guarded;
   if (StreamOrdered(record.api)) {
     // Pool memory is this block's only in its stream's order: fill there, now.
@@ -186,7 +188,7 @@ void GuardManager::FlushFillsLocked(uint64_t context, Context& c) {
   const bool ok = ops_->Fill(context, 0, zones);
   if (!ok) ++stats_.fill_failures;  // these zones stay unchecked: reported
   for (Block* b : filled) {
-    ++b->generation;
+    b->generation = NextGeneration();
     if (b->canaries_pending) {
       b->canaries_pending = false;
       b->canaries_armed = ok;
@@ -293,7 +295,7 @@ void GuardManager::CollectResults(uint64_t context, Context& c,
         c.fills_pending = true;
         contexts_with_fills_.fetch_add(1, std::memory_order_release);
       }
-      ++live->generation;
+      live->generation = NextGeneration();
       c.table.reset();
     }
   }
@@ -363,11 +365,10 @@ void GuardManager::PollPendingLocked(bool wait,
       // Context::findings_lost); a block being freed is checked nowhere else.
       const bool full = p.clean_through != 0;
       if (it != contexts_.end() &&
-          (!it->second.findings_lost || p.owned.has_value() || full)) {
+          (!it->second.findings_lost || !p.owned.empty() || full)) {
         CollectResults(p.context, it->second, *p.table, results, p.check,
                        p.kernel,
-                       p.owned ? absl::MakeConstSpan(&*p.owned, 1)
-                               : absl::Span<const Block>(),
+                       p.owned,
                        it->second.clean_sequence, findings);
         if (full) {
           Context& c = it->second;
@@ -458,7 +459,7 @@ void GuardManager::EnqueueContextCheckLocked(
                  std::move(table),
                  0,
                  std::string(check),
-                 std::nullopt,
+                 {},
                  next_pending_sequence_++};
   p.clean_through = std::max<uint64_t>(sequence, 1);
   p.clears_lost = c.findings_lost;
@@ -558,7 +559,7 @@ void GuardManager::CheckAfterLaunch(uint64_t context, uint64_t stream,
   }
   for (const GmtZone& z : table->zones) stats_.bytes_checked += z.bytes;
   pending_.push_back(PendingCheck{ticket, context, table, kernel, "kernel",
-                                  std::nullopt, next_pending_sequence_++});
+                                  {}, next_pending_sequence_++});
 }
 
 void GuardManager::OnSynchronized(uint64_t context, uint64_t stream,
@@ -708,6 +709,93 @@ bool GuardManager::TryHold(const AllocationRecord& block,
   return true;
 }
 
+bool GuardManager::TryHoldOrdered(const AllocationRecord& block,
+                                  const FreedRecord& freed, uint64_t stream) {
+  if (ops_ == nullptr || quarantine_budget_ == 0 || !hold_ordered_ ||
+      !StreamOrdered(block.api) || !block.guarded()) {
+    return false;
+  }
+  // The freed fill would become a node of the graph being captured.
+  if (ops_->StreamCapturing(ProgramStream(stream))) return false;
+  absl::MutexLock lock(&mu_);
+  auto cit = contexts_.find(block.context);
+  if (cit == contexts_.end()) return false;
+  Context& c = cit->second;
+  auto it = c.blocks.find(block.raw_address);
+  if (it == c.blocks.end() || it->second.freeing) return false;
+  Block& b = it->second;
+  if (block.bytes > 0) {
+    // In the free's stream order: after the program's last use of the
+    // block there, before anything the program enqueues there next.
+    const GmtZone freed_zone{block.address, block.bytes, kFreedByte, 0};
+    if (!ops_->Fill(block.context, ProgramStream(stream),
+                    absl::MakeConstSpan(&freed_zone, 1))) {
+      // CUDA refused work on the stream (a sticky error, say): its own
+      // free gives the program the answer it would have had.
+      return false;
+    }
+  }
+  b.held = true;
+  b.freed = freed;
+  b.freed_pending = false;
+  b.freed_armed = block.bytes > 0;
+  b.generation = NextGeneration();
+  // Checked on the free's stream, and on others once a synchronization
+  // covered it (Block::confirmed).
+  b.record.stream = stream;
+  b.confirmed = false;
+  c.quarantine.push_back(block.raw_address);
+  c.held_bytes += block.raw_bytes;
+  c.table.reset();
+  return true;
+}
+
+uint64_t GuardManager::ReleaseOrderedLocked(uint64_t context,
+                                            std::vector<Block> blocks) {
+  absl::flat_hash_map<uint64_t, std::vector<Block>> by_stream;
+  for (Block& b : blocks) by_stream[b.record.stream].push_back(std::move(b));
+  uint64_t released = 0;
+  for (auto& [stream, group] : by_stream) {
+    auto table = std::make_shared<Table>();
+    if (level_ != CheckLevel::kNone) {
+      for (const Block& b : group) AppendArmedZones(b, table.get());
+    }
+    uint64_t chunk = 0;
+    for (GmtZone& z : table->zones) {
+      z.chunk_begin = chunk;
+      chunk += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
+    }
+    if (!table->zones.empty()) {
+      // Ahead of CUDA's free in the same stream: the check reads the
+      // blocks before the pool can hand them out again. A check made
+      // earlier that still reads them later finds another block's
+      // generation there and reports nothing (CollectResults).
+      const uint64_t ticket =
+          ops_->CheckAsync(context, ProgramStream(stream), table->zones);
+      if (ticket == 0) {
+        NoteCheckFailureLocked();
+      } else {
+        for (const GmtZone& z : table->zones) stats_.bytes_checked += z.bytes;
+        pending_.push_back(PendingCheck{ticket, context, table, 0,
+                                        "quarantine", group,
+                                        next_pending_sequence_++});
+      }
+    }
+    for (const Block& b : group) {
+      ++stats_.evicted;
+      const int rc = ops_->ReleaseOrdered(context, b.record.raw_address,
+                                          ProgramStream(stream));
+      if (rc == 0) {
+        released += b.record.raw_bytes;
+      } else {
+        LogNote(1, "releasing held 0x%llx on its stream failed (%d)",
+                static_cast<unsigned long long>(b.record.raw_address), rc);
+      }
+    }
+  }
+  return released;
+}
+
 bool GuardManager::SynchronizeForFreeLocked(
     uint64_t context, std::vector<GuardFinding>* findings) {
   PollPendingLocked(/*wait=*/false, findings);
@@ -740,8 +828,10 @@ void GuardManager::NoteCheckFailureLocked() {
   }
 }
 
-void GuardManager::EvictLocked(uint64_t context, Context& c, size_t count) {
+uint64_t GuardManager::EvictLocked(uint64_t context, Context& c,
+                                   size_t count) {
   ReleaseBatch batch;
+  std::vector<Block> ordered;
   batch.check = quarantine_budget_ > 0 ? "quarantine" : "free";
   batch.since = c.clean_sequence;
   batch.kernel_checks_before = next_pending_sequence_;
@@ -754,13 +844,23 @@ void GuardManager::EvictLocked(uint64_t context, Context& c, size_t count) {
     Block& b = it->second;
     // Only what was written can be checked: a block freed before any launch
     // was never filled, and costs no GPU work at all.
-    AppendArmedZones(b, table.get());
     c.held_bytes -= std::min(c.held_bytes, b.record.raw_bytes);
+    if (StreamOrdered(b.record.api)) {
+      ordered.push_back(std::move(b));
+      c.blocks.erase(it);
+      continue;
+    }
+    AppendArmedZones(b, table.get());
     batch.bytes += b.record.raw_bytes;
     batch.blocks.push_back(std::move(b));
     c.blocks.erase(it);
   }
-  if (batch.blocks.empty()) return;
+  const uint64_t released =
+      ordered.empty() ? 0 : ReleaseOrderedLocked(context, std::move(ordered));
+  if (batch.blocks.empty()) {
+    c.table.reset();
+    return released;
+  }
   c.table.reset();
   uint64_t chunk = 0;
   for (GmtZone& z : table->zones) {
@@ -781,6 +881,7 @@ void GuardManager::EvictLocked(uint64_t context, Context& c, size_t count) {
   batch.table = std::move(table);
   c.releasing_bytes += batch.bytes;
   c.releasing.push_back(std::move(batch));
+  return released;
 }
 
 void GuardManager::PollReleasesLocked(uint64_t context, bool wait_oldest,
@@ -1037,11 +1138,23 @@ uint64_t GuardManager::ReleaseQuarantine(std::vector<GuardFinding>* findings) {
   if (ops_ == nullptr) return 0;
   absl::MutexLock lock(&mu_);
   std::vector<uint64_t> queued;
+  std::vector<uint64_t> ordered_released;
+  uint64_t released = 0;
   for (auto& [context, c] : contexts_) {
-    if (!c.quarantine.empty()) EvictLocked(context, c, c.quarantine.size());
+    if (!c.quarantine.empty()) {
+      const uint64_t ordered = EvictLocked(context, c, c.quarantine.size());
+      if (ordered > 0) ordered_released.push_back(context);
+      released += ordered;
+    }
     if (!c.releasing.empty()) queued.push_back(context);
   }
-  uint64_t released = 0;
+  // Stream-ordered frees give their memory to allocations on other streams
+  // only once they have run: the retry that follows may be on any stream.
+  for (uint64_t context : ordered_released) {
+    mu_.Unlock();
+    ops_->SynchronizeContext(context);
+    mu_.Lock();
+  }
   for (uint64_t context : queued) {
     released += DrainReleasesLocked(context, /*release=*/true, findings);
   }
@@ -1090,7 +1203,8 @@ void GuardManager::BeforeRealFree(const AllocationRecord& block,
       return;
     }
     pending_.push_back(PendingCheck{ticket, block.context, table, 0, "free",
-                                    it->second, next_pending_sequence_++});
+                                    std::vector<Block>{it->second},
+                                    next_pending_sequence_++});
     return;
   }
   Block owned = it->second;

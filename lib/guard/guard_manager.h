@@ -33,12 +33,17 @@
 //             (DeviceOps::CheckAfterKernel); findings that were lost before
 //             they were read leave the zones to the next synchronization's
 //             full check (Context::findings_lost).
-//   A block freed while quarantine is off (or a stream-ordered block) is
-//   checked at its free.
+//   A stream-ordered block freed while quarantine is off (or on a stream
+//   being captured) is checked at its free, on the free's stream.
 //
-// Freed blocks of synchronous APIs go to a FIFO quarantine (per context,
-// quarantine_bytes): CUDA is not called; their user bytes are filled with
-// the freed pattern; a later change is a uaf-write. With quarantine_bytes=0
+// Freed blocks go to a FIFO quarantine (per context, quarantine_bytes): CUDA
+// is not called; their user bytes are filled with the freed pattern; a later
+// change is a uaf-write. With quarantine_async (torch mode turns it on), a
+// stream-ordered block (cudaFreeAsync, and so every tensor of PyTorch's
+// cudaMallocAsync backend) is held too:
+// filled on its free's stream at the free, and when it leaves the quarantine
+// its check and CUDA's stream-ordered free are enqueued on that stream, one
+// behind the other: it never costs a host wait. With quarantine_bytes=0
 // a freed block whose canaries were written is held the same way, without
 // the freed fill, only until its check (a batch of up to
 // kFreeCheckBatchBlocks blocks or kFreeCheckBatchBytes).
@@ -160,6 +165,18 @@ class GuardManager {
   // BeforeRealFree.
   bool TryHold(const AllocationRecord& block, const FreedRecord& freed,
                std::vector<GuardFinding>* findings);
+  // A guarded stream-ordered block is being freed with cudaFreeAsync /
+  // cuMemFreeAsync on `stream`. True: the tool keeps it in quarantine and
+  // CUDA must not be called; its user bytes get the freed pattern on
+  // `stream` now (in the free's stream order, after the program's last use
+  // of it), so a later write through a stale pointer is a uaf-write. When
+  // it leaves the quarantine its zones are checked on that stream and CUDA's
+  // stream-ordered free follows at once on the same stream: no host wait,
+  // ever. False (no quarantine, a stream being captured, CUDA refused the
+  // fill, quarantine_async off): the caller frees it with CUDA now, after
+  // BeforeRealFree.
+  bool TryHoldOrdered(const AllocationRecord& block, const FreedRecord& freed,
+                      uint64_t stream);
   // Checks the block's zones before CUDA frees it (on `stream` for a
   // stream-ordered free, without waiting).
   void BeforeRealFree(const AllocationRecord& block, uint64_t stream,
@@ -287,7 +304,10 @@ class GuardManager {
     // bookkeeping in it as an overrun; a concurrent flush could paint
     // canaries over memory the program owns again).
     bool freeing = false;
-    uint32_t generation = 0;  // bumped at every (re)fill
+    // Unique among every block of the process (NextGeneration), renewed at
+    // every (re)fill: a check made before a block's memory went back to CUDA
+    // and was handed out again never matches the new block's zones.
+    uint32_t generation = 0;
     std::optional<FreedRecord> freed;
   };
   struct ZoneRef {
@@ -305,7 +325,9 @@ class GuardManager {
     std::shared_ptr<const Table> table;
     uint32_t kernel = 0;  // per-kernel check: the kernel; 0 otherwise
     std::string check;
-    std::optional<Block> owned;  // a block being freed: it leaves the map
+    // Blocks being freed: they have left the map (a stream-ordered free,
+    // or quarantine evictions of stream-ordered blocks).
+    std::vector<Block> owned;
     uint64_t sequence = 0;       // order of enqueueing (ReleaseBatch)
     // A full check of the context (every zone, at a synchronization): the
     // launch log position when it was enqueued, which becomes the context's
@@ -431,7 +453,9 @@ class GuardManager {
   static bool HasArmedZones(const Block& b);
   // Moves the `count` oldest held blocks of `c` to its release queue as one
   // batch and enqueues their check on the tool's stream (no wait).
-  void EvictLocked(uint64_t context, Context& c, size_t count)
+  // Returns the raw bytes of stream-ordered blocks given back to CUDA at
+  // once (they need no release queue).
+  uint64_t EvictLocked(uint64_t context, Context& c, size_t count)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Collects the answers of `context`'s release batches that are in; with
   // `wait_oldest`, waits (mu_ let go) for the oldest unanswered one first.
@@ -459,6 +483,15 @@ class GuardManager {
   // now (a synchronization, exit or teardown reports what they find).
   void EnqueueFreeChecksLocked(uint64_t context, Context& c)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Held stream-ordered blocks leaving the quarantine (EvictLocked): per
+  // stream, one check of their zones on that stream, then CUDA's
+  // stream-ordered free of each right behind it. Returns the raw bytes
+  // handed back.
+  uint64_t ReleaseOrderedLocked(uint64_t context, std::vector<Block> blocks)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint32_t NextGeneration() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return ++last_generation_;
+  }
   // Counts a check that could not run; says so once.
   void NoteCheckFailureLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits (mu_ let go) for what keeps the oldest release batch of `context`
@@ -497,6 +530,8 @@ class GuardManager {
   const GuardPolicy policy_;
   const CheckLevel level_;
   const uint64_t quarantine_budget_;
+  // Stream-ordered frees are held too (quarantine_async, or torch mode).
+  const bool hold_ordered_;
   // Bound on the raw bytes of a context awaiting release.
   const uint64_t release_cap_;
   DeviceOps* const ops_;
@@ -514,6 +549,7 @@ class GuardManager {
   absl::flat_hash_map<uint64_t, uint64_t> lingering_pool_bytes_
       ABSL_GUARDED_BY(mu_);
   bool check_failure_said_ ABSL_GUARDED_BY(mu_) = false;
+  uint32_t last_generation_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_pending_sequence_ ABSL_GUARDED_BY(mu_) = 1;
   // Per-kernel checks out of pending_ whose answer a thread is waiting for.
   int pending_in_wait_ ABSL_GUARDED_BY(mu_) = 0;

@@ -405,6 +405,23 @@ int DriverDeviceOps::Release(Api alloc_api, uint64_t context,
   return pinned ? d->mem_free_host(p) : d->mem_free(raw_address);
 }
 
+int DriverDeviceOps::ReleaseOrdered(uint64_t context, uint64_t raw_address,
+                                    uint64_t stream) {
+  const ToolDriver* d = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    d = Driver();
+  }
+  if (d == nullptr || d->mem_free_async == nullptr) {
+    return CUDA_ERROR_NOT_INITIALIZED;
+  }
+  // The legacy stream (and a stream-ordered free's device) is the current
+  // context's: make the block's context current for the call.
+  ToolContextScope scope(*d, context);
+  if (scope.result() != CUDA_SUCCESS) return scope.result();
+  return d->mem_free_async(raw_address, reinterpret_cast<CUstream>(stream));
+}
+
 uint64_t DriverDeviceOps::PoolOf(uint64_t context, uint64_t address) {
   const ToolDriver* d = nullptr;
   {

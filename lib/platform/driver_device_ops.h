@@ -80,6 +80,8 @@ class DriverDeviceOps : public DeviceOps {
                  std::vector<GmtZoneResult>* results) override;
   int SynchronizeContext(uint64_t context) override;
   int Release(Api alloc_api, uint64_t context, uint64_t raw_address) override;
+  int ReleaseOrdered(uint64_t context, uint64_t raw_address,
+                     uint64_t stream) override;
   uint64_t PoolOf(uint64_t context, uint64_t address) override;
   bool Read(uint64_t context, uint64_t address, void* out,
             uint64_t bytes) override;

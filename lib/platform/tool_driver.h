@@ -77,6 +77,7 @@ namespace gmt {
   X(mem_free, cuMemFree, cuMemFree_v2, 3020)                                   \
   X(mem_host_alloc, cuMemHostAlloc, cuMemHostAlloc, 2020)                      \
   X(mem_free_host, cuMemFreeHost, cuMemFreeHost, 2000)                         \
+  X(mem_free_async, cuMemFreeAsync, cuMemFreeAsync, 11020)                     \
   X(memset_d8_async, cuMemsetD8Async, cuMemsetD8Async, 3020)                   \
   X(memcpy_htod, cuMemcpyHtoD, cuMemcpyHtoD_v2, 3020)                          \
   X(memcpy_dtoh, cuMemcpyDtoH, cuMemcpyDtoH_v2, 3020)                          \

@@ -867,12 +867,94 @@ TEST_F(GuardTest, StreamOrderedBlocksAreFilledAtOnceOnTheirStream) {
   uint8_t* p = Alloc(1000, Api::kCudaMallocAsync, kStream);
   EXPECT_EQ(ops_->fills, 1);
   p[1000] = 1;
-  EXPECT_TRUE(Free(p, Api::kCudaFreeAsync, kStream));  // never held
+  // Not held without quarantine_async: its pool's figures stay the
+  // program's.
+  EXPECT_TRUE(Free(p, Api::kCudaFreeAsync, kStream));
   engine_->OnSynchronized(kContext);  // answers the async check at free
   std::vector<ErrorRecord> errors = Errors();
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].check, "free");
   EXPECT_EQ(errors[0].allocation->api, Api::kCudaMallocAsync);
+}
+
+// quarantine_async=1 (torch mode): stream-ordered frees are held too.
+Options AsyncQuarantine(int64_t quarantine = 1 << 20) {
+  Options o = GuardOptions(CheckLevel::kSync, quarantine);
+  o.quarantine_async = true;
+  return o;
+}
+
+TEST_F(GuardTest, StreamOrderedFreeIsQuarantinedWithoutAHostWait) {
+  Start(AsyncQuarantine());
+  uint8_t* p = Alloc(1000, Api::kCudaMallocAsync, kStream);
+  const int fills_before = ops_->fills;
+  EXPECT_FALSE(Free(p, Api::kCudaFreeAsync, kStream));  // held
+  // The freed pattern went in on the free's stream, at the free; nothing
+  // waited: neither a synchronization nor a check's answer.
+  EXPECT_EQ(ops_->fills, fills_before + 1);
+  EXPECT_EQ(ops_->syncs, 0);
+  EXPECT_EQ(ops_->waits, 0);
+  EXPECT_TRUE(ops_->released_ordered.empty());
+  p[10] = 0;  // a kernel writing through the stale pointer
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].kind, ErrorKind::kUafWrite);
+  EXPECT_EQ(errors[0].first_offset, 10);
+  ASSERT_TRUE(errors[0].previous_free);
+  EXPECT_EQ(errors[0].previous_free->free_api, Api::kCudaFreeAsync);
+  EXPECT_EQ(errors[0].allocation->api, Api::kCudaMallocAsync);
+}
+
+TEST_F(GuardTest, StreamOrderedEvictionChecksThenFreesOnTheSameStream) {
+  Start(AsyncQuarantine(/*quarantine=*/64 * 1024));
+  std::vector<uint8_t*> blocks;
+  for (int i = 0; i < 8; ++i) {
+    blocks.push_back(Alloc(16 * 1024, Api::kCudaMallocAsync, kStream));
+  }
+  blocks[0][16 * 1024 + 3] = 1;  // an overrun nobody has checked yet
+  for (uint8_t* p : blocks) EXPECT_FALSE(Free(p, Api::kCudaFreeAsync, kStream));
+  // Over the budget: the oldest left the quarantine, each with one check on
+  // the stream and CUDA's stream-ordered free right behind it; no wait.
+  ASSERT_FALSE(ops_->released_ordered.empty());
+  EXPECT_EQ(ops_->released_ordered.front(),
+            reinterpret_cast<uint64_t>(blocks[0]) - 512);
+  EXPECT_TRUE(ops_->released.empty());  // no synchronous free
+  EXPECT_GE(ops_->async_checks, 1);
+  EXPECT_EQ(ops_->syncs, 0);
+  EXPECT_EQ(ops_->waits, 0);
+  EXPECT_LT(engine_->guard().Stats().held_bytes, 2u * 64 * 1024);
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].kind, ErrorKind::kOobWrite);
+  EXPECT_EQ(errors[0].first_offset, 16 * 1024 + 3);
+  EXPECT_EQ(errors[0].check, "quarantine");
+}
+
+TEST_F(GuardTest, StreamOrderedFreeWhileCapturingIsNotHeld) {
+  Start(AsyncQuarantine());
+  uint8_t* p = Alloc(1000, Api::kCudaMallocAsync, kStream);
+  ops_->capturing = true;  // a fill now would become a node of the graph
+  EXPECT_TRUE(Free(p, Api::kCudaFreeAsync, kStream));
+}
+
+TEST_F(GuardTest, OutOfMemoryFreesTheStreamOrderedQuarantineAndSyncs) {
+  Start(AsyncQuarantine());
+  std::vector<uint8_t*> blocks;
+  for (int i = 0; i < 4; ++i) {
+    blocks.push_back(Alloc(4096, Api::kCudaMallocAsync, kStream));
+  }
+  for (uint8_t* p : blocks) Free(p, Api::kCudaFreeAsync, kStream);
+  ASSERT_TRUE(ops_->released_ordered.empty());
+  std::vector<GuardFinding> findings;
+  const uint64_t released = engine_->guard().ReleaseQuarantine(&findings);
+  EXPECT_TRUE(findings.empty());
+  EXPECT_EQ(ops_->released_ordered.size(), 4u);
+  EXPECT_GE(released, 4u * 4096);
+  // The retry may be on another stream: the frees must have run.
+  EXPECT_EQ(ops_->syncs, 1);
+  EXPECT_EQ(engine_->guard().Stats().held_bytes, 0u);
 }
 
 TEST_F(GuardTest, CaptureLeavesStreamOrderedBlocksUnguarded) {

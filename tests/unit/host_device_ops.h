@@ -144,6 +144,20 @@ class HostDeviceOps : public DeviceOps {
     std::free(reinterpret_cast<void*>(raw));
     return 0;
   }
+  // Stream-ordered frees: the block goes back to "CUDA" at once (in stream
+  // order nothing can run between the check enqueued before it and the
+  // free); counted apart from synchronous releases.
+  std::vector<uint64_t> released_ordered;
+  int ReleaseOrdered(uint64_t, uint64_t raw, uint64_t stream) override {
+    RunChecks();  // enqueued before the free: they run before it
+    if (stream == 0 || device_blocks.erase(raw) == 0) {
+      ++invalid_releases;
+      return 1;  // cudaErrorInvalidValue
+    }
+    released_ordered.push_back(raw);
+    std::free(reinterpret_cast<void*>(raw));
+    return 0;
+  }
   bool Read(uint64_t, uint64_t address, void* out, uint64_t bytes) override {
     std::memcpy(out, reinterpret_cast<const void*>(address), bytes);
     return true;
