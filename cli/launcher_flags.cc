@@ -34,6 +34,7 @@ struct Flag {
 constexpr Flag kFlags[] = {
     {"--leak-check", "", FlagKind::kSwitch, "leak_check"},
     {"--guard", "", FlagKind::kSwitch, "guard"},
+    {"--torch", "", FlagKind::kSwitch, "torch"},
     {"--check", "", FlagKind::kValue, "check"},
     {"--report", "", FlagKind::kValue, "report"},
     {"--output", "-o", FlagKind::kValue, "report_path"},

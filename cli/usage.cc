@@ -74,6 +74,13 @@ FLAGS
                          leak_check: list memory still allocated at exit.
     --guard[=yes|no], --no-guard
                          guard: redzones with canaries around allocations.
+    --torch[=yes|no]     torch: PyTorch tensor mode. Every tensor becomes its
+                         own guarded block (PyTorch's cudaMallocAsync
+                         backend, set in PYTORCH_CUDA_ALLOC_CONF), so a
+                         kernel writing past one tensor, or into a freed one,
+                         is reported; with PyTorch's default allocator such
+                         writes land inside a shared segment, unseen. No
+                         change to the script.
     --check LEVEL        check: when zones are checked: none, exit, sync,
                          kernel.
     --report FORMAT      report: text, json, html, trace, torch, a
@@ -105,6 +112,7 @@ FLAGS
 EXAMPLES
     gpumemtrace run -- ./train --epochs 1
     gpumemtrace run --report json -o gmt.%p.json --error-exitcode 3 -- ./app
+    gpumemtrace run --torch -- python3 train.py
     gpumemtrace run --check kernel -O stack_depth=32 -- python3 train.py
     gpumemtrace run --explain-faults -- ./app
 )";

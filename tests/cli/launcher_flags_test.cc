@@ -71,6 +71,8 @@ TEST(LauncherFlagsTest, EveryFlagMapsOntoItsOption) {
   EXPECT_EQ(Options({"--guard=off"}), "guard=0");
   EXPECT_EQ(Options({"--guard=YES"}), "guard=1");
   EXPECT_EQ(Options({"--no-guard"}), "guard=0");
+  EXPECT_EQ(Options({"--torch"}), "torch=1");
+  EXPECT_EQ(Options({"--torch=no"}), "torch=0");
   EXPECT_EQ(Options({"--check", "kernel"}), "check=kernel");
   EXPECT_EQ(Options({"--check=exit"}), "check=exit");
   EXPECT_EQ(Options({"--report", "json"}), "report=json");
