@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "absl/base/const_init.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "lib/core/log.h"
 #include "lib/stacks/stack_capture.h"
 
 namespace gmt {
@@ -74,6 +76,13 @@ const PythonApi& Api() {
                a.as_utf8 != nullptr && a.incref != nullptr &&
                a.decref != nullptr && a.err_fetch != nullptr &&
                a.err_restore != nullptr;
+    if (!a.usable) {
+      LogNote(1,
+              "python stacks: CPython is in the process but %s; stacks stay "
+              "native",
+              !range ? "its interpreter loop's module was not found"
+                     : "a function of its C API was not found");
+    }
     return a;
   }();
   return api;
@@ -129,14 +138,245 @@ uint32_t Intern(const PythonApi& api, void* code, int line) {
   return it->second;
 }
 
+// ---- Frames of a thread that does not hold the GIL --------------------------
+//
+// A framework's operator releases the GIL before it allocates (PyTorch's do),
+// so the allocating thread may not call the API above. Its frames are still
+// where it left them: the thread is inside a C call, and no other thread
+// changes them meanwhile. They are read from the interpreter's own structures,
+// with no call into Python and no reference taken (taking one without the GIL
+// races with the threads that hold it). The layouts are CPython's, per
+// version (x86-64 and aarch64: LP64), and every object read is checked
+// against its type first. Versions without a layout here get no frames
+// on such threads.
+struct RawLayout {
+  bool usable = false;
+  // 3.10: the thread's frames are frame objects (PyThreadState.frame,
+  // f_back, f_code, f_lasti in code units), each checked to be one.
+  bool frame_objects = false;
+  const void* frame_type = nullptr;
+  bool via_cframe = false;  // 3.11, 3.12: PyThreadState.cframe->current_frame
+  size_t tstate_frame = 0;
+  size_t cframe_current = 0;
+  size_t frame_code = 0;      // f_code, or f_executable (3.13)
+  size_t frame_previous = 0;
+  size_t frame_instr = 0;     // prev_instr, or instr_ptr (3.13)
+  size_t frame_owner = 0;
+  int owner_cstack = -1;      // frames pushed for a C entry (3.12+): no code
+  size_t code_filename = 0;
+  size_t code_qualname = 0;
+  size_t code_first_traceable = 0;
+  size_t code_adaptive = 0;   // co_code_adaptive: the instructions
+  size_t ascii_header = 0;    // sizeof(PyASCIIObject)
+  const void* code_type = nullptr;
+  const void* unicode_type = nullptr;
+  void* (*this_thread_state)() = nullptr;  // PyGILState_GetThisThreadState
+  int (*addr2line)(void*, int) = nullptr;  // PyCode_Addr2Line
+};
+
+constexpr int kOwnedByGenerator = 1;  // FRAME_OWNED_BY_GENERATOR, 3.11-3.13
+
+const RawLayout& Raw() {
+  static const RawLayout layout = [] {
+    RawLayout l;
+    unsigned long minor = 0;
+    if (const auto* version = reinterpret_cast<const unsigned long*>(
+            dlsym(RTLD_DEFAULT, "Py_Version"))) {  // 3.11 and later
+      if ((*version >> 24) != 3) return l;
+      minor = (*version >> 16) & 0xFF;
+    } else {
+      const char* (*get_version)() = nullptr;
+      Find("Py_GetVersion", &get_version);
+      if (get_version == nullptr) return l;
+      const char* text = get_version();  // "3.10.13 (main, ...)"
+      if (text == nullptr || std::strncmp(text, "3.10.", 5) != 0) return l;
+      minor = 10;
+    }
+    if (minor == 10) {
+      l.frame_objects = true;
+      l.frame_type = dlsym(RTLD_DEFAULT, "PyFrame_Type");
+      l.tstate_frame = 24;
+      l.frame_previous = 24;  // f_back
+      l.frame_code = 32;
+      l.frame_instr = 96;  // f_lasti
+      l.code_filename = 104;
+      l.code_qualname = 112;  // co_name: 3.10 has no co_qualname
+      l.ascii_header = 48;
+    } else if (minor == 11) {
+      l.via_cframe = true;
+      l.tstate_frame = 56;
+      l.cframe_current = 8;
+      l.frame_code = 32;
+      l.frame_previous = 48;
+      l.frame_instr = 56;
+      l.frame_owner = 69;
+      l.code_first_traceable = 168;
+      l.code_adaptive = 184;
+      l.ascii_header = 48;
+    } else if (minor == 12) {
+      l.via_cframe = true;
+      l.tstate_frame = 56;
+      l.cframe_current = 0;
+      l.frame_code = 0;
+      l.frame_previous = 8;
+      l.frame_instr = 56;
+      l.frame_owner = 70;
+      l.owner_cstack = 3;
+      l.code_first_traceable = 176;
+      l.code_adaptive = 192;
+      l.ascii_header = 40;
+    } else if (minor == 13) {
+      l.tstate_frame = 72;
+      l.frame_code = 0;
+      l.frame_previous = 8;
+      l.frame_instr = 56;
+      l.frame_owner = 70;
+      l.owner_cstack = 3;
+      l.code_first_traceable = 184;
+      l.code_adaptive = 200;
+      l.ascii_header = 40;
+    } else {
+      return l;
+    }
+    if (!l.frame_objects) {
+      l.code_filename = 112;
+      l.code_qualname = 128;
+    }
+    l.code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
+    l.unicode_type = dlsym(RTLD_DEFAULT, "PyUnicode_Type");
+    Find("PyGILState_GetThisThreadState", &l.this_thread_state);
+    Find("PyCode_Addr2Line", &l.addr2line);
+    l.usable = l.code_type != nullptr && l.unicode_type != nullptr &&
+               l.this_thread_state != nullptr && l.addr2line != nullptr &&
+               (!l.frame_objects || l.frame_type != nullptr);
+    LogNote(1, "python stacks: CPython 3.%lu; frames of threads without the "
+               "GIL are %s", minor, l.usable ? "read" : "not read");
+    return l;
+  }();
+  return layout;
+}
+
+template <typename T>
+T Field(const void* object, size_t offset) {
+  T value;
+  std::memcpy(&value, static_cast<const char*>(object) + offset, sizeof(T));
+  return value;
+}
+
+const void* TypeOf(const void* object) {
+  return Field<const void*>(object, 8);  // ob_type, after ob_refcnt
+}
+
+// A compact ASCII str's text (file and function names are); empty for any
+// other object.
+std::string AsciiText(const RawLayout& l, const void* object) {
+  if (object == nullptr || TypeOf(object) != l.unicode_type) return {};
+  const int64_t length = Field<int64_t>(object, 16);
+  const uint32_t state = Field<uint32_t>(object, 32);
+  const bool compact = (state >> 5) & 1;
+  const bool ascii = (state >> 6) & 1;
+  if (!compact || !ascii || length < 0 || length > 4096) return {};
+  return std::string(static_cast<const char*>(object) + l.ascii_header,
+                     static_cast<size_t>(length));
+}
+
+// Interns (code, line) for a thread without the GIL: the code object is not
+// kept alive (that would take a reference), so an address may come to name
+// another function; a cached entry is used only if its names still match.
+uint32_t InternRaw(const RawLayout& l, const void* code, int line) {
+  PythonFrameInfo info;
+  info.function = AsciiText(l, Field<const void*>(code, l.code_qualname));
+  info.file = AsciiText(l, Field<const void*>(code, l.code_filename));
+  info.line = line;
+  if (info.function.empty() && info.file.empty()) return 0;
+  const std::pair<uintptr_t, int> key{reinterpret_cast<uintptr_t>(code), line};
+  absl::MutexLock lock(&g_mu);
+  if (g_table == nullptr) g_table = new Table;
+  if (auto it = g_table->ids.find(key); it != g_table->ids.end()) {
+    const PythonFrameInfo& known = g_table->infos[it->second - 1];
+    if (known.function == info.function && known.file == info.file) {
+      return it->second;
+    }
+  }
+  if (g_table->infos.size() >= kMaxFrames) return 0;
+  g_table->infos.push_back(std::move(info));
+  const uint32_t id = static_cast<uint32_t>(g_table->infos.size());
+  g_table->ids[key] = id;
+  return id;
+}
+
+// Appends this thread's Python frames, innermost first, from frames[n] up to
+// max_frames; returns the new count.
+int AppendFramesWithoutGil(const RawLayout& l, uintptr_t* frames, int n,
+                           int max_frames) {
+  const void* tstate = l.this_thread_state();
+  if (tstate == nullptr) return n;  // a thread Python never ran on
+  const void* frame = Field<const void*>(tstate, l.tstate_frame);
+  if (l.via_cframe) {
+    // The C frame of the interpreter loop that runs this thread's Python:
+    // on this thread's stack, above this call (a check that the layout is
+    // the running interpreter's before anything is read through it).
+    const char here = 0;
+    const auto at = reinterpret_cast<uintptr_t>(frame);
+    const auto sp = reinterpret_cast<uintptr_t>(&here);
+    if (at <= sp || at - sp > (uintptr_t{256} << 20)) return n;
+    frame = Field<const void*>(frame, l.cframe_current);
+  }
+  for (int walked = 0; frame != nullptr && n < max_frames && walked < 4096;
+       ++walked) {
+    if (l.frame_objects) {
+      if (TypeOf(frame) != l.frame_type) break;
+      const void* code = Field<const void*>(frame, l.frame_code);
+      if (code != nullptr && TypeOf(code) == l.code_type) {
+        const int lasti = Field<int>(frame, l.frame_instr);
+        const int line = l.addr2line(const_cast<void*>(code), lasti * 2);
+        if (const uint32_t id = InternRaw(l, code, line); id != 0) {
+          frames[n++] = kPythonFrameTag | id;
+        }
+      }
+      frame = Field<const void*>(frame, l.frame_previous);
+      continue;
+    }
+    const int owner = Field<uint8_t>(frame, l.frame_owner);
+    const void* code = Field<const void*>(frame, l.frame_code);
+    if (owner != l.owner_cstack && code != nullptr &&
+        TypeOf(code) == l.code_type) {
+      const char* instructions =
+          static_cast<const char*>(code) + l.code_adaptive;
+      const char* instr = Field<const char*>(frame, l.frame_instr);
+      const int first = Field<int>(code, l.code_first_traceable);
+      // A frame still being set up has no line yet (_PyFrame_IsIncomplete).
+      const bool incomplete = owner != kOwnedByGenerator &&
+                              instr < instructions + 2 * int64_t{first};
+      if (!incomplete) {
+        const int line =
+            l.addr2line(const_cast<void*>(code),
+                        static_cast<int>(instr - instructions));
+        if (const uint32_t id = InternRaw(l, code, line); id != 0) {
+          frames[n++] = kPythonFrameTag | id;
+        }
+      }
+    }
+    frame = Field<const void*>(frame, l.frame_previous);
+  }
+  return n;
+}
+
 }  // namespace
 
 int SplicePythonFrames(uintptr_t* frames, int count, int max_frames) {
   const PythonApi& api = Api();
   if (!api.usable || count >= max_frames || api.is_initialized() == 0 ||
-      api.gil_check() != 1 ||
       (api.is_finalizing != nullptr && api.is_finalizing() != 0)) {
     return count;
+  }
+  if (api.gil_check() != 1) {
+    const RawLayout& raw = Raw();
+    if (!raw.usable) return count;
+    int n = 0;
+    while (n < count && (frames[n] < api.begin || frames[n] >= api.end)) ++n;
+    const int spliced = AppendFramesWithoutGil(raw, frames, n, max_frames);
+    return spliced == n ? count : spliced;
   }
   void* frame = api.get_frame();  // borrowed
   if (frame == nullptr) return count;

@@ -3,10 +3,12 @@
 //
 // A captured stack holds return addresses. A Python frame is stored among
 // them as a tagged value (kPythonFrameTag | id) that no code address has;
-// `id` names an interned (function, file, line). The interpreter is reached
-// in-process through its public C API, found with dlsym in the running
-// process (CPython 3.10 to 3.13; nothing is linked), and only on a thread
-// that holds the GIL, so the frames are consistent and the calls are allowed.
+// `id` names an interned (function, file, line). CPython 3.10 to 3.13 is
+// found in the running process with dlsym (nothing is linked). A thread that
+// holds the GIL is read through the public C API; one that released it (as
+// PyTorch's operators do before they allocate) is read from the
+// interpreter's own structures, per version, with no call into Python and no
+// reference taken: its frames do not change while it is inside the call.
 #ifndef GMT_LIB_STACKS_PYTHON_FRAMES_H_
 #define GMT_LIB_STACKS_PYTHON_FRAMES_H_
 
@@ -28,13 +30,15 @@ struct PythonFrameInfo {
   int line = 0;
 };
 
-// With `frames[0..count)` a native stack, innermost first: where this thread
-// holds the GIL of an initialized interpreter, keeps the native frames up to
-// the first one inside the interpreter itself, then the Python frames,
-// innermost first, up to `max_frames` in all; returns the new count.
-// Anywhere else (no Python in the process, the GIL not held, the interpreter
-// finalizing) returns `count` with the frames untouched. Leaves any Python
-// exception that was set as it was. Not async-signal-safe.
+// With `frames[0..count)` a native stack, innermost first: on a thread that
+// runs Python code of an initialized interpreter (holding the GIL or having
+// released it for this call), keeps the native frames up to the first one
+// inside the interpreter itself, then the Python frames, innermost first, up
+// to `max_frames` in all; returns the new count. Anywhere else (no Python in
+// the process, a thread without Python frames, the interpreter finalizing,
+// a version without a known layout and no GIL) returns `count` with the
+// frames untouched. Leaves any Python exception that was set as it was. Not
+// async-signal-safe.
 int SplicePythonFrames(uintptr_t* frames, int count, int max_frames);
 
 // What a tagged frame stands for; false for an id never handed out.

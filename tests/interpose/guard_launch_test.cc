@@ -128,5 +128,54 @@ TEST(GuardLaunchLockTest, OtherThreadsDoNotWaitBehindACheck) {
   EXPECT_EQ(with.out, plain.out);
 }
 
+// Stream-ordered frees held in quarantine (quarantine_async=1, as torch mode
+// sets it): the churn's blocks leave the quarantine through a check and
+// CUDA's stream-ordered free, with nothing lost or freed twice, and a write
+// through a freed block's stale pointer is a uaf-write with its free's
+// stack. Without quarantine_async the frees go to CUDA at once, as before.
+TEST(GuardAsyncQuarantineTest, FreedStreamOrderedBlocksAreHeldAndChecked) {
+  ScopedTempDir tmp;
+  RunOptions plain_options;
+  plain_options.preload = false;
+  plain_options.set_gmt_options = false;
+  RunResult plain = RunProgram(GMT_GUARD_LAUNCH_PROGRAM, {"async_quarantine"},
+                               tmp.path(), plain_options);
+  ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
+  ASSERT_NE(plain.out.find("churn ok"), std::string::npos) << plain.Describe();
+
+  RunOptions held;
+  held.gmt_options =
+      "report=json:report_path=<dir>/r.%p.json:quarantine_async=1:"
+      "quarantine_bytes=1048576";
+  std::filesystem::create_directories(tmp.path() + "/held");
+  RunResult with = RunProgram(GMT_GUARD_LAUNCH_PROGRAM,
+                              {"async_quarantine", "write"},
+                              tmp.path() + "/held", held);
+  ASSERT_EQ(with.exit_code, 0) << with.Describe();
+  EXPECT_EQ(with.out, plain.out);
+  ASSERT_TRUE(with.has_report) << with.Describe();
+  const json& errors = with.report["errors"];
+  ASSERT_EQ(errors.size(), 1u) << errors.dump(1);
+  EXPECT_EQ(errors[0].value("kind", ""), "uaf-write") << errors.dump(1);
+  EXPECT_EQ(errors[0].value("offset", -1), 10) << errors.dump(1);
+  EXPECT_EQ(errors[0]["first_free"].value("api", ""), "cudaFreeAsync")
+      << errors.dump(1);
+  EXPECT_TRUE(StackHas(errors[0]["first_free"]["stack"], "AsyncQuarantine"))
+      << errors.dump(1);
+  EXPECT_EQ(with.report["summary"].value("leaks", -1), 0) << with.Describe();
+  // 66 blocks of ~106 KB raw against 1 MiB: most left the quarantine.
+  EXPECT_GT(with.report["guard"].value("evicted", 0), 40) << with.Describe();
+
+  std::filesystem::create_directories(tmp.path() + "/default");
+  RunResult plain_tool =
+      RunProgram(GMT_GUARD_LAUNCH_PROGRAM, {"async_quarantine"},
+                 tmp.path() + "/default", RunOptions{});
+  ASSERT_EQ(plain_tool.exit_code, 0) << plain_tool.Describe();
+  EXPECT_EQ(plain_tool.out, plain.out);
+  ASSERT_TRUE(plain_tool.has_report) << plain_tool.Describe();
+  EXPECT_TRUE(plain_tool.report["errors"].empty());
+  EXPECT_EQ(plain_tool.report["guard"].value("evicted", -1), 0);
+}
+
 }  // namespace
 }  // namespace gmt_test

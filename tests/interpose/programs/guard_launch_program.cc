@@ -5,7 +5,8 @@
 //
 //   gmt_guard_launch_program MODE     MODE: driver | runtime |
 //                                           attribution_runtime |
-//                                           attribution_driver
+//                                           attribution_driver |
+//                                           async_quarantine [write]
 //
 // The attribution modes overrun a block between two launches of "fill": the
 // double's device memory is host memory, so the program writes one byte past
@@ -202,6 +203,37 @@ NOINLINE void ConcurrentWithACheck(const char* hold) {
   Rt("cudaFree", cudaFree(p));
 }
 
+// Stream-ordered blocks as PyTorch's cudaMallocAsync backend makes them: a
+// churn of 64 blocks of 100 KB (each used by a kernel, then freed on its
+// stream), then a 1000-byte block freed and, with "write", written through
+// its stale pointer before the next kernel (the double's device memory is
+// host memory, so the program writes it itself). Run the write only where
+// the tool holds freed stream-ordered blocks (quarantine_async=1): without
+// it the memory is gone.
+NOINLINE void AsyncQuarantine(bool write_after_free) {
+  cudaStream_t s = nullptr;
+  Rt("cudaStreamCreate", cudaStreamCreate(&s));
+  bool all_ok = true;
+  for (int i = 0; i < 64; ++i) {
+    void* p = nullptr;
+    all_ok &= cudaMallocAsync(&p, 100000, s) == cudaSuccess;
+    void* args[] = {&p};
+    all_ok &= cudaLaunchKernel(RuntimeFunction(), dim3(1), dim3(32), args, 0,
+                               s) == cudaSuccess;
+    all_ok &= cudaFreeAsync(p, s) == cudaSuccess;
+  }
+  std::printf("  churn %s\n", all_ok ? "ok" : "failed");
+  void* q = nullptr;
+  Rt("cudaMallocAsync(1000)", cudaMallocAsync(&q, 1000, s));
+  Rt("cudaFreeAsync", cudaFreeAsync(q, s));
+  if (write_after_free) static_cast<char*>(q)[10] = 1;
+  void* args[] = {&q};
+  Rt("cudaLaunchKernel",
+     cudaLaunchKernel(RuntimeFunction(), dim3(1), dim3(32), args, 0, s));
+  Rt("cudaStreamSynchronize", cudaStreamSynchronize(s));
+  Rt("cudaStreamDestroy", cudaStreamDestroy(s));
+}
+
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "driver") {
@@ -215,6 +247,8 @@ int main(int argc, char** argv) {
     AttributionRuntime();
   } else if (mode == "concurrent" && argc > 2) {
     ConcurrentWithACheck(argv[2]);
+  } else if (mode == "async_quarantine") {
+    AsyncQuarantine(argc > 2 && std::string(argv[2]) == "write");
   } else if (mode == "attribution_driver") {
     if (!DriverSetup(0)) return 1;
     AttributionDriver();

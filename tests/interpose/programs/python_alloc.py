@@ -1,23 +1,28 @@
 """A Python program that allocates through CUDA itself (ctypes over the
 runtime the loader finds: the test double under the interpose tests), holding
 the GIL as a Cython or pybind11 binding that does not release it would
-(ctypes.PyDLL): its allocation stacks must name these lines.
+(ctypes.PyDLL), or releasing it as PyTorch's operators do (ctypes.CDLL): its
+allocation stacks must name these lines either way.
 
-  python_alloc.py leak    one 4096-byte block made in Model.build (via
-                          allocate_block) and never freed: a leak whose stack
-                          holds allocate_block, Model.build and <module>
-  python_alloc.py raised  the same, but allocated while an exception is
-                          being handled: the exception must survive the
-                          tool's reading of the frames
+  python_alloc.py leak      one 4096-byte block made in Model.build (via
+                            allocate_block) and never freed: a leak whose
+                            stack holds allocate_block, Model.build and
+                            <module>
+  python_alloc.py raised    the same, but allocated while an exception is
+                            being handled: the exception must survive the
+                            tool's reading of the frames
+  python_alloc.py released  the same as leak, the GIL released for the call
 """
 import ctypes
 import sys
 
-runtime = ctypes.PyDLL("libcudart.so.13")  # calls keep the GIL
-runtime.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+holding = ctypes.PyDLL("libcudart.so.13")  # calls keep the GIL
+releasing = ctypes.CDLL("libcudart.so.13")  # calls release it
+for lib in (holding, releasing):
+    lib.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
 
 
-def allocate_block(size):
+def allocate_block(size, runtime):
     pointer = ctypes.c_void_p()
     rc = runtime.cudaMalloc(ctypes.byref(pointer), size)  # the allocating line
     if rc != 0:
@@ -26,8 +31,8 @@ def allocate_block(size):
 
 
 class Model:
-    def build(self):
-        return allocate_block(4096)
+    def build(self, runtime):
+        return allocate_block(4096, runtime)
 
 
 def main(mode):
@@ -35,11 +40,11 @@ def main(mode):
         try:
             raise KeyError("pending")
         except KeyError as error:
-            kept = Model().build()
+            kept = Model().build(holding)
             assert sys.exc_info()[1] is error, sys.exc_info()
             print("exception kept: %r" % (error,))
             return kept
-    return Model().build()
+    return Model().build(releasing if mode == "released" else holding)
 
 
 kept = main(sys.argv[1] if len(sys.argv) > 1 else "leak")
