@@ -148,6 +148,10 @@ class DriverDeviceOps : public DeviceOps {
   // made current for the work (held by `work` until it is destroyed), and,
   // when there are zones, its state, the stream to work on and a slot with
   // `zones` staged. False on failure (logged).
+  // Fill's path for a few zones on a program stream: memsets, no slot.
+  bool FillWithMemsets(uint64_t context, uint64_t stream,
+                       absl::Span<const GmtZone> zones)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool BeginZoneWork(uint64_t context, uint64_t stream,
                      absl::Span<const GmtZone> zones, ZoneWork* work)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
