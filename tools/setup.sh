@@ -12,6 +12,7 @@ packages=(
   libbenchmark-dev
   nlohmann-json3-dev   # JSON reports
   libdw-dev            # file:line symbolization (libdw.so.1, loaded at run time)
+  python3-wheel python3-venv  # the wheel (tools/build_wheel.sh) and its test
 )
 
 missing=()
