@@ -1,4 +1,4 @@
-"""GPU cases: PyTorch's pluggable allocator and NVTX ranges (4-5).
+"""GPU cases: PyTorch tensor mode, the pluggable allocator, NVTX ranges.
 
 torch_pluggable_train  examples/torch_pluggable.py --train under the tool,
                        every tensor its own guarded cudaMalloc: the final loss
@@ -10,6 +10,21 @@ torch_pluggable_oob    a PTX kernel writes one float past a 1024-float tensor:
                        gmt_torch_malloc; the same program with PyTorch's
                        caching allocator (under the tool too) reports nothing:
                        the write hides inside a segment.
+torch_mode_oob         examples/torch_kernel_bugs.py --case oob: a Triton
+                       kernel's unmasked store writes 24 floats past a
+                       1000-float tensor between two live ones. In torch
+                       mode (torch=1) one oob-write at offset 4000 naming
+                       store_unmasked, the block allocated through PyTorch's
+                       cudaMallocAsync backend; with PyTorch's default
+                       allocator under the tool: nothing (noted). The
+                       script's output is the same in every run.
+torch_mode_uaf         --case uaf: a Triton kernel writes through a deleted
+                       tensor's data_ptr(): in torch mode a uaf-write into
+                       the 4000-byte block, with its free stack.
+torch_mode_train       examples/pytorch_cnn.py in torch mode: the final loss
+                       equals the run without the tool (same backend) and
+                       with PyTorch's default allocator; no errors;
+                       allocations tracked per tensor.
 torch_nvtx             the same with torch.cuda.nvtx ranges: the report's
                        nvtx_ranges has gmt_oob and gmt_train with their
                        allocations (NVTX_INJECTION64_PATH set, as `gpumemtrace
@@ -151,6 +166,105 @@ def cases(t):
             c.notes["preload_only_ranges"] = sorted(
                 r.get("range") for r in bare.report.get("nvtx_ranges", []))
 
-    return [("torch_pluggable_train", torch_pluggable_train),
+    def _bug_runs(c, case):
+        py = t.torch_python(c)
+        script = _script(c, "torch_kernel_bugs.py")
+        plain = c.run("plain", [py, script, "--case", case], tool=False,
+                      timeout=300, extra_env=ENV)
+        default = c.run("default", [py, script, "--case", case], tool=True,
+                        timeout=300, extra_env=ENV)
+        torch_mode = c.run("torch", [py, script, "--case", case], tool=True,
+                           timeout=300, extra_env=ENV, options="torch=1")
+        for what, run in (("plain", plain), ("default", default),
+                          ("torch", torch_mode)):
+            c.check(run.rc == 0 and run.stdout == plain.stdout,
+                    "%s run: rc %s, stdout %r (without the tool %r): %s" % (
+                        what, run.rc, run.stdout, plain.stdout,
+                        t._tail(run.stderr)))
+        c.check_report_shape(torch_mode)
+        if default.report is not None:
+            c.notes["default_mode_errors"] = t.describe_errors(default.report)
+        return torch_mode.report
+
+    def _one_error(c, report, kind, offset):
+        if report is None:
+            return None
+        errors = report.get("errors", [])
+        c.check(len(errors) == 1, "expected one error in torch mode: %s" %
+                t.describe_errors(report))
+        if not errors:
+            return None
+        e = errors[0]
+        c.notes["error"] = {k: e.get(k) for k in (
+            "kind", "offset", "bytes", "changed_bytes", "kernels", "check")}
+        c.notes["allocation_stack"] = t.short_stack(
+            e.get("allocation", {}).get("stack"))
+        c.check(e.get("kind") == kind, "kind %r, expected %s" % (
+            e.get("kind"), kind))
+        c.check(e.get("offset") == offset, "offset %r, expected %d" % (
+            e.get("offset"), offset))
+        alloc = e.get("allocation", {})
+        c.check(alloc.get("bytes") == 4000 and
+                alloc.get("api") == "cudaMallocAsync",
+                "allocation %s should be the 4000-byte tensor from "
+                "cudaMallocAsync" % {k: alloc.get(k) for k in ("bytes", "api")})
+        c.check(any("store_unmasked" in k for k in e.get("kernels", [])),
+                "kernels %r do not name store_unmasked" % e.get("kernels"))
+        return e
+
+    def torch_mode_oob(c):
+        report = _bug_runs(c, "oob")
+        _one_error(c, report, "oob-write", 4000)
+
+    def torch_mode_uaf(c):
+        report = _bug_runs(c, "uaf")
+        e = _one_error(c, report, "uaf-write", 0)
+        if e is not None:
+            first_free = e.get("first_free") or {}
+            c.notes["free_stack"] = t.short_stack(first_free.get("stack"))
+            c.check(first_free.get("api") == "cudaFreeAsync" and
+                    first_free.get("stack"),
+                    "the uaf-write has no free record: %s" % first_free)
+
+    def torch_mode_train(c):
+        py = t.torch_python(c)
+        script = _script(c, "pytorch_cnn.py")
+        steps = ["--steps", os.environ.get("GMT_TEST_TORCH_STEPS", "120")]
+        native = c.run("plain", [py, script] + steps, tool=False, timeout=300,
+                       extra_env=ENV)
+        env = dict(ENV)
+        env["PYTORCH_CUDA_ALLOC_CONF"] = "backend:cudaMallocAsync"
+        asynchronous = c.run("plain_async", [py, script] + steps, tool=False,
+                             timeout=300, extra_env=env)
+        tool = c.run("torch", [py, script] + steps, tool=True, timeout=300,
+                     extra_env=ENV, options="torch=1")
+        for what, run in (("plain", native), ("plain_async", asynchronous),
+                          ("torch", tool)):
+            c.check(run.rc == 0 and _loss(run),
+                    "%s run failed (rc %s): %s" % (what, run.rc,
+                                                   t._tail(run.stderr)))
+            c.notes["loss_" + what] = _loss(run)
+            m = re.search(r"cnn: (.*)", run.stderr)
+            c.notes["cnn_" + what] = m.group(1) if m else None
+        c.check(_loss(tool) is not None and
+                _loss(tool) == _loss(asynchronous) == _loss(native),
+                "loss differs: %r native, %r cudaMallocAsync, %r torch mode" %
+                (_loss(native), _loss(asynchronous), _loss(tool)))
+        c.check("backend=cudaMallocAsync" in tool.stderr,
+                "torch mode did not switch PyTorch's backend: %s" %
+                t._tail(tool.stderr))
+        c.check_report_shape(tool)
+        if tool.report is None:
+            return
+        c.expect_clean_errors(tool.report)
+        s = tool.report.get("summary", {})
+        c.notes["summary"] = s
+        c.check(s.get("allocations", 0) > 1000,
+                "tensors were not tracked one by one: %s" % s)
+
+    return [("torch_mode_oob", torch_mode_oob),
+            ("torch_mode_uaf", torch_mode_uaf),
+            ("torch_mode_train", torch_mode_train),
+            ("torch_pluggable_train", torch_pluggable_train),
             ("torch_pluggable_oob", torch_pluggable_oob),
             ("torch_nvtx", torch_nvtx)]
