@@ -9,7 +9,9 @@
 # Both are self-contained (Abseil linked in; only glibc, libstdc++ and libgcc
 # are needed), so the wheel is tagged py3-none-manylinux_<glibc>_<arch> with
 # the glibc of the machine that built it: it installs where that glibc or a
-# newer one runs. The wheel is packed by the `wheel` package (`python3 -m
+# newer one runs. It also carries libunwind, libdw and libelf where this
+# machine has them (optional at run time, looked for beside the library
+# first). The wheel is packed by the `wheel` package (`python3 -m
 # wheel pack`), which writes its RECORD.
 set -euo pipefail
 
@@ -55,6 +57,18 @@ cp "$ROOT"/python/gpumemtrace/*.py "$PKG/gpumemtrace/"
 strip --strip-debug -o "$PKG/gpumemtrace/_bin/libgpumemtrace.so" "$LIB"
 strip --strip-debug -o "$PKG/gpumemtrace/_bin/gpumemtrace" "$LAUNCHER"
 chmod 755 "$PKG/gpumemtrace/_bin/gpumemtrace"
+# The optional libraries the library loads at run time from beside itself
+# first (lib/core/optional_library.h): libunwind (stack capture ~10x faster
+# than glibc's backtrace()), libdw and libelf (file:line). A GPU machine often
+# has none of them; the wheel carries this machine's copies where it has them.
+for so in libunwind.so.8 libelf.so.1 libdw.so.1; do
+  found="$(ldconfig -p 2>/dev/null | awk -v n="$so" '$1 == n && /x86-64|aarch64|AArch64/ {print $NF; exit}')"
+  if [ -n "$found" ] && [ -f "$found" ]; then
+    strip --strip-debug -o "$PKG/gpumemtrace/_bin/$so" "$(readlink -f "$found")"
+  else
+    echo "build_wheel: $so not found here; the wheel goes without it" >&2
+  fi
+done
 
 INFO="$PKG/gpumemtrace-$VERSION.dist-info"
 cat >"$INFO/METADATA" <<META

@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "lib/core/optional_library.h"
 
 namespace gmt {
 namespace {
@@ -43,7 +44,7 @@ bool Load(void* handle, const char* name, F* out) {
 // run again after a fork.
 const ElfApi* Api() {
   static const ElfApi* api = []() -> const ElfApi* {
-    void* handle = dlopen("libelf.so.1", RTLD_NOW | RTLD_LOCAL);
+    void* handle = OpenOptionalLibrary("libelf.so.1");
     if (handle == nullptr) return nullptr;
     auto* a = new ElfApi;
     if (!(Load(handle, "elf_version", &a->version) &&

@@ -9,6 +9,7 @@
 
 #include "absl/base/const_init.h"
 #include "absl/synchronization/mutex.h"
+#include "lib/core/optional_library.h"
 
 namespace gmt {
 namespace {
@@ -139,7 +140,7 @@ void WarmUpStackCapture() {
   // of a multi-threaded TSan program under the tool was a SIGSEGV. glibc's
   // backtrace() is used there instead (slower, same frames).
   if (dlsym(RTLD_DEFAULT, "__tsan_init") != nullptr) return;
-  if (void* handle = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL)) {
+  if (void* handle = OpenOptionalLibrary("libunwind.so.8")) {
     if (auto fn =
             reinterpret_cast<UnwBacktraceFn>(dlsym(handle, "unw_backtrace"))) {
       fn(raw, 4);

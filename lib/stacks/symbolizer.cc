@@ -14,6 +14,7 @@
 #include "absl/debugging/symbolize.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "lib/core/optional_library.h"
 #include "lib/stacks/python_frames.h"
 
 namespace gmt {
@@ -98,7 +99,8 @@ bool Symbolizer::EnsureDwfl() {
   if (dwfl_ != nullptr) return true;
   if (dwfl_tried_) return false;
   dwfl_tried_ = true;
-  void* handle = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+  OpenOptionalLibrary("libelf.so.1");  // what libdw needs, beside the tool
+  void* handle = OpenOptionalLibrary("libdw.so.1");
   if (handle == nullptr) return false;
   auto* api = new DwflApi();
   bool ok =

@@ -48,6 +48,13 @@ print("inside", gpumemtrace.active(), "active" in s, gpumemtrace.check_now(),
       gpumemtrace.live_bytes(-2))
 ')" || fail "the launcher failed"
 [ "$out" = "inside True True 0 0" ] || fail "inside a traced process: $out"
+# The optional libraries ride along where the build machine has them.
+for so in libunwind.so.8 libdw.so.1 libelf.so.1; do
+  if ldconfig -p 2>/dev/null | grep -q "^\s*$so "; then
+    ls "$WORK/venv/lib/"python3*/site-packages/gpumemtrace/_bin/$so >/dev/null ||
+      fail "the wheel lacks $so"
+  fi
+done
 # Nothing but glibc, libstdc++ and libgcc.
 lib="$WORK/venv/lib/"python3*/site-packages/gpumemtrace/_bin/libgpumemtrace.so
 needed="$(readelf -d $lib | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort | tr '\n' ' ')"
