@@ -7,7 +7,11 @@
 namespace gmt {
 namespace {
 std::atomic<ParamLayoutSource*> g_source{nullptr};
+std::atomic<uint64_t> g_next_cache_id{1};
 }  // namespace
+
+ParamLayoutCache::ParamLayoutCache()
+    : id_(g_next_cache_id.fetch_add(1, std::memory_order_relaxed)) {}
 
 void SetParamLayoutSource(ParamLayoutSource* source) {
   g_source.store(source, std::memory_order_release);
@@ -26,17 +30,17 @@ const ParamLayout* ParamLayoutCache::Get(ParamLayoutSource* source,
   // The answer this thread got last: a loop launching one kernel asks for
   // the same layout at every launch. Answers are never removed or moved.
   struct Last {
-    const ParamLayoutCache* cache = nullptr;
+    uint64_t cache = 0;
     Key key{nullptr, KernelHandleKind::kDriver};
     const ParamLayout* layout = nullptr;
   };
   thread_local Last t_last;
-  if (t_last.cache == this && t_last.key == key) return t_last.layout;
+  if (t_last.cache == id_ && t_last.key == key) return t_last.layout;
   {
     absl::ReaderMutexLock lock(&mu_);
     auto it = layouts_.find(key);
     if (it != layouts_.end()) {
-      t_last = Last{this, key, it->second.get()};
+      t_last = Last{id_, key, it->second.get()};
       return it->second.get();
     }
     // "Not now" a moment ago: not asked again yet (the source's question

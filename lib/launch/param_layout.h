@@ -53,7 +53,7 @@ ParamLayoutSource* GetParamLayoutSource();
 
 class ParamLayoutCache {
  public:
-  ParamLayoutCache() = default;
+  ParamLayoutCache();
   ParamLayoutCache(const ParamLayoutCache&) = delete;
   ParamLayoutCache& operator=(const ParamLayoutCache&) = delete;
 
@@ -72,6 +72,10 @@ class ParamLayoutCache {
   // shows each launch's arguments): a source that answered "not now" is
   // asked again after this long, not at the next launch.
   static constexpr int64_t kNotNowRetryNs = 50'000'000;
+  // Names this cache in each thread's last answer: unique for the process,
+  // where an address is not (a cache made where a destroyed one was would
+  // have handed out the old one's freed layouts).
+  const uint64_t id_;
   mutable absl::Mutex mu_;
   // Null value: asked, unknown. Boxed so answers stay put as the map grows.
   absl::flat_hash_map<Key, std::unique_ptr<const ParamLayout>> layouts_

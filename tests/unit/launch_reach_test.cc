@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -111,6 +112,33 @@ class CountingSource : public ParamLayoutSource {
   Answer answer = Answer::kKnown;
   int queries = 0;
 };
+
+// A cache made where a destroyed one was (an engine per test, or per
+// fork) must not answer with the old one's layouts: each thread remembers its
+// last answer, and it used to name the cache by its address. The old layout
+// is freed memory; its sizes were garbage, and reading a launch's arguments
+// with them crashed.
+TEST(ParamLayoutCacheTest, ACacheAtADestroyedOnesAddressAsksAfresh) {
+  CountingSource source;
+  int f = 0;
+  alignas(ParamLayoutCache) unsigned char storage[sizeof(ParamLayoutCache)];
+  auto* first = new (storage) ParamLayoutCache();
+  const ParamLayout* old_layout =
+      first->Get(&source, KernelHandleKind::kDriver, &f);
+  ASSERT_NE(old_layout, nullptr);
+  // Asked again: now this thread's last answer.
+  ASSERT_EQ(first->Get(&source, KernelHandleKind::kDriver, &f), old_layout);
+  first->~ParamLayoutCache();
+  auto* second = new (storage) ParamLayoutCache();
+  bool asked = false;
+  const ParamLayout* layout =
+      second->Get(&source, KernelHandleKind::kDriver, &f, &asked);
+  EXPECT_TRUE(asked);
+  EXPECT_EQ(source.queries, 2);
+  ASSERT_NE(layout, nullptr);
+  EXPECT_EQ(layout->params.size(), 1u);
+  second->~ParamLayoutCache();
+}
 
 TEST(ParamLayoutCacheTest, AsksOncePerFunctionUnlessToldToAskAgain) {
   CountingSource source;
