@@ -96,6 +96,17 @@ ABSL_CONST_INIT absl::Mutex g_mu(absl::kConstInit);
 struct Table {
   absl::flat_hash_map<std::pair<uintptr_t, int>, uint32_t> ids;
   std::vector<PythonFrameInfo> infos;  // id - 1
+  // For frames read without the GIL, whose code objects are not kept alive:
+  // the name objects an id was read from, so a hit costs two compares
+  // instead of two string copies (a new code object at a freed one's
+  // address has new name objects, or names of another length).
+  struct Names {
+    const void* function = nullptr;
+    const void* file = nullptr;
+    int64_t function_length = 0;
+    int64_t file_length = 0;
+  };
+  absl::flat_hash_map<std::pair<uintptr_t, int>, Names> raw_names;
 };
 Table* g_table ABSL_GUARDED_BY(g_mu) = nullptr;
 
@@ -284,24 +295,39 @@ std::string AsciiText(const RawLayout& l, const void* object) {
 // kept alive (that would take a reference), so an address may come to name
 // another function; a cached entry is used only if its names still match.
 uint32_t InternRaw(const RawLayout& l, const void* code, int line) {
-  PythonFrameInfo info;
-  info.function = AsciiText(l, Field<const void*>(code, l.code_qualname));
-  info.file = AsciiText(l, Field<const void*>(code, l.code_filename));
-  info.line = line;
-  if (info.function.empty() && info.file.empty()) return 0;
+  Table::Names names;
+  names.function = Field<const void*>(code, l.code_qualname);
+  names.file = Field<const void*>(code, l.code_filename);
+  const auto length = [&](const void* object) -> int64_t {
+    return object != nullptr && TypeOf(object) == l.unicode_type
+               ? Field<int64_t>(object, 16)
+               : -1;
+  };
+  names.function_length = length(names.function);
+  names.file_length = length(names.file);
   const std::pair<uintptr_t, int> key{reinterpret_cast<uintptr_t>(code), line};
   absl::MutexLock lock(&g_mu);
   if (g_table == nullptr) g_table = new Table;
-  if (auto it = g_table->ids.find(key); it != g_table->ids.end()) {
-    const PythonFrameInfo& known = g_table->infos[it->second - 1];
-    if (known.function == info.function && known.file == info.file) {
-      return it->second;
+  if (auto it = g_table->raw_names.find(key); it != g_table->raw_names.end()) {
+    const Table::Names& known = it->second;
+    if (known.function == names.function && known.file == names.file &&
+        known.function_length == names.function_length &&
+        known.file_length == names.file_length) {
+      if (auto id = g_table->ids.find(key); id != g_table->ids.end()) {
+        return id->second;
+      }
     }
   }
+  PythonFrameInfo info;
+  info.function = AsciiText(l, names.function);
+  info.file = AsciiText(l, names.file);
+  info.line = line;
+  if (info.function.empty() && info.file.empty()) return 0;
   if (g_table->infos.size() >= kMaxFrames) return 0;
   g_table->infos.push_back(std::move(info));
   const uint32_t id = static_cast<uint32_t>(g_table->infos.size());
   g_table->ids[key] = id;
+  g_table->raw_names[key] = names;
   return id;
 }
 
