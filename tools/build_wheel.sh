@@ -45,7 +45,7 @@ for f in "$LIB" "$LAUNCHER"; do
 done
 
 VERSION="$(sed -n 's/^project(gpumemtrace VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt")"
-GLIBC="$(ldd --version | head -1 | sed 's/.* \([0-9]*\)\.\([0-9]*\)$/\1_\2/')"
+GLIBC="$(getconf GNU_LIBC_VERSION | sed 's/^glibc \([0-9]*\)\.\([0-9]*\).*/\1_\2/')"
 ARCH="$(uname -m)"
 TAG="py3-none-manylinux_${GLIBC}_${ARCH}"
 
@@ -62,7 +62,8 @@ chmod 755 "$PKG/gpumemtrace/_bin/gpumemtrace"
 # than glibc's backtrace()), libdw and libelf (file:line). A GPU machine often
 # has none of them; the wheel carries this machine's copies where it has them.
 for so in libunwind.so.8 libelf.so.1 libdw.so.1; do
-  found="$(ldconfig -p 2>/dev/null | awk -v n="$so" '$1 == n && /x86-64|aarch64|AArch64/ {print $NF; exit}')"
+  found="$(ldconfig -p 2>/dev/null | awk -v n="$so" \
+    '$1 == n && /x86-64|aarch64|AArch64/ && !f {f = $NF} END {print f}')"
   if [ -n "$found" ] && [ -f "$found" ]; then
     strip --strip-debug -o "$PKG/gpumemtrace/_bin/$so" "$(readlink -f "$found")"
   else

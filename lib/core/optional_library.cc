@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "lib/core/log.h"
+
 namespace gmt {
 namespace {
 
@@ -23,13 +25,23 @@ std::string OwnFolder() {
 
 void* OpenOptionalLibrary(const char* soname) {
   static const std::string folder = OwnFolder();
+  std::string beside_error;
   if (!folder.empty()) {
     const std::string beside = folder + "/" + soname;
     if (void* handle = dlopen(beside.c_str(), RTLD_NOW | RTLD_LOCAL)) {
       return handle;
     }
+    if (const char* e = dlerror()) beside_error = e;
   }
-  return dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+  void* handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* e = dlerror();
+    // Why, for whoever wonders where file:line or the fast unwinder went.
+    LogNote(1, "%s could not be loaded: %s%s%s", soname,
+            beside_error.empty() ? "" : beside_error.c_str(),
+            beside_error.empty() ? "" : "; ", e != nullptr ? e : "");
+  }
+  return handle;
 }
 
 }  // namespace gmt

@@ -1074,6 +1074,11 @@ uint64_t GuardManager::DrainReleasesLocked(
 void GuardManager::EvictOverBudget(std::vector<GuardFinding>* findings) {
   if (ops_ == nullptr) return;
   absl::MutexLock lock(&mu_);
+  // Checks made at earlier evictions of stream-ordered blocks that have
+  // answered: their staging buffers go back to the device ops for reuse
+  // (left unpolled until the next synchronization, each eviction took a
+  // new one).
+  if (hold_ordered_) PollPendingLocked(/*wait=*/false, findings);
   std::vector<uint64_t> queued;
   for (auto& [context, c] : contexts_) {
     size_t count = 0;

@@ -50,7 +50,7 @@ print("inside", gpumemtrace.active(), "active" in s, gpumemtrace.check_now(),
 [ "$out" = "inside True True 0 0" ] || fail "inside a traced process: $out"
 # The optional libraries ride along where the build machine has them.
 for so in libunwind.so.8 libdw.so.1 libelf.so.1; do
-  if ldconfig -p 2>/dev/null | grep -q "^\s*$so "; then
+  if ldconfig -p 2>/dev/null | grep "^\s*$so " >/dev/null; then
     ls "$WORK/venv/lib/"python3*/site-packages/gpumemtrace/_bin/$so >/dev/null ||
       fail "the wheel lacks $so"
   fi
