@@ -1,8 +1,8 @@
 // Load and exit of the library itself.
 #include "interpose/intercept_scope.h"
+#include "lib/core/options.h"
 #include "lib/engine/engine.h"
 #include "lib/platform/driver_device_ops.h"
-#include "lib/core/options.h"
 #include "lib/platform/driver_param_layouts.h"
 #include "lib/torch/allocator_conf.h"
 
@@ -16,7 +16,8 @@ namespace {
 // at a kernel's first launch with check=kernel), and arm the driver's GPU
 // core dump where explain_faults asks (the driver reads it at cuInit), and
 // set PyTorch's allocator backend where torch asks (PyTorch reads it at its
-// first allocation). Nothing else: a program that never touches CUDA pays nothing more.
+// first allocation). Nothing else: a program that never touches CUDA pays
+// nothing more.
 __attribute__((constructor)) void OnLoad() {
   Engine::HideToolModule(reinterpret_cast<const void*>(&OnLoad));
   InstallDriverDeviceOps();

@@ -367,9 +367,7 @@ void GuardManager::PollPendingLocked(bool wait,
       if (it != contexts_.end() &&
           (!it->second.findings_lost || !p.owned.empty() || full)) {
         CollectResults(p.context, it->second, *p.table, results, p.check,
-                       p.kernel,
-                       p.owned,
-                       it->second.clean_sequence, findings);
+                       p.kernel, p.owned, it->second.clean_sequence, findings);
         if (full) {
           Context& c = it->second;
           c.clean_sequence = std::max(c.clean_sequence, p.clean_through);
@@ -558,8 +556,8 @@ void GuardManager::CheckAfterLaunch(uint64_t context, uint64_t stream,
     return;
   }
   for (const GmtZone& z : table->zones) stats_.bytes_checked += z.bytes;
-  pending_.push_back(PendingCheck{ticket, context, table, kernel, "kernel",
-                                  {}, next_pending_sequence_++});
+  pending_.push_back(PendingCheck{
+      ticket, context, table, kernel, "kernel", {}, next_pending_sequence_++});
 }
 
 void GuardManager::OnSynchronized(uint64_t context, uint64_t stream,
@@ -776,9 +774,8 @@ uint64_t GuardManager::ReleaseOrderedLocked(uint64_t context,
         NoteCheckFailureLocked();
       } else {
         for (const GmtZone& z : table->zones) stats_.bytes_checked += z.bytes;
-        pending_.push_back(PendingCheck{ticket, context, table, 0,
-                                        "quarantine", group,
-                                        next_pending_sequence_++});
+        pending_.push_back(PendingCheck{ticket, context, table, 0, "quarantine",
+                                        group, next_pending_sequence_++});
       }
     }
     for (const Block& b : group) {
@@ -828,8 +825,7 @@ void GuardManager::NoteCheckFailureLocked() {
   }
 }
 
-uint64_t GuardManager::EvictLocked(uint64_t context, Context& c,
-                                   size_t count) {
+uint64_t GuardManager::EvictLocked(uint64_t context, Context& c, size_t count) {
   ReleaseBatch batch;
   std::vector<Block> ordered;
   batch.check = quarantine_budget_ > 0 ? "quarantine" : "free";

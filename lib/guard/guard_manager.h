@@ -328,7 +328,7 @@ class GuardManager {
     // Blocks being freed: they have left the map (a stream-ordered free,
     // or quarantine evictions of stream-ordered blocks).
     std::vector<Block> owned;
-    uint64_t sequence = 0;       // order of enqueueing (ReleaseBatch)
+    uint64_t sequence = 0;  // order of enqueueing (ReleaseBatch)
     // A full check of the context (every zone, at a synchronization): the
     // launch log position when it was enqueued, which becomes the context's
     // clean_sequence once it has answered; 0 for a partial check.

@@ -208,9 +208,8 @@ bool DriverDeviceOps::FillWithMemsets(uint64_t context, uint64_t stream,
   if (!WorkStream(*d, state, stream, &s)) return false;
   for (const GmtZone& z : zones) {
     if (z.bytes == 0) continue;
-    const CUresult r =
-        d->memset_d8_async(z.address, static_cast<unsigned char>(z.pattern),
-                           z.bytes, s);
+    const CUresult r = d->memset_d8_async(
+        z.address, static_cast<unsigned char>(z.pattern), z.bytes, s);
     if (r != CUDA_SUCCESS) return Failed(d, "guard-zone fill (memset)", r);
   }
   return true;

@@ -160,25 +160,42 @@ uint32_t Intern(const PythonApi& api, void* code, int line) {
 // version (x86-64 and aarch64: LP64), and every object read is checked
 // against its type first. Versions without a layout here get no frames
 // on such threads.
-struct RawLayout {
-  bool usable = false;
+
+// The offsets of one CPython version (LP64), from its headers (offsetof
+// under Py_BUILD_CORE), cross-checked against its own debug offsets (3.13)
+// and py-spy's bindings, and walked on a live interpreter of each.
+struct Offsets {
+  unsigned long minor;
   // 3.10: the thread's frames are frame objects (PyThreadState.frame,
   // f_back, f_code, f_lasti in code units), each checked to be one.
-  bool frame_objects = false;
+  bool frame_objects;
+  bool via_cframe;   // 3.11, 3.12: PyThreadState.cframe->current_frame
+  int owner_cstack;  // frames pushed for a C entry (3.12+): no code; else -1
+  size_t tstate_frame;
+  size_t cframe_current;
+  size_t frame_code;      // f_code, or f_executable (3.13)
+  size_t frame_previous;  // previous, or f_back (3.10)
+  size_t frame_instr;     // prev_instr, instr_ptr (3.13), f_lasti (3.10)
+  size_t frame_owner;
+  size_t code_filename;
+  size_t code_qualname;  // co_qualname, or co_name (3.10 has no qualname)
+  size_t code_first_traceable;
+  size_t code_adaptive;  // co_code_adaptive: the instructions
+  size_t ascii_header;   // sizeof(PyASCIIObject)
+};
+
+constexpr Offsets kOffsets[] = {
+    // minor objects cframe cstack tstate cur code prev instr owner file
+    //   name first adaptive ascii
+    {10, true, false, -1, 24, 0, 32, 24, 96, 0, 104, 112, 0, 0, 48},
+    {11, false, true, -1, 56, 8, 32, 48, 56, 69, 112, 128, 168, 184, 48},
+    {12, false, true, 3, 56, 0, 0, 8, 56, 70, 112, 128, 176, 192, 40},
+    {13, false, false, 3, 72, 0, 0, 8, 56, 70, 112, 128, 184, 200, 40},
+};
+
+struct RawLayout : Offsets {
+  bool usable = false;
   const void* frame_type = nullptr;
-  bool via_cframe = false;  // 3.11, 3.12: PyThreadState.cframe->current_frame
-  size_t tstate_frame = 0;
-  size_t cframe_current = 0;
-  size_t frame_code = 0;      // f_code, or f_executable (3.13)
-  size_t frame_previous = 0;
-  size_t frame_instr = 0;     // prev_instr, or instr_ptr (3.13)
-  size_t frame_owner = 0;
-  int owner_cstack = -1;      // frames pushed for a C entry (3.12+): no code
-  size_t code_filename = 0;
-  size_t code_qualname = 0;
-  size_t code_first_traceable = 0;
-  size_t code_adaptive = 0;   // co_code_adaptive: the instructions
-  size_t ascii_header = 0;    // sizeof(PyASCIIObject)
   const void* code_type = nullptr;
   const void* unicode_type = nullptr;
   void* (*this_thread_state)() = nullptr;  // PyGILState_GetThisThreadState
@@ -187,72 +204,31 @@ struct RawLayout {
 
 constexpr int kOwnedByGenerator = 1;  // FRAME_OWNED_BY_GENERATOR, 3.11-3.13
 
+// The running interpreter's minor version (3.x), 0 when not 3.10 to 3.13's
+// way of telling.
+unsigned long RunningMinor() {
+  if (const auto* version = reinterpret_cast<const unsigned long*>(
+          dlsym(RTLD_DEFAULT, "Py_Version"))) {  // 3.11 and later
+    return (*version >> 24) == 3 ? (*version >> 16) & 0xFF : 0;
+  }
+  const char* (*get_version)() = nullptr;
+  Find("Py_GetVersion", &get_version);
+  if (get_version == nullptr) return 0;
+  const char* text = get_version();  // "3.10.13 (main, ...)"
+  return text != nullptr && std::strncmp(text, "3.10.", 5) == 0 ? 10 : 0;
+}
+
 const RawLayout& Raw() {
   static const RawLayout layout = [] {
-    RawLayout l;
-    unsigned long minor = 0;
-    if (const auto* version = reinterpret_cast<const unsigned long*>(
-            dlsym(RTLD_DEFAULT, "Py_Version"))) {  // 3.11 and later
-      if ((*version >> 24) != 3) return l;
-      minor = (*version >> 16) & 0xFF;
-    } else {
-      const char* (*get_version)() = nullptr;
-      Find("Py_GetVersion", &get_version);
-      if (get_version == nullptr) return l;
-      const char* text = get_version();  // "3.10.13 (main, ...)"
-      if (text == nullptr || std::strncmp(text, "3.10.", 5) != 0) return l;
-      minor = 10;
+    RawLayout l{};
+    const unsigned long minor = RunningMinor();
+    const Offsets* known = nullptr;
+    for (const Offsets& o : kOffsets) {
+      if (o.minor == minor) known = &o;
     }
-    if (minor == 10) {
-      l.frame_objects = true;
-      l.frame_type = dlsym(RTLD_DEFAULT, "PyFrame_Type");
-      l.tstate_frame = 24;
-      l.frame_previous = 24;  // f_back
-      l.frame_code = 32;
-      l.frame_instr = 96;  // f_lasti
-      l.code_filename = 104;
-      l.code_qualname = 112;  // co_name: 3.10 has no co_qualname
-      l.ascii_header = 48;
-    } else if (minor == 11) {
-      l.via_cframe = true;
-      l.tstate_frame = 56;
-      l.cframe_current = 8;
-      l.frame_code = 32;
-      l.frame_previous = 48;
-      l.frame_instr = 56;
-      l.frame_owner = 69;
-      l.code_first_traceable = 168;
-      l.code_adaptive = 184;
-      l.ascii_header = 48;
-    } else if (minor == 12) {
-      l.via_cframe = true;
-      l.tstate_frame = 56;
-      l.cframe_current = 0;
-      l.frame_code = 0;
-      l.frame_previous = 8;
-      l.frame_instr = 56;
-      l.frame_owner = 70;
-      l.owner_cstack = 3;
-      l.code_first_traceable = 176;
-      l.code_adaptive = 192;
-      l.ascii_header = 40;
-    } else if (minor == 13) {
-      l.tstate_frame = 72;
-      l.frame_code = 0;
-      l.frame_previous = 8;
-      l.frame_instr = 56;
-      l.frame_owner = 70;
-      l.owner_cstack = 3;
-      l.code_first_traceable = 184;
-      l.code_adaptive = 200;
-      l.ascii_header = 40;
-    } else {
-      return l;
-    }
-    if (!l.frame_objects) {
-      l.code_filename = 112;
-      l.code_qualname = 128;
-    }
+    if (known == nullptr) return l;
+    static_cast<Offsets&>(l) = *known;
+    if (l.frame_objects) l.frame_type = dlsym(RTLD_DEFAULT, "PyFrame_Type");
     l.code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
     l.unicode_type = dlsym(RTLD_DEFAULT, "PyUnicode_Type");
     Find("PyGILState_GetThisThreadState", &l.this_thread_state);
@@ -260,8 +236,10 @@ const RawLayout& Raw() {
     l.usable = l.code_type != nullptr && l.unicode_type != nullptr &&
                l.this_thread_state != nullptr && l.addr2line != nullptr &&
                (!l.frame_objects || l.frame_type != nullptr);
-    LogNote(1, "python stacks: CPython 3.%lu; frames of threads without the "
-               "GIL are %s", minor, l.usable ? "read" : "not read");
+    LogNote(1,
+            "python stacks: CPython 3.%lu; frames of threads without the "
+            "GIL are %s",
+            minor, l.usable ? "read" : "not read");
     return l;
   }();
   return layout;
@@ -375,9 +353,8 @@ int AppendFramesWithoutGil(const RawLayout& l, uintptr_t* frames, int n,
       const bool incomplete = owner != kOwnedByGenerator &&
                               instr < instructions + 2 * int64_t{first};
       if (!incomplete) {
-        const int line =
-            l.addr2line(const_cast<void*>(code),
-                        static_cast<int>(instr - instructions));
+        const int line = l.addr2line(const_cast<void*>(code),
+                                     static_cast<int>(instr - instructions));
         if (const uint32_t id = InternRaw(l, code, line); id != 0) {
           frames[n++] = kPythonFrameTag | id;
         }

@@ -65,8 +65,8 @@ TorchModePlan PlanTorchMode(const char* cuda_conf, const char* generic_conf) {
 }
 
 TorchModePlan ApplyTorchModeAtLoad() {
-  TorchModePlan plan = PlanTorchMode(std::getenv(kTorchCudaConfVar),
-                                     std::getenv(kTorchConfVar));
+  TorchModePlan plan =
+      PlanTorchMode(std::getenv(kTorchCudaConfVar), std::getenv(kTorchConfVar));
   if (!plan.refusal.empty()) {
     LogError("%s", plan.refusal.c_str());
     return plan;

@@ -148,9 +148,9 @@ TEST(GuardAsyncQuarantineTest, FreedStreamOrderedBlocksAreHeldAndChecked) {
       "report=json:report_path=<dir>/r.%p.json:quarantine_async=1:"
       "quarantine_bytes=1048576";
   std::filesystem::create_directories(tmp.path() + "/held");
-  RunResult with = RunProgram(GMT_GUARD_LAUNCH_PROGRAM,
-                              {"async_quarantine", "write"},
-                              tmp.path() + "/held", held);
+  RunResult with =
+      RunProgram(GMT_GUARD_LAUNCH_PROGRAM, {"async_quarantine", "write"},
+                 tmp.path() + "/held", held);
   ASSERT_EQ(with.exit_code, 0) << with.Describe();
   EXPECT_EQ(with.out, plain.out);
   ASSERT_TRUE(with.has_report) << with.Describe();

@@ -9,8 +9,8 @@ using Settings = std::vector<std::pair<std::string, std::string>>;
 TEST(TorchModeTest, UnsetConfigurationGetsTheAsyncBackend) {
   TorchModePlan plan = PlanTorchMode(nullptr, nullptr);
   EXPECT_TRUE(plan.refusal.empty());
-  EXPECT_EQ(plan.set, (Settings{{"PYTORCH_CUDA_ALLOC_CONF",
-                                 "backend:cudaMallocAsync"}}));
+  EXPECT_EQ(plan.set,
+            (Settings{{"PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync"}}));
   // An empty variable is as good as unset.
   EXPECT_EQ(PlanTorchMode("  ", nullptr).set, plan.set);
 }
