@@ -189,6 +189,16 @@ void Engine::OnAlloc(const AllocEvent& event) {
   record.device = event.device;
   record.api = event.api;
   record.kind = ApiMemoryKind(event.api);
+  switch (FamilyOf(event.api)) {
+    case GuardFamily::kAsync:
+      stream_ordered_allocations_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case GuardFamily::kDevice:
+      device_allocations_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    default:
+      break;
+  }
   record.nvtx_range = options_.nvtx ? NvtxCurrentRange() : kNoNvtxRange;
   if (record.nvtx_range != kNoNvtxRange) {
     NvtxCountAlloc(record.nvtx_range, record.bytes);
@@ -589,6 +599,11 @@ ReportState Engine::TakeReportState(absl::string_view reason) {
   state.stack_depth = options_.stack_depth;
   state.symbolize = options_.symbolize;
   state.fast_unwinder = FastUnwinderLoaded();
+  state.torch_mode = options_.torch;
+  state.stream_ordered_allocations =
+      stream_ordered_allocations_.load(std::memory_order_relaxed);
+  state.segment_allocations =
+      device_allocations_.load(std::memory_order_relaxed);
   // Asked only when stacks are symbolized: the answer loads libdw.
   state.line_info = options_.stack_depth <= 0 || !options_.symbolize ||
                     symbolizer_.HasLineInfo();

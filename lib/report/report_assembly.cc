@@ -313,6 +313,22 @@ ReportData AssembleReport(ReportState state, StackSymbolizer symbolize) {
         "imported pointer while they are on): an allocation no hook saw after "
         "that is not in this report");
   }
+  if (state.torch_mode) {
+    if (state.stream_ordered_allocations > 0) {
+      data.notes.push_back(absl::StrCat(
+          "torch mode: ", state.stream_ordered_allocations,
+          " stream-ordered allocations (PyTorch's tensors under its "
+          "cudaMallocAsync backend), each with its own redzones; freed ones "
+          "held in quarantine"));
+    } else if (state.segment_allocations > 0) {
+      data.notes.push_back(
+          "torch mode was asked for, but PyTorch made no stream-ordered "
+          "allocation: it did not take its cudaMallocAsync backend (a "
+          "PYTORCH_CUDA_ALLOC_CONF naming another backend, an allocator the "
+          "script set itself, or CUDA tensors made before the tool was "
+          "loaded), so tensors were not guarded one by one");
+    }
+  }
   if (state.stack_depth > 0 && !state.fast_unwinder) {
     data.notes.push_back(
         "libunwind.so.8 could not be loaded: stacks were captured with glibc's "

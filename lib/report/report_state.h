@@ -64,6 +64,12 @@ struct ReportState {
   // ---- What the machine gave the tool, behind notes.
   bool fast_unwinder = true;  // libunwind.so.8 was loaded
   bool line_info = true;      // libdw.so.1 was loaded: file:line in stacks
+  // ---- PyTorch tensor mode (torch=1): whether it was asked for, and how
+  // many stream-ordered allocations (its tensors) and cudaMalloc ones (the
+  // default allocator's segments) were made.
+  bool torch_mode = false;
+  uint64_t stream_ordered_allocations = 0;
+  uint64_t segment_allocations = 0;
 
   // ---- Usage.
   struct Device {

@@ -128,11 +128,11 @@ TEST(GuardLaunchLockTest, OtherThreadsDoNotWaitBehindACheck) {
   EXPECT_EQ(with.out, plain.out);
 }
 
-// Stream-ordered frees held in quarantine (quarantine_async=1, as torch mode
-// sets it): the churn's blocks leave the quarantine through a check and
-// CUDA's stream-ordered free, with nothing lost or freed twice, and a write
-// through a freed block's stale pointer is a uaf-write with its free's
-// stack. Without quarantine_async the frees go to CUDA at once, as before.
+// Stream-ordered frees held in quarantine (torch=1 sets quarantine_async): the
+// churn's blocks leave the quarantine through a check and CUDA's stream-ordered
+// free, with nothing lost or freed twice, and a write through a freed block's
+// stale pointer is a uaf-write with its free's stack. Without quarantine_async
+// the frees go to CUDA at once, as before.
 TEST(GuardAsyncQuarantineTest, FreedStreamOrderedBlocksAreHeldAndChecked) {
   ScopedTempDir tmp;
   RunOptions plain_options;
@@ -144,8 +144,9 @@ TEST(GuardAsyncQuarantineTest, FreedStreamOrderedBlocksAreHeldAndChecked) {
   ASSERT_NE(plain.out.find("churn ok"), std::string::npos) << plain.Describe();
 
   RunOptions held;
+  // torch=1 turns quarantine_async on, as for PyTorch's tensors.
   held.gmt_options =
-      "report=json:report_path=<dir>/r.%p.json:quarantine_async=1:"
+      "report=json:report_path=<dir>/r.%p.json:torch=1:"
       "quarantine_bytes=1048576";
   std::filesystem::create_directories(tmp.path() + "/held");
   RunResult with =
@@ -165,6 +166,10 @@ TEST(GuardAsyncQuarantineTest, FreedStreamOrderedBlocksAreHeldAndChecked) {
   EXPECT_EQ(with.report["summary"].value("leaks", -1), 0) << with.Describe();
   // 66 blocks of ~106 KB raw against 1 MiB: most left the quarantine.
   EXPECT_GT(with.report["guard"].value("evicted", 0), 40) << with.Describe();
+  EXPECT_NE(with.report["notes"].dump().find(
+                "torch mode: 65 stream-ordered allocations"),
+            std::string::npos)
+      << with.report["notes"].dump();
 
   std::filesystem::create_directories(tmp.path() + "/default");
   RunResult plain_tool =

@@ -441,6 +441,22 @@ TEST(AssembleReportTest, NotesComeInTheirOrder) {
           HasSubstr("libdw.so.1 could not be loaded")));
 }
 
+TEST(AssembleReportTest, TorchModeSaysWhatItGuardedOrWhyNothing) {
+  ReportState s = BaseState();
+  s.torch_mode = true;
+  s.stream_ordered_allocations = 3628;
+  s.segment_allocations = 2;
+  EXPECT_THAT(Assemble(s).notes,
+              ElementsAre(HasSubstr("torch mode: 3628 stream-ordered "
+                                    "allocations")));
+  s.stream_ordered_allocations = 0;
+  EXPECT_THAT(Assemble(s).notes,
+              ElementsAre(HasSubstr("did not take its cudaMallocAsync "
+                                    "backend")));
+  s.torch_mode = false;  // not asked for: not said
+  EXPECT_TRUE(Assemble(s).notes.empty());
+}
+
 TEST(AssembleReportTest, QuietStateHasNoNotes) {
   ReportState s = BaseState();
   s.oom_reports_suppressed = 3;  // health not read: not said
