@@ -253,6 +253,9 @@ class Engine {
   // cuStreamSynchronize): blocks filled on other streams wait for a wider
   // synchronization.
   void OnStreamSynchronized(uint64_t context, uint64_t stream);
+  // The program is about to destroy `stream`: blocks freed on it that the
+  // tool still holds leave the quarantine now, through it.
+  void BeforeStreamDestroy(uint64_t stream);
 
   // Checks every zone now (snapshot, exit, teardown) and reports what
   // changed. `reason` names the check in reports ("snapshot", "exit", ...).

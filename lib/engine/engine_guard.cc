@@ -255,6 +255,12 @@ void Engine::OnStreamSynchronized(uint64_t context, uint64_t stream) {
   MaybeSampleGrowth();
 }
 
+void Engine::BeforeStreamDestroy(uint64_t stream) {
+  std::vector<GuardFinding> findings;
+  guard_.ReleaseHeldOnStream(stream, &findings);
+  ReportFindings(findings);
+}
+
 void Engine::CheckAllZones(absl::string_view reason) {
   // After a sticky CUDA error the context is lost; the crash
   // report says the zones went unchecked.

@@ -94,11 +94,13 @@ void GuardManager::AppendArmedZones(const Block& b, Table* table) const {
     table->zones.push_back(GmtZone{begin, end - begin, pattern, 0});
     table->refs.push_back(ZoneRef{r.raw_address, role, b.generation});
   };
-  if (b.canaries_armed) {
+  // A zone waiting for its refill still holds what a check already reported
+  // (CollectResults re-arms it): not checked again until it is rewritten.
+  if (b.canaries_armed && !b.canaries_pending) {
     add(b.front_begin, r.address, kCanaryByte, Role::kFront);
     add(UserEnd(r), r.raw_address + r.raw_bytes, kCanaryByte, Role::kTail);
   }
-  if (b.held && b.freed_armed) {
+  if (b.held && b.freed_armed && !b.freed_pending) {
     add(r.address, UserEnd(r), kFreedByte, Role::kFreedUser);
   }
 }
@@ -1102,6 +1104,32 @@ void GuardManager::EvictOverBudget(std::vector<GuardFinding>* findings) {
   for (uint64_t context : queued) {
     PollReleasesLocked(context, /*wait_oldest=*/false, findings);
     BoundReleasesLocked(context, findings);
+  }
+}
+
+void GuardManager::ReleaseHeldOnStream(uint64_t stream,
+                                       std::vector<GuardFinding>* findings) {
+  if (ops_ == nullptr || !hold_ordered_) return;
+  absl::MutexLock lock(&mu_);
+  PollPendingLocked(/*wait=*/false, findings);
+  for (auto& [context, c] : contexts_) {
+    std::vector<Block> leaving;
+    std::deque<uint64_t> kept;
+    for (uint64_t raw : c.quarantine) {
+      auto it = c.blocks.find(raw);
+      if (it != c.blocks.end() && StreamOrdered(it->second.record.api) &&
+          it->second.record.stream == stream) {
+        c.held_bytes -= std::min(c.held_bytes, it->second.record.raw_bytes);
+        leaving.push_back(std::move(it->second));
+        c.blocks.erase(it);
+      } else {
+        kept.push_back(raw);
+      }
+    }
+    if (leaving.empty()) continue;
+    c.quarantine.swap(kept);
+    c.table.reset();
+    ReleaseOrderedLocked(context, std::move(leaving));
   }
 }
 

@@ -43,7 +43,8 @@
 // cudaMallocAsync backend) is held too:
 // filled on its free's stream at the free, and when it leaves the quarantine
 // its check and CUDA's stream-ordered free are enqueued on that stream, one
-// behind the other: it never costs a host wait. With quarantine_bytes=0
+// behind the other: it never costs a host wait. A stream the program
+// destroys takes the blocks held on it out first (ReleaseHeldOnStream). With quarantine_bytes=0
 // a freed block whose canaries were written is held the same way, without
 // the freed fill, only until its check (a batch of up to
 // kFreeCheckBatchBlocks blocks or kFreeCheckBatchBytes).
@@ -198,6 +199,10 @@ class GuardManager {
   // awaiting its check (waiting for those checks). Returns the bytes given
   // back to CUDA.
   uint64_t ReleaseQuarantine(std::vector<GuardFinding>* findings);
+  // `stream` is about to be destroyed: the stream-ordered blocks held since
+  // a free on it leave the quarantine now (check and free enqueued on it).
+  void ReleaseHeldOnStream(uint64_t stream,
+                           std::vector<GuardFinding>* findings);
   // Collects the answers of release-queue checks that are in, without
   // waiting (entry points that must not synchronize: allocations).
   void PollReleases(std::vector<GuardFinding>* findings);

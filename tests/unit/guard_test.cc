@@ -932,6 +932,27 @@ TEST_F(GuardTest, StreamOrderedEvictionChecksThenFreesOnTheSameStream) {
   EXPECT_EQ(errors[0].check, "quarantine");
 }
 
+TEST_F(GuardTest, DestroyingAStreamReleasesTheBlocksHeldOnIt) {
+  Start(AsyncQuarantine());
+  constexpr uint64_t kOther = 0x3000;
+  uint8_t* a = Alloc(1000, Api::kCudaMallocAsync, kStream);
+  uint8_t* b = Alloc(1000, Api::kCudaMallocAsync, kOther);
+  EXPECT_FALSE(Free(a, Api::kCudaFreeAsync, kStream));
+  EXPECT_FALSE(Free(b, Api::kCudaFreeAsync, kOther));
+  a[1003] = 1;  // an overrun found on its way out
+  engine_->BeforeStreamDestroy(kStream);
+  // Only the destroyed stream's block left, checked on its way out; the
+  // other stays held.
+  ASSERT_EQ(ops_->released_ordered.size(), 1u);
+  EXPECT_EQ(ops_->released_ordered[0], reinterpret_cast<uint64_t>(a) - 512);
+  EXPECT_EQ(engine_->guard().Stats().evicted, 1u);
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].first_offset, 1003);
+  EXPECT_EQ(errors[0].check, "quarantine");
+}
+
 TEST_F(GuardTest, StreamOrderedFreeWhileCapturingIsNotHeld) {
   Start(AsyncQuarantine());
   uint8_t* p = Alloc(1000, Api::kCudaMallocAsync, kStream);
