@@ -8,8 +8,9 @@ bit-identical with and without the tool (and in torch mode).
 
 Timing goes to stderr, so stdout stays comparable:
 
-  cnn: step_ms=<median of 5 windows> reserved_mb=<float>
-       allocated_mb=<float> backend=<PyTorch's allocator backend>
+  train_seconds=<float> steps=<n> ms_per_step=<median of 5 windows>
+  cnn: step_ms=<the same> reserved_mb=<float> allocated_mb=<float>
+       backend=<PyTorch's allocator backend>
 
 Usage: pytorch_cnn.py [--steps N] [--seed S] [--log-every K]
   --log-every K: read the loss on the host every K steps (a synchronization,
@@ -82,7 +83,12 @@ def main() -> int:
         backend = torch.cuda.get_allocator_backend()
     except Exception:  # noqa: BLE001 (older PyTorch)
         backend = "?"
-    print(f"cnn: step_ms={statistics.median(times[1:]) * 1e3:.4f} "
+    step_s = statistics.median(times[1:])
+    # The line benchmarks/gpu/perf_suite.sh reads (as for pytorch_train.py).
+    print(f"train_seconds={step_s * per_window * (windows - 1):.6f} "
+          f"steps={per_window * (windows - 1)} ms_per_step={step_s * 1e3:.4f}",
+          file=sys.stderr)
+    print(f"cnn: step_ms={step_s * 1e3:.4f} "
           f"reserved_mb={torch.cuda.memory_reserved() / 2**20:.1f} "
           f"allocated_mb={torch.cuda.memory_allocated() / 2**20:.1f} "
           f"backend={backend}", file=sys.stderr)

@@ -13,8 +13,9 @@
 #                    final loss must be identical
 #   perf-suite       benchmarks/gpu/perf_suite.sh: churn (alloc/free pairs),
 #                    train_loop (large kernels), train_loop --small-kernels
-#                    (launch-heavy) and pytorch_train.py, each without the
-#                    tool, with guard=0, check=sync and check=kernel
+#                    (launch-heavy) and pytorch_cnn.py, each without the
+#                    tool, with guard=0, check=sync and check=kernel (the
+#                    CNN also in tensor mode, torch=1)
 #                    (interleaved rounds, medians) and under compute-sanitizer
 #                    memcheck; memory overhead (host bytes per live
 #                    allocation, device bytes added / user bytes); one table
