@@ -196,21 +196,17 @@ bool DriverDeviceOps::Fill(uint64_t context, uint64_t stream,
 
 bool DriverDeviceOps::FillWithMemsets(uint64_t context, uint64_t stream,
                                       absl::Span<const GmtZone> zones) {
-  const ToolDriver* d = Driver();
-  if (d == nullptr) return false;
-  ToolContextScope scope(*d, context);
-  if (scope.result() != CUDA_SUCCESS) {
-    return Failed(d, "making the context current", scope.result());
+  ZoneWork work;
+  if (!BeginZoneWork(context, stream, zones, &work, /*stage_table=*/false)) {
+    return false;
   }
-  ContextState* state = State(*d, scope.context());
-  if (state == nullptr) return false;
-  CUstream s = nullptr;
-  if (!WorkStream(*d, state, stream, &s)) return false;
   for (const GmtZone& z : zones) {
     if (z.bytes == 0) continue;
-    const CUresult r = d->memset_d8_async(
-        z.address, static_cast<unsigned char>(z.pattern), z.bytes, s);
-    if (r != CUDA_SUCCESS) return Failed(d, "guard-zone fill (memset)", r);
+    const CUresult r = work.driver->memset_d8_async(
+        z.address, static_cast<unsigned char>(z.pattern), z.bytes, work.stream);
+    if (r != CUDA_SUCCESS) {
+      return Failed(work.driver, "guard-zone fill (memset)", r);
+    }
   }
   return true;
 }
@@ -518,7 +514,7 @@ void DriverDeviceOps::ForgetContext(uint64_t context) {
 
 bool DriverDeviceOps::BeginZoneWork(uint64_t context, uint64_t stream,
                                     absl::Span<const GmtZone> zones,
-                                    ZoneWork* work) {
+                                    ZoneWork* work, bool stage_table) {
   work->driver = Driver();
   if (work->driver == nullptr || !EnsureKernels(*work->driver)) return false;
   const ToolDriver& d = *work->driver;
@@ -530,6 +526,7 @@ bool DriverDeviceOps::BeginZoneWork(uint64_t context, uint64_t stream,
   work->state = State(d, work->scope->context());
   if (work->state == nullptr) return false;
   if (!WorkStream(d, work->state, stream, &work->stream)) return false;
+  if (!stage_table) return true;
   work->slot = AcquireSlot(d, work->state, zones.size());
   if (work->slot == nullptr) return false;
   work->total_chunks = StageTable(zones, work->slot->host_table());

@@ -148,12 +148,14 @@ class DriverDeviceOps : public DeviceOps {
   // made current for the work (held by `work` until it is destroyed), and,
   // when there are zones, its state, the stream to work on and a slot with
   // `zones` staged. False on failure (logged).
+  // Without `stage_table`: no slot, only the context, state and stream.
+  bool BeginZoneWork(uint64_t context, uint64_t stream,
+                     absl::Span<const GmtZone> zones, ZoneWork* work,
+                     bool stage_table = true)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fill's path for a few zones on a program stream: memsets, no slot.
   bool FillWithMemsets(uint64_t context, uint64_t stream,
                        absl::Span<const GmtZone> zones)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool BeginZoneWork(uint64_t context, uint64_t stream,
-                     absl::Span<const GmtZone> zones, ZoneWork* work)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The inline path of CheckAfterKernel; `*ticket` set when kEnqueued.
   InlineOutcome EnqueueInlineCheck(uint64_t context, uint64_t stream,
