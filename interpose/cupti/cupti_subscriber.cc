@@ -811,9 +811,12 @@ void StartCupti(bool injected) {
   g_decided = true;
   const Options& options = GlobalOptions();
   const bool interposed = ShimsInterposed();
-  const CuptiPlan plan = PlanCupti(options, injected, interposed);
+  const CuptiPlan plan = PlanCuptiForProcess(options, injected, interposed);
   if (!plan.subscribe) {
-    LogNote(1, "CUPTI: not subscribing: %s", plan.reason);
+    LogNote(plan.blind ? 0 : 1, "CUPTI: not subscribing: %s%s", plan.reason,
+            plan.blind ? "; nothing is traced without LD_PRELOAD: run with "
+                         "LD_PRELOAD=libgpumemtrace.so (or gpumemtrace run)"
+                       : "");
     return;
   }
   // One attempt per process: a CUPTI that is missing or taken stays so, and

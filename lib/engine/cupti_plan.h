@@ -34,10 +34,13 @@ struct CuptiPlan {
   // executable destruction and graph launch callbacks. With `memory`.
   bool graphs = false;
   // CUPTI memory activity records (CUPTI_ACTIVITY_KIND_MEMORY2), cross-checked
-  // with the hooks (lib/registry/memory_activity.h). Option cupti_activity: auto = only
-  // without the shims (injection alone), where a call the hooks missed is
-  // likeliest and no profiler shares the process's activity buffers.
+  // with the hooks (lib/registry/memory_activity.h). Option cupti_activity:
+  // auto = only without the shims (injection alone), where a call the hooks
+  // missed is likeliest and no profiler shares the process's activity buffers.
   bool activity = false;
+  // Not subscribing leaves the tool without any view of the program's calls
+  // (injection alone): the reason is worth saying at verbosity 0.
+  bool blind = false;
   // Why not subscribing, or what was chosen: for a verbosity-1 note.
   const char* reason = "";
 };
@@ -45,8 +48,16 @@ struct CuptiPlan {
 // `injected`: libcuda loaded this library through CUDA_INJECTION64_PATH and
 // called InitializeInjection. `shims_interposed`: the process binds the
 // library's exported cu* symbols (LD_PRELOAD, or linked before libcuda).
+// `gpu_dump_armed`: the driver will write a GPU core dump at a GPU exception
+// (lib/gpu_fault/gpu_dump_arming.h); it writes none while a CUPTI subscriber
+// exists, so the tool then never subscribes (`blind` says when that leaves
+// it seeing nothing: injection without the shims).
 CuptiPlan PlanCupti(const Options& options, bool injected,
-                    bool shims_interposed);
+                    bool shims_interposed, bool gpu_dump_armed);
+
+// The plan for this process: `gpu_dump_armed` read from its environment.
+CuptiPlan PlanCuptiForProcess(const Options& options, bool injected,
+                              bool shims_interposed);
 
 }  // namespace gmt
 

@@ -5,12 +5,23 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/core/clock.h"
+#include "lib/core/log.h"
 #include "lib/engine/engine.h"
+#include "lib/gpu_fault/gpu_dump_arming.h"
 #include "lib/health/health.h"
 #include "lib/health/nvml_startup.h"
 #include "lib/health/xid_watch.h"
 
 namespace gmt {
+namespace {
+
+// Why NVML waits for the exit report while the GPU core dump is armed.
+constexpr char kNvmlAwayForGpuDump[] =
+    "the driver's GPU core dump is armed (explain_faults or "
+    "CUDA_ENABLE_COREDUMP_ON_EXCEPTION), and the driver writes none while "
+    "NVML is in use in the process";
+
+}  // namespace
 
 void Engine::OnAllocFailed(const AllocFailure& failure) {
   if (!options_.enabled || !options_.oom_report) return;
@@ -31,7 +42,9 @@ void Engine::OnAllocFailed(const AllocFailure& failure) {
   in.meminfo_status = failure.meminfo_status;
   in.live = LiveAllocations();
   in.self_pid = static_cast<uint32_t>(getpid());
-  if (options_.health) {
+  if (options_.health && gpu_fault::GpuDumpArmed()) {
+    in.processes_status = absl::StrCat("not read: ", kNvmlAwayForGpuDump);
+  } else if (options_.health) {
     // CUDA ordinals are taken as NVML indices (true unless
     // CUDA_VISIBLE_DEVICES reorders the devices).
     in.processes = ReadProcessUsage(failure.device, &in.processes_status);
@@ -60,9 +73,16 @@ void Engine::OnCudaVersions(int runtime_version, int driver_version) {
   NoteCudaVersions(runtime_version, driver_version);
   // The program's first CUDA call: NVML (and the Xid watcher) start now, on
   // a thread of their own (lib/health/nvml_startup.h).
-  if (options_.enabled && options_.health) {
-    StartNvmlInBackground(options_.xid_events);
+  if (!options_.enabled || !options_.health) return;
+  if (gpu_fault::GpuDumpArmed()) {
+    // NVML in the process keeps the driver from writing the dump, and the
+    // faulting program then hangs (gpu_dump_arming.h): the dump wins, and
+    // health is read at exit only.
+    DeclineXidWatch(kNvmlAwayForGpuDump);
+    LogNote(1, "health: NVML not started, %s", kNvmlAwayForGpuDump);
+    return;
   }
+  StartNvmlInBackground(options_.xid_events);
 }
 
 void Engine::TakeHealthState(absl::string_view reason, ReportState* state) {
@@ -74,6 +94,14 @@ void Engine::TakeHealthState(absl::string_view reason, ReportState* state) {
   if (forked_child()) {
     state->health.reason = NvmlNotReadyReason(NvmlStart::kNotStarted, 0);
     return;
+  }
+  if (gpu_fault::GpuDumpArmed()) {
+    if (reason != "exit") {
+      state->health.reason =
+          absl::StrCat("not read before exit: ", kNvmlAwayForGpuDump);
+      return;
+    }
+    DeclineXidWatch(kNvmlAwayForGpuDump);  // no CUDA call: not said yet
   }
   // The background start, if there was one, finishes first (bounded: a
   // report never waits long on NVML). Without a CUDA call there was none,

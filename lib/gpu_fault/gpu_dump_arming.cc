@@ -25,6 +25,11 @@ const char* UserGpuDumpVariable() {
   return nullptr;
 }
 
+bool GpuDumpArmed() {
+  const char* on = std::getenv("CUDA_ENABLE_COREDUMP_ON_EXCEPTION");
+  return on != nullptr && on[0] != '\0' && std::strcmp(on, "0") != 0;
+}
+
 std::vector<std::pair<std::string, std::string>> GpuDumpEnvironment(
     const std::string& dir) {
   return {

@@ -32,6 +32,17 @@ inline constexpr const char* kGpuDumpVariables[] = {
 // The first of kGpuDumpVariables set in this environment, or nullptr.
 const char* UserGpuDumpVariable();
 
+// Whether the driver will write a GPU core dump at a GPU exception in this
+// process: CUDA_ENABLE_COREDUMP_ON_EXCEPTION set to something other than 0,
+// by the user or by ArmGpuDump. Two things of the tool's keep the driver from
+// writing it, measured on the H200 (driver 580): a CUPTI subscriber ("not
+// supported with other developer tools") and NVML in the process (the driver
+// says "not supported with late attach", writes nothing, and the faulting
+// program spins in its next synchronization). Where this is true the tool
+// uses neither before its exit report. (A program that arms the dump through
+// cuCoredumpSetAttributeGlobal is not seen.)
+bool GpuDumpArmed();
+
 // The environment that arms a lightweight dump written into `dir` as
 // gpu.<pid>.cudacore: (name, value) pairs.
 std::vector<std::pair<std::string, std::string>> GpuDumpEnvironment(

@@ -72,6 +72,13 @@ void WatchLoop(const NvmlApi* api, nvml::EventSet set,
 
 }  // namespace
 
+void DeclineXidWatch(const std::string& why) {
+  absl::MutexLock lock(&g_mu);
+  if (g_started) return;
+  g_started = true;
+  SetStatus(absl::StrCat("not watched: ", why));
+}
+
 bool StartXidWatch() {
   absl::MutexLock lock(&g_mu);
   if (g_started) return g_watched;

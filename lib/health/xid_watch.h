@@ -18,6 +18,10 @@ namespace gmt {
 // whether it runs; the reason otherwise goes to XidSnapshot's status.
 bool StartXidWatch();
 
+// Never starts the watcher in this process: StartXidWatch does nothing after
+// it, and the status reads "not watched: <why>".
+void DeclineXidWatch(const std::string& why);
+
 // Asks the watcher to stop, without waiting for it.
 void RequestXidWatchStop();
 

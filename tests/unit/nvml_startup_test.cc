@@ -108,6 +108,32 @@ TEST_F(NvmlStartup, ReportAtACudaErrorWaitsForTheFaultsXid) {
   EXPECT_EQ(r.health.xids[0].xid, 79u);
 }
 
+// With the driver's GPU core dump armed, NVML in the process made the driver
+// refuse the dump ("not supported with late attach") and the faulting
+// program spin in its next synchronization (H200, driver 580: 4 of 6 runs
+// with NVML's health reading alone, 6 of 6 with the Xid event wait too, 0 of
+// 6 with health=0): NVML is not started at the first CUDA call, reports
+// before exit say why health was not read, and the exit report reads it
+// (with the Xid watcher off).
+TEST_F(NvmlStartup, AnArmedGpuDumpKeepsNvmlAwayUntilTheExitReport) {
+  setenv("FAKE_NVML_INIT_MS", "0", 1);
+  setenv("CUDA_ENABLE_COREDUMP_ON_EXCEPTION", "1", 1);
+  auto engine = QuietEngine(/*first_cuda_call=*/true);
+  EXPECT_EQ(WaitForNvmlStart(0), NvmlStart::kNotStarted);
+  ReportData r = engine->BuildReport("cuda-error");
+  EXPECT_FALSE(r.health.available);
+  EXPECT_NE(r.health.reason.find("GPU core dump is armed"), std::string::npos)
+      << r.health.reason;
+  EXPECT_EQ(WaitForNvmlStart(0), NvmlStart::kNotStarted);
+  r = engine->BuildReport("exit");
+  unsetenv("CUDA_ENABLE_COREDUMP_ON_EXCEPTION");
+  EXPECT_TRUE(r.health.available) << r.health.reason;
+  EXPECT_FALSE(r.health.xid_watched);
+  EXPECT_NE(r.health.xid_status.find("GPU core dump is armed"),
+            std::string::npos)
+      << r.health.xid_status;
+}
+
 TEST_F(NvmlStartup, ForkedChildNeitherWaitsNorStartsAThread) {
   StartNvmlInBackground(/*watch_xid=*/true);  // still in nvmlInit
   const pid_t child = fork();
