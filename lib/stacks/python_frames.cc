@@ -99,12 +99,14 @@ struct Table {
   // For frames read without the GIL, whose code objects are not kept alive:
   // the name objects an id was read from, so a hit costs two compares
   // instead of two string copies (a new code object at a freed one's
-  // address has new name objects, or names of another length).
+  // address has new name objects, or names of another length or start).
   struct Names {
     const void* function = nullptr;
     const void* file = nullptr;
     int64_t function_length = 0;
     int64_t file_length = 0;
+    uint64_t function_head = 0;  // its first (up to) 8 characters
+    bool operator==(const Names&) const = default;
   };
   absl::flat_hash_map<std::pair<uintptr_t, int>, Names> raw_names;
 };
@@ -269,10 +271,8 @@ std::string AsciiText(const RawLayout& l, const void* object) {
                      static_cast<size_t>(length));
 }
 
-// Interns (code, line) for a thread without the GIL: the code object is not
-// kept alive (that would take a reference), so an address may come to name
-// another function; a cached entry is used only if its names still match.
-uint32_t InternRaw(const RawLayout& l, const void* code, int line) {
+// The names of `code` as InternRaw and FrameId compare them.
+Table::Names NamesOf(const RawLayout& l, const void* code) {
   Table::Names names;
   names.function = Field<const void*>(code, l.code_qualname);
   names.file = Field<const void*>(code, l.code_filename);
@@ -283,17 +283,27 @@ uint32_t InternRaw(const RawLayout& l, const void* code, int line) {
   };
   names.function_length = length(names.function);
   names.file_length = length(names.file);
+  if (names.function_length > 0) {
+    std::memcpy(
+        &names.function_head,
+        static_cast<const char*>(names.function) + l.ascii_header,
+        static_cast<size_t>(std::min<int64_t>(names.function_length, 8)));
+  }
+  return names;
+}
+
+// Interns (code, line) for a thread without the GIL: the code object is not
+// kept alive (that would take a reference), so an address may come to name
+// another function; a cached entry is used only if its names still match.
+uint32_t InternRaw(const RawLayout& l, const void* code, int line,
+                   const Table::Names& names) {
   const std::pair<uintptr_t, int> key{reinterpret_cast<uintptr_t>(code), line};
   absl::MutexLock lock(&g_mu);
   if (g_table == nullptr) g_table = new Table;
-  if (auto it = g_table->raw_names.find(key); it != g_table->raw_names.end()) {
-    const Table::Names& known = it->second;
-    if (known.function == names.function && known.file == names.file &&
-        known.function_length == names.function_length &&
-        known.file_length == names.file_length) {
-      if (auto id = g_table->ids.find(key); id != g_table->ids.end()) {
-        return id->second;
-      }
+  if (auto it = g_table->raw_names.find(key);
+      it != g_table->raw_names.end() && it->second == names) {
+    if (auto id = g_table->ids.find(key); id != g_table->ids.end()) {
+      return id->second;
     }
   }
   PythonFrameInfo info;
@@ -306,6 +316,36 @@ uint32_t InternRaw(const RawLayout& l, const void* code, int line) {
   const uint32_t id = static_cast<uint32_t>(g_table->infos.size());
   g_table->ids[key] = id;
   g_table->raw_names[key] = names;
+  return id;
+}
+
+// A thread's last answers of FrameId, by (code object, instruction offset):
+// a training loop allocates from the same few lines again and again, and a
+// hit costs a few loads instead of PyCode_Addr2Line (a walk of the line
+// table) and the global table's lock. Each entry keeps the names it was made
+// with; a code object freed and another made at its address is told apart by
+// them, as in InternRaw.
+struct FrameIdCacheEntry {
+  const void* code = nullptr;
+  int offset = -1;
+  uint32_t id = 0;
+  Table::Names names;
+};
+constexpr size_t kFrameIdCacheSize = 128;  // a power of two
+thread_local FrameIdCacheEntry t_frame_ids[kFrameIdCacheSize];
+
+// The interned id of `code` at instruction byte offset `offset`, 0 if none.
+uint32_t FrameId(const RawLayout& l, const void* code, int offset) {
+  const Table::Names names = NamesOf(l, code);
+  const auto key = reinterpret_cast<uintptr_t>(code);
+  FrameIdCacheEntry& e =
+      t_frame_ids[((key >> 4) ^ (key >> 12) ^
+                   static_cast<uintptr_t>(offset) * 0x9E3779B1u) &
+                  (kFrameIdCacheSize - 1)];
+  if (e.code == code && e.offset == offset && e.names == names) return e.id;
+  const int line = l.addr2line(const_cast<void*>(code), offset);
+  const uint32_t id = InternRaw(l, code, line, names);
+  e = FrameIdCacheEntry{code, offset, id, names};
   return id;
 }
 
@@ -333,8 +373,7 @@ int AppendFramesWithoutGil(const RawLayout& l, uintptr_t* frames, int n,
       const void* code = Field<const void*>(frame, l.frame_code);
       if (code != nullptr && TypeOf(code) == l.code_type) {
         const int lasti = Field<int>(frame, l.frame_instr);
-        const int line = l.addr2line(const_cast<void*>(code), lasti * 2);
-        if (const uint32_t id = InternRaw(l, code, line); id != 0) {
+        if (const uint32_t id = FrameId(l, code, lasti * 2); id != 0) {
           frames[n++] = kPythonFrameTag | id;
         }
       }
@@ -353,9 +392,9 @@ int AppendFramesWithoutGil(const RawLayout& l, uintptr_t* frames, int n,
       const bool incomplete = owner != kOwnedByGenerator &&
                               instr < instructions + 2 * int64_t{first};
       if (!incomplete) {
-        const int line = l.addr2line(const_cast<void*>(code),
-                                     static_cast<int>(instr - instructions));
-        if (const uint32_t id = InternRaw(l, code, line); id != 0) {
+        if (const uint32_t id =
+                FrameId(l, code, static_cast<int>(instr - instructions));
+            id != 0) {
           frames[n++] = kPythonFrameTag | id;
         }
       }

@@ -4,6 +4,7 @@
 // script's functions with their lines, innermost first.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -70,10 +71,10 @@ void ExpectTheScriptsLines(const RunResult& r) {
   const json& stack = leaks[0]["stack"];
   const std::vector<std::string> python = PythonFrames(stack);
   ASSERT_GE(python.size(), 4u) << StackFunctions(stack);
-  EXPECT_EQ(python[0], "allocate_block python_alloc.py:27");
-  EXPECT_EQ(python[1], Method("Model.build") + " python_alloc.py:35");
-  EXPECT_EQ(python[2], "main python_alloc.py:47");
-  EXPECT_EQ(python[3], "<module> python_alloc.py:50");
+  EXPECT_EQ(python[0], "allocate_block python_alloc.py:29");
+  EXPECT_EQ(python[1], Method("Model.build") + " python_alloc.py:37");
+  EXPECT_EQ(python[2], "main python_alloc.py:49");
+  EXPECT_EQ(python[3], "<module> python_alloc.py:79");
   ASSERT_FALSE(stack.empty());
   EXPECT_NE(stack[0].value("module", ""), "python");
 }
@@ -98,7 +99,7 @@ TEST_F(PythonStacksTest, AnExceptionBeingHandledIsLeftAlone) {
   ASSERT_EQ(leaks.size(), 1u) << r.Describe();
   const std::vector<std::string> python = PythonFrames(leaks[0]["stack"]);
   ASSERT_GE(python.size(), 3u) << StackFunctions(leaks[0]["stack"]);
-  EXPECT_EQ(python[2], "main python_alloc.py:43");
+  EXPECT_EQ(python[2], "main python_alloc.py:45");
 }
 
 // PyTorch's operators release the GIL before they allocate: the frames are
@@ -106,6 +107,32 @@ TEST_F(PythonStacksTest, AnExceptionBeingHandledIsLeftAlone) {
 // the same lines.
 TEST_F(PythonStacksTest, AThreadThatReleasedTheGilGetsTheSameFrames) {
   ExpectTheScriptsLines(RunScript("released"));
+}
+
+// Frames read without the GIL are cached per thread by code object and
+// instruction: functions of one shape made and dropped in turn (their code
+// and name objects may take a dropped one's address) must each be named, at
+// each of their two lines.
+TEST_F(PythonStacksTest, FunctionsMadeAndDroppedInTurnAreEachNamed) {
+  RunResult r = RunScript("redefined");
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  std::vector<std::string> seen;
+  for (const json& leak : LeaksWithApi(r.report, "cudaMalloc")) {
+    const std::vector<std::string> python = PythonFrames(leak["stack"]);
+    ASSERT_GE(python.size(), 2u) << StackFunctions(leak["stack"]);
+    EXPECT_EQ(python[0], "allocate_block python_alloc.py:29");
+    const uint64_t bytes = leak.value("bytes", uint64_t{0});
+    seen.push_back(python[1] + (bytes == 4096 ? " a" : " b"));
+  }
+  std::sort(seen.begin(), seen.end());
+  std::vector<std::string> expected;
+  for (const char* name :
+       {"fifth", "first", "fourth", "second", "sixth", "third"}) {
+    expected.push_back(std::string(name) + " python_alloc.py:53 a");
+    expected.push_back(std::string(name) + " python_alloc.py:54 b");
+  }
+  EXPECT_EQ(seen, expected);
 }
 
 TEST_F(PythonStacksTest, OffByOptionGivesTheNativeStackOnly) {

@@ -12,9 +12,11 @@ allocation stacks must name these lines either way.
                             being handled: the exception must survive the
                             tool's reading of the frames
   python_alloc.py released  the same as leak, the GIL released for the call
+  python_alloc.py redefined (see redefined() below)
 """
 import ctypes
 import sys
+import types
 
 holding = ctypes.PyDLL("libcudart.so.13")  # calls keep the GIL
 releasing = ctypes.CDLL("libcudart.so.13")  # calls release it
@@ -47,5 +49,32 @@ def main(mode):
     return Model().build(releasing if mode == "released" else holding)
 
 
-kept = main(sys.argv[1] if len(sys.argv) > 1 else "leak")
+def template(runtime):
+    a = allocate_block(4096, runtime)
+    b = allocate_block(8192, runtime)
+    return a, b
+
+
+def redefined():
+    """Six copies of template() under other names, each made, called (the GIL
+    released) and dropped in turn, so that each copy's code object likely
+    takes the dropped one's address: each leak must name its own copy (first
+    .. sixth) and its two lines."""
+    kept = []
+    for name in ("first", "second", "third", "fourth", "fifth", "sixth"):
+        names = {"co_name": name}
+        if sys.version_info >= (3, 11):
+            names["co_qualname"] = name
+        code = template.__code__.replace(**names)
+        copy = types.FunctionType(code, globals(), name)
+        kept.extend(copy(releasing))
+        del copy, code
+    return kept
+
+
+mode = sys.argv[1] if len(sys.argv) > 1 else "leak"
+if mode == "redefined":
+    print("python_alloc: allocated %d blocks" % len(redefined()))
+    sys.exit(0)
+kept = main(mode)  # the <module> line of the other modes
 print("python_alloc: allocated 0x%x" % kept.value)
