@@ -78,6 +78,8 @@
 #   GMT_PERF_SAN_DIVISOR   its iterations are the others' / this [10]
 #   GMT_PERF_SAN_LIMIT_S   limit of one compute-sanitizer run [45]
 #   GMT_PERF_RUN_LIMIT_S   limit of one other run [90]
+#   GMT_PERF_WORKLOADS     the workloads of the interleaved rounds, a subset
+#                          of "churn train_loop kernel_loop pytorch" [all]
 #   GMT_PERF_TORCH         1 runs PyTorch, 0 does not [1]
 #   GMT_PERF_STARTUP       1 runs startup and exit_live, 0 does not [1];
 #                          skipped when less than 30 s of the budget is left
@@ -118,6 +120,7 @@ OUTDIR="${OUT:-}"
 START="$(date +%s)"
 DEADLINE=$((START + ${GMT_PERF_BUDGET_S:-230}))
 ROUNDS="${GMT_PERF_ROUNDS:-3}"
+WORKLOADS="${GMT_PERF_WORKLOADS:-churn train_loop kernel_loop pytorch}"
 TORCH_ROUNDS="${GMT_PERF_TORCH_ROUNDS:-1}"
 PAIRS="${GMT_PERF_PAIRS:-100000}"
 CHURN_MAX="${GMT_PERF_CHURN_MAX:-1048576}"
@@ -310,6 +313,7 @@ echo "  compute-sanitizer: ${SANITIZER:-not run (absent or GMT_PERF_SAN=0)};" \
 for round in $(seq 1 "$ROUNDS"); do
   echo "--- round $round"
   for w in churn train_loop kernel_loop pytorch; do
+    case " $WORKLOADS " in *" $w "*) ;; *) continue ;; esac
     [ "$w" = pytorch ] && { [ "$RUN_TORCH" = 1 ] && [ "$round" -le "$TORCH_ROUNDS" ] || continue; }
     modes=(plain guard0 sync kernel explain)
     [ "$w" = churn ] && modes=(plain guard0 sync q0 kernel)
