@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -332,11 +334,23 @@ struct FrameIdCacheEntry {
   Table::Names names;
 };
 constexpr size_t kFrameIdCacheSize = 128;  // a power of two
-thread_local FrameIdCacheEntry t_frame_ids[kFrameIdCacheSize];
+// On the heap, made at a thread's first Python frame: the library's TLS
+// block must stay small, since it goes into the static TLS that glibc has
+// little of left when libcuda dlopens the library (CUDA_INJECTION64_PATH),
+// and one initial-exec variable (lib/core/intercept_depth.h) puts the whole
+// block there.
+thread_local std::unique_ptr<FrameIdCacheEntry[]> t_frame_ids;
 
 // The interned id of `code` at instruction byte offset `offset`, 0 if none.
 uint32_t FrameId(const RawLayout& l, const void* code, int offset) {
   const Table::Names names = NamesOf(l, code);
+  if (t_frame_ids == nullptr) {
+    t_frame_ids.reset(new (std::nothrow) FrameIdCacheEntry[kFrameIdCacheSize]);
+    if (t_frame_ids == nullptr) {
+      return InternRaw(l, code, l.addr2line(const_cast<void*>(code), offset),
+                       names);
+    }
+  }
   const auto key = reinterpret_cast<uintptr_t>(code);
   FrameIdCacheEntry& e =
       t_frame_ids[((key >> 4) ^ (key >> 12) ^
