@@ -341,21 +341,27 @@ constexpr size_t kFrameIdCacheSize = 128;  // a power of two
 // block there.
 thread_local std::unique_ptr<FrameIdCacheEntry[]> t_frame_ids;
 
-// The interned id of `code` at instruction byte offset `offset`, 0 if none.
-uint32_t FrameId(const RawLayout& l, const void* code, int offset) {
-  const Table::Names names = NamesOf(l, code);
+// This thread's cache, made at its first use; nullptr if it cannot be.
+FrameIdCacheEntry* FrameIdCache() {
   if (t_frame_ids == nullptr) {
     t_frame_ids.reset(new (std::nothrow) FrameIdCacheEntry[kFrameIdCacheSize]);
-    if (t_frame_ids == nullptr) {
-      return InternRaw(l, code, l.addr2line(const_cast<void*>(code), offset),
-                       names);
-    }
+  }
+  return t_frame_ids.get();
+}
+
+// The interned id of `code` at instruction byte offset `offset`, 0 if none,
+// through `cache` (FrameIdCache()) when there is one.
+uint32_t FrameId(const RawLayout& l, FrameIdCacheEntry* cache, const void* code,
+                 int offset) {
+  const Table::Names names = NamesOf(l, code);
+  if (cache == nullptr) {
+    return InternRaw(l, code, l.addr2line(const_cast<void*>(code), offset),
+                     names);
   }
   const auto key = reinterpret_cast<uintptr_t>(code);
-  FrameIdCacheEntry& e =
-      t_frame_ids[((key >> 4) ^ (key >> 12) ^
-                   static_cast<uintptr_t>(offset) * 0x9E3779B1u) &
-                  (kFrameIdCacheSize - 1)];
+  FrameIdCacheEntry& e = cache[((key >> 4) ^ (key >> 12) ^
+                                static_cast<uintptr_t>(offset) * 0x9E3779B1u) &
+                               (kFrameIdCacheSize - 1)];
   if (e.code == code && e.offset == offset && e.names == names) return e.id;
   const int line = l.addr2line(const_cast<void*>(code), offset);
   const uint32_t id = InternRaw(l, code, line, names);
@@ -370,6 +376,7 @@ int AppendFramesWithoutGil(const RawLayout& l, uintptr_t* frames, int n,
   const void* tstate = l.this_thread_state();
   if (tstate == nullptr) return n;  // a thread Python never ran on
   const void* frame = Field<const void*>(tstate, l.tstate_frame);
+  FrameIdCacheEntry* const cache = FrameIdCache();
   if (l.via_cframe) {
     // The C frame of the interpreter loop that runs this thread's Python:
     // on this thread's stack, above this call (a check that the layout is
@@ -387,7 +394,7 @@ int AppendFramesWithoutGil(const RawLayout& l, uintptr_t* frames, int n,
       const void* code = Field<const void*>(frame, l.frame_code);
       if (code != nullptr && TypeOf(code) == l.code_type) {
         const int lasti = Field<int>(frame, l.frame_instr);
-        if (const uint32_t id = FrameId(l, code, lasti * 2); id != 0) {
+        if (const uint32_t id = FrameId(l, cache, code, lasti * 2); id != 0) {
           frames[n++] = kPythonFrameTag | id;
         }
       }
@@ -407,7 +414,7 @@ int AppendFramesWithoutGil(const RawLayout& l, uintptr_t* frames, int n,
                               instr < instructions + 2 * int64_t{first};
       if (!incomplete) {
         if (const uint32_t id =
-                FrameId(l, code, static_cast<int>(instr - instructions));
+                FrameId(l, cache, code, static_cast<int>(instr - instructions));
             id != 0) {
           frames[n++] = kPythonFrameTag | id;
         }
