@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Where tensor mode's time goes: examples/pytorch_cnn.py's step time under
+# option sets that each take one part of the tool away, in interleaved
+# rounds, medians, each as a ratio to PyTorch's own allocator without the
+# tool (the perf suite's pytorch "torch" row is the whole of it):
+#
+#   plain          no tool, PyTorch's native caching allocator (the base)
+#   plain_async    no tool, PyTorch's cudaMallocAsync backend (what tensor
+#                  mode switches to)
+#   torch          torch=1 (tensor mode, default quarantine)
+#   guard0         torch=1:guard=0: tracking and stacks, no redzones
+#   nostacks       torch=1:stack_depth=0:python_stacks=0: redzones, no stacks
+#   nopython       torch=1:python_stacks=0: native stacks only
+#   q0             torch=1:quarantine_bytes=0: freed tensors not held
+#   q256, q1024    torch=1 with a 256 MiB / 1 GiB quarantine (fewer, larger
+#                  evictions against more reserved memory)
+#   checkexit      torch=1:check=exit: no zone checks at synchronizations
+#
+# Usage: torch_mode_parts.sh LIB [SCRIPT] [WORK_DIR]
+#   LIB     libgpumemtrace.so
+#   SCRIPT  the training script [examples/pytorch_cnn.py beside this repo]
+# Environment: GMT_PARTS_ROUNDS [3], GMT_PARTS_STEPS [300], GMT_PARTS_SETS
+#   (a subset of the names above, in that order [all]), GMT_PYTHON [python3].
+# Output: a line per run, then one line per set:
+#   <set>  median <ms> ms/step  <ratio>x  reserved <MB> MB  (<each run>)
+# and RESULT torch_mode_parts <set>=<ratio> ...
+set -uo pipefail
+
+usage="usage: torch_mode_parts.sh LIB [SCRIPT] [WORK_DIR]"
+LIB="${1:?$usage}"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+SCRIPT="${2:-$HERE/../../examples/pytorch_cnn.py}"
+WORK="${3:-$(mktemp -d)}"
+mkdir -p "$WORK" && WORK="$(cd "$WORK" && pwd)"
+[ -f "$LIB" ] || { echo "torch_mode_parts: missing $LIB" >&2; exit 1; }
+[ -f "$SCRIPT" ] || { echo "torch_mode_parts: missing $SCRIPT" >&2; exit 1; }
+LIB="$(cd "$(dirname "$LIB")" && pwd)/$(basename "$LIB")"
+PY="${GMT_PYTHON:-python3}"
+ROUNDS="${GMT_PARTS_ROUNDS:-3}"
+STEPS="${GMT_PARTS_STEPS:-300}"
+SETS="${GMT_PARTS_SETS:-plain plain_async torch guard0 nostacks nopython q0 q256 q1024 checkexit}"
+
+options() {  # the GMT_OPTIONS of a set; "-" for a run without the tool
+  case "$1" in
+    plain | plain_async) echo - ;;
+    torch) echo "torch=1" ;;
+    guard0) echo "torch=1:guard=0" ;;
+    nostacks) echo "torch=1:stack_depth=0:python_stacks=0" ;;
+    nopython) echo "torch=1:python_stacks=0" ;;
+    q0) echo "torch=1:quarantine_bytes=0" ;;
+    q256) echo "torch=1:quarantine_bytes=268435456" ;;
+    q1024) echo "torch=1:quarantine_bytes=1073741824" ;;
+    checkexit) echo "torch=1:check=exit" ;;
+    *) echo "torch_mode_parts: unknown set $1" >&2; exit 2 ;;
+  esac
+}
+
+LINES="$WORK/lines.txt"
+: >"$LINES"
+for round in $(seq 1 "$ROUNDS"); do
+  for set in $SETS; do
+    opts="$(options "$set")" || exit 2
+    err="$WORK/$set.$round.err"
+    if [ "$opts" = - ]; then
+      if [ "$set" = plain_async ]; then
+        PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync \
+          "$PY" "$SCRIPT" --steps "$STEPS" >/dev/null 2>"$err"
+      else
+        "$PY" "$SCRIPT" --steps "$STEPS" >/dev/null 2>"$err"
+      fi
+    else
+      LD_PRELOAD="$LIB" GMT_OPTIONS="$opts:report=none" \
+        "$PY" "$SCRIPT" --steps "$STEPS" >/dev/null 2>"$err"
+    fi
+    rc=$?
+    line="$(grep -o 'step_ms=[0-9.]* reserved_mb=[0-9.]*' "$err" | tail -1)"
+    echo "$set $round rc=$rc $line" | tee -a "$LINES"
+  done
+done
+
+python3 - "$LINES" <<'PYEOF'
+import collections
+import re
+import statistics
+import sys
+
+steps = collections.defaultdict(list)
+reserved = collections.defaultdict(list)
+order = []
+for line in open(sys.argv[1]):
+    m = re.match(r"(\S+) \d+ rc=0 step_ms=([0-9.]+) reserved_mb=([0-9.]+)",
+                 line)
+    if not m:
+        continue
+    if m.group(1) not in order:
+        order.append(m.group(1))
+    steps[m.group(1)].append(float(m.group(2)))
+    reserved[m.group(1)].append(float(m.group(3)))
+base = statistics.median(steps["plain"]) if steps["plain"] else None
+ratios = []
+for name in order:
+    med = statistics.median(steps[name])
+    ratio = med / base if base else float("nan")
+    ratios.append("%s=%.3f" % (name, ratio))
+    print("%-12s median %.3f ms/step  %.2fx  reserved %.0f MB  (%s)" % (
+        name, med, ratio, statistics.median(reserved[name]),
+        " ".join("%.2f" % v for v in steps[name])))
+print("RESULT torch_mode_parts " + " ".join(ratios))
+PYEOF
