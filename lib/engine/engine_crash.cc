@@ -28,6 +28,7 @@
 #include "lib/gpu_fault/gpu_dump_arming.h"
 #include "lib/report/report_assembly.h"
 #include "lib/report/report_output.h"
+#include "lib/stacks/python_frames.h"
 
 namespace gmt {
 namespace {
@@ -91,16 +92,37 @@ std::string Engine::LaunchSite(const RecentLaunches::Entry& launch) {
            absl::StartsWith(name, "__device_stub__") ||
            absl::StartsWith(name, "cudaLaunchKernel");
   };
+  // The native line, and the script's line in a Python process (the last
+  // frame kept, read at the launch: lib/stacks/python_frames.h).
   std::string innermost;
+  std::string native;
+  std::string python;
   for (uint32_t i = 0; i < launch.site_count; ++i) {
+    if (IsPythonFrame(launch.site[i])) {
+      if (python.empty()) {
+        for (const SymbolizedFrame& f :
+             symbolizer_.InlineFrames(launch.site[i])) {
+          python = FrameSiteText(f);
+        }
+      }
+      continue;
+    }
+    if (!native.empty()) continue;
     for (const SymbolizedFrame& f : symbolizer_.InlineFrames(launch.site[i])) {
       if (IsCudaInternalFrame(f)) continue;
       std::string where = FrameSiteText(f);
       if (innermost.empty()) innermost = where;
-      if (!is_stub(f)) return where;
+      if (!is_stub(f)) {
+        native = std::move(where);
+        break;
+      }
     }
   }
-  return innermost;  // only nvcc's frames were kept: the best there is
+  // Only nvcc's frames were kept: the best there is.
+  if (native.empty()) native = std::move(innermost);
+  if (python.empty()) return native;
+  if (native.empty()) return python;
+  return absl::StrCat(native, ", from Python at ", python);
 }
 
 std::string Engine::DescribeLaunch(const RecentLaunches::Entry& launch) {

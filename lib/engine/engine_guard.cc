@@ -6,6 +6,7 @@
 #include "lib/core/log.h"
 #include "lib/engine/engine.h"
 #include "lib/engine/error_reports.h"
+#include "lib/stacks/python_frames.h"
 #include "lib/stacks/stack_capture.h"
 
 namespace gmt {
@@ -179,7 +180,11 @@ RecentLaunches::Entry Engine::RecordLaunch(
   // name the line). Not inside CUPTI callbacks (AfterLaunchDeferred): the
   // driver's frames sit above the program's there.
   if (capture_site && options_.stack_depth > 0) {
-    int n = CaptureStack(e.site, RecentLaunches::kSiteFrames);
+    int n = CaptureStack(e.site, RecentLaunches::kNativeSiteFrames);
+    if (options_.python_stacks && n > 0) {
+      n = SplicePythonFrames(e.site, n, RecentLaunches::kSiteFrames,
+                             /*max_python_frames=*/1);
+    }
     e.site_count = n > 0 ? static_cast<uint32_t>(n) : 0;
   }
   recent_launches_.Record(e);

@@ -31,8 +31,11 @@ class RecentLaunches {
   // Return addresses kept per launch: the program's innermost frames, raw,
   // symbolized only when a report shows the launch. nvcc's host side takes
   // up to three (cudaLaunchKernel<T>, __device_stub__*, the kernel's host
-  // function) before the line that wrote kernel<<<...>>>.
-  static constexpr size_t kSiteFrames = 5;
+  // function) before the line that wrote kernel<<<...>>>: five native
+  // frames, and in a Python process one more, the innermost Python frame
+  // (the script's line that ran the launching operator or Triton kernel).
+  static constexpr size_t kNativeSiteFrames = 5;
+  static constexpr size_t kSiteFrames = kNativeSiteFrames + 1;
 
   struct Entry {
     uint32_t kernel = 0;  // Engine::InternKernel id

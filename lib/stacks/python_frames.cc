@@ -425,9 +425,16 @@ int AppendFramesWithoutGil(const RawLayout& l, uintptr_t* frames, int n,
   return n;
 }
 
+// Where the Python frames spliced in after `n` native ones end: at
+// `max_frames` in all, `max_python` of them at most (without overflow).
+int PythonLimit(int n, int max_frames, int max_python) {
+  return max_python >= max_frames - n ? max_frames : n + max_python;
+}
+
 }  // namespace
 
-int SplicePythonFrames(uintptr_t* frames, int count, int max_frames) {
+int SplicePythonFrames(uintptr_t* frames, int count, int max_frames,
+                       int max_python_frames) {
   const PythonApi& api = Api();
   if (!api.usable || count >= max_frames || api.is_initialized() == 0 ||
       (api.is_finalizing != nullptr && api.is_finalizing() != 0)) {
@@ -438,7 +445,8 @@ int SplicePythonFrames(uintptr_t* frames, int count, int max_frames) {
     if (!raw.usable) return count;
     int n = 0;
     while (n < count && (frames[n] < api.begin || frames[n] >= api.end)) ++n;
-    const int spliced = AppendFramesWithoutGil(raw, frames, n, max_frames);
+    const int spliced = AppendFramesWithoutGil(
+        raw, frames, n, PythonLimit(n, max_frames, max_python_frames));
     return spliced == n ? count : spliced;
   }
   void* frame = api.get_frame();  // borrowed
@@ -452,7 +460,8 @@ int SplicePythonFrames(uintptr_t* frames, int count, int max_frames) {
   void* traceback = nullptr;
   api.err_fetch(&type, &value, &traceback);
   api.incref(frame);
-  while (frame != nullptr && n < max_frames) {
+  const int limit = PythonLimit(n, max_frames, max_python_frames);
+  while (frame != nullptr && n < limit) {
     void* code = api.frame_get_code(frame);  // new reference
     const int line = api.frame_get_line(frame);
     if (code != nullptr) {

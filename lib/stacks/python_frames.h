@@ -12,6 +12,7 @@
 #ifndef GMT_LIB_STACKS_PYTHON_FRAMES_H_
 #define GMT_LIB_STACKS_PYTHON_FRAMES_H_
 
+#include <climits>
 #include <cstdint>
 #include <string>
 
@@ -34,12 +35,14 @@ struct PythonFrameInfo {
 // runs Python code of an initialized interpreter (holding the GIL or having
 // released it for this call), keeps the native frames up to the first one
 // inside the interpreter itself, then the Python frames, innermost first, up
-// to `max_frames` in all; returns the new count. Anywhere else (no Python in
+// to `max_frames` in all and `max_python_frames` of them; returns the new
+// count. Anywhere else (no Python in
 // the process, a thread without Python frames, the interpreter finalizing,
 // a version without a known layout and no GIL) returns `count` with the
 // frames untouched. Leaves any Python exception that was set as it was. Not
 // async-signal-safe.
-int SplicePythonFrames(uintptr_t* frames, int count, int max_frames);
+int SplicePythonFrames(uintptr_t* frames, int count, int max_frames,
+                       int max_python_frames = INT_MAX);
 
 // What a tagged frame stands for; false for an id never handed out.
 bool LookUpPythonFrame(uintptr_t address, PythonFrameInfo* info);

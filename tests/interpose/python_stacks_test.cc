@@ -74,7 +74,7 @@ void ExpectTheScriptsLines(const RunResult& r) {
   EXPECT_EQ(python[0], "allocate_block python_alloc.py:29");
   EXPECT_EQ(python[1], Method("Model.build") + " python_alloc.py:37");
   EXPECT_EQ(python[2], "main python_alloc.py:49");
-  EXPECT_EQ(python[3], "<module> python_alloc.py:79");
+  EXPECT_EQ(python[3], "<module> python_alloc.py:99");
   ASSERT_FALSE(stack.empty());
   EXPECT_NE(stack[0].value("module", ""), "python");
 }
@@ -133,6 +133,30 @@ TEST_F(PythonStacksTest, FunctionsMadeAndDroppedInTurnAreEachNamed) {
     expected.push_back(std::string(name) + " python_alloc.py:54 b");
   }
   EXPECT_EQ(seen, expected);
+}
+
+// The report at a sticky CUDA error names the script's line that launched
+// the faulting kernel next to the native one: a Triton kernel or a PyTorch
+// operator is launched from C, below the script that asked for it.
+void ExpectLaunchFromThePythonLine(const RunResult& r) {
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  std::string detail;
+  for (const json& e : r.report["errors"]) {
+    if (e.value("kind", "") == "cuda-error") detail = e.value("detail", "");
+  }
+  EXPECT_TRUE(Contains(detail, "The newest launch: fake_fault_illegal_address"))
+      << detail;
+  EXPECT_TRUE(Contains(detail, ", from Python at launch_faulting_kernel ("))
+      << detail;
+  EXPECT_TRUE(Contains(detail, "python_alloc.py:87)")) << detail;
+}
+
+TEST_F(PythonStacksTest, StickyErrorNamesTheLaunchingScriptLine) {
+  ExpectLaunchFromThePythonLine(RunScript("fault"));
+}
+
+TEST_F(PythonStacksTest, StickyErrorNamesTheLaunchingScriptLineWithTheGil) {
+  ExpectLaunchFromThePythonLine(RunScript("fault_gil"));
 }
 
 TEST_F(PythonStacksTest, OffByOptionGivesTheNativeStackOnly) {

@@ -12,7 +12,7 @@ allocation stacks must name these lines either way.
                             being handled: the exception must survive the
                             tool's reading of the frames
   python_alloc.py released  the same as leak, the GIL released for the call
-  python_alloc.py redefined (see redefined() below)
+  python_alloc.py redefined | fault | fault_gil: see the functions below
 """
 import ctypes
 import sys
@@ -72,9 +72,29 @@ def redefined():
     return kept
 
 
+class Dim3(ctypes.Structure):
+    _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint),
+                ("z", ctypes.c_uint)]
+
+
+def launch_faulting_kernel(runtime):
+    """Launches the kernel the test double faults on (by its name), then
+    synchronizes: the report at the sticky error must name this line as
+    where the launch came from, with the GIL held or released."""
+    runtime.cudaLaunchKernel.argtypes = [
+        ctypes.c_char_p, Dim3, Dim3, ctypes.c_void_p, ctypes.c_size_t,
+        ctypes.c_void_p]
+    rc = runtime.cudaLaunchKernel(b"fake_fault_illegal_address", Dim3(4, 1, 1),
+                                  Dim3(256, 1, 1), None, 0, None)
+    print("launch: %d, sync: %d" % (rc, runtime.cudaDeviceSynchronize()))
+
+
 mode = sys.argv[1] if len(sys.argv) > 1 else "leak"
 if mode == "redefined":
     print("python_alloc: allocated %d blocks" % len(redefined()))
+    sys.exit(0)
+if mode in ("fault", "fault_gil"):
+    launch_faulting_kernel(holding if mode == "fault_gil" else releasing)
     sys.exit(0)
 kept = main(mode)  # the <module> line of the other modes
 print("python_alloc: allocated 0x%x" % kept.value)
