@@ -73,6 +73,15 @@ std::string ShellWords(const std::vector<std::string>& argv) {
   return out;
 }
 
+// A Python file of an installed package or of the standard library, not the
+// script's: below it, a launch's frames are the library's.
+bool IsPythonLibraryFile(absl::string_view file) {
+  return absl::StrContains(file, "/site-packages/") ||
+         absl::StrContains(file, "/dist-packages/") ||
+         absl::StrContains(file, "/lib/python3.") || file.empty() ||
+         file.front() == '<';  // <frozen ...>, <string>
+}
+
 }  // namespace
 
 std::string Engine::LaunchSite(const RecentLaunches::Entry& launch) {
@@ -92,16 +101,20 @@ std::string Engine::LaunchSite(const RecentLaunches::Entry& launch) {
            absl::StartsWith(name, "__device_stub__") ||
            absl::StartsWith(name, "cudaLaunchKernel");
   };
-  // The native line, and the script's line in a Python process (the last
-  // frame kept, read at the launch: lib/stacks/python_frames.h).
+  // The native line, and in a Python process the script's line: the
+  // innermost Python frame outside installed packages and the standard
+  // library (read at the launch: lib/stacks/python_frames.h), else the
+  // innermost one.
   std::string innermost;
   std::string native;
   std::string python;
+  std::string python_innermost;
   for (uint32_t i = 0; i < launch.site_count; ++i) {
     if (IsPythonFrame(launch.site[i])) {
-      if (python.empty()) {
-        for (const SymbolizedFrame& f :
-             symbolizer_.InlineFrames(launch.site[i])) {
+      for (const SymbolizedFrame& f :
+           symbolizer_.InlineFrames(launch.site[i])) {
+        if (python_innermost.empty()) python_innermost = FrameSiteText(f);
+        if (python.empty() && !IsPythonLibraryFile(f.file)) {
           python = FrameSiteText(f);
         }
       }
@@ -120,6 +133,7 @@ std::string Engine::LaunchSite(const RecentLaunches::Entry& launch) {
   }
   // Only nvcc's frames were kept: the best there is.
   if (native.empty()) native = std::move(innermost);
+  if (python.empty()) python = std::move(python_innermost);
   if (python.empty()) return native;
   if (native.empty()) return python;
   return absl::StrCat(native, ", from Python at ", python);

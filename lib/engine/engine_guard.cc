@@ -183,7 +183,7 @@ RecentLaunches::Entry Engine::RecordLaunch(
     int n = CaptureStack(e.site, RecentLaunches::kNativeSiteFrames);
     if (options_.python_stacks && n > 0) {
       n = SplicePythonFrames(e.site, n, RecentLaunches::kSiteFrames,
-                             /*max_python_frames=*/1);
+                             RecentLaunches::kPythonSiteFrames);
     }
     e.site_count = n > 0 ? static_cast<uint32_t>(n) : 0;
   }

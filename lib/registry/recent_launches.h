@@ -32,10 +32,12 @@ class RecentLaunches {
   // symbolized only when a report shows the launch. nvcc's host side takes
   // up to three (cudaLaunchKernel<T>, __device_stub__*, the kernel's host
   // function) before the line that wrote kernel<<<...>>>: five native
-  // frames, and in a Python process one more, the innermost Python frame
-  // (the script's line that ran the launching operator or Triton kernel).
+  // frames, and in a Python process the innermost Python frames, enough to
+  // reach the script's line below a library's (torch.nn's module call, or
+  // Triton's JIT launcher, is four or five frames deep).
   static constexpr size_t kNativeSiteFrames = 5;
-  static constexpr size_t kSiteFrames = kNativeSiteFrames + 1;
+  static constexpr size_t kPythonSiteFrames = 6;
+  static constexpr size_t kSiteFrames = kNativeSiteFrames + kPythonSiteFrames;
 
   struct Entry {
     uint32_t kernel = 0;  // Engine::InternKernel id

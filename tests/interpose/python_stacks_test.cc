@@ -74,7 +74,7 @@ void ExpectTheScriptsLines(const RunResult& r) {
   EXPECT_EQ(python[0], "allocate_block python_alloc.py:29");
   EXPECT_EQ(python[1], Method("Model.build") + " python_alloc.py:37");
   EXPECT_EQ(python[2], "main python_alloc.py:49");
-  EXPECT_EQ(python[3], "<module> python_alloc.py:99");
+  EXPECT_EQ(python[3], "<module> python_alloc.py:131");
   ASSERT_FALSE(stack.empty());
   EXPECT_NE(stack[0].value("module", ""), "python");
 }
@@ -157,6 +157,21 @@ TEST_F(PythonStacksTest, StickyErrorNamesTheLaunchingScriptLine) {
 
 TEST_F(PythonStacksTest, StickyErrorNamesTheLaunchingScriptLineWithTheGil) {
   ExpectLaunchFromThePythonLine(RunScript("fault_gil"));
+}
+
+// Launched by an installed package's function: the script's line below it
+// is named, not the library's.
+TEST_F(PythonStacksTest, StickyErrorNamesTheScriptLineBelowALibrary) {
+  RunResult r = RunScript("fault_lib");
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  std::string detail;
+  for (const json& e : r.report["errors"]) {
+    if (e.value("kind", "") == "cuda-error") detail = e.value("detail", "");
+  }
+  EXPECT_TRUE(Contains(detail, ", from Python at launch_through_a_library ("))
+      << detail;
+  EXPECT_TRUE(Contains(detail, "python_alloc.py:117)")) << detail;
+  EXPECT_FALSE(Contains(detail, "fakelib.py")) << detail;
 }
 
 TEST_F(PythonStacksTest, OffByOptionGivesTheNativeStackOnly) {

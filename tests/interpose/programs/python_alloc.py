@@ -12,7 +12,7 @@ allocation stacks must name these lines either way.
                             being handled: the exception must survive the
                             tool's reading of the frames
   python_alloc.py released  the same as leak, the GIL released for the call
-  python_alloc.py redefined | fault | fault_gil: see the functions below
+  python_alloc.py redefined|fault|fault_gil|fault_lib: see the functions
 """
 import ctypes
 import sys
@@ -89,12 +89,44 @@ def launch_faulting_kernel(runtime):
     print("launch: %d, sync: %d" % (rc, runtime.cudaDeviceSynchronize()))
 
 
+LIBRARY = """import ctypes
+class Dim3(ctypes.Structure):
+    _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
+def launch(runtime):
+    runtime.cudaLaunchKernel.argtypes = [
+        ctypes.c_char_p, Dim3, Dim3, ctypes.c_void_p, ctypes.c_size_t,
+        ctypes.c_void_p]
+    return runtime.cudaLaunchKernel(b"fake_fault_illegal_address",
+                                    Dim3(4, 1, 1), Dim3(256, 1, 1), None, 0,
+                                    None)
+"""
+
+
+def launch_through_a_library(runtime):
+    """The same launch made by an installed package's function (a module in
+    a site-packages folder), as torch.nn or Triton's launcher make them: the
+    report must name this script's line, below the library's."""
+    import os
+    import tempfile
+    folder = os.path.join(tempfile.mkdtemp(), "site-packages")
+    os.makedirs(folder)
+    with open(os.path.join(folder, "fakelib.py"), "w") as f:
+        f.write(LIBRARY)
+    sys.path.insert(0, folder)
+    import fakelib
+    rc = fakelib.launch(runtime)  # the script's launching line
+    print("launch: %d, sync: %d" % (rc, runtime.cudaDeviceSynchronize()))
+
+
 mode = sys.argv[1] if len(sys.argv) > 1 else "leak"
 if mode == "redefined":
     print("python_alloc: allocated %d blocks" % len(redefined()))
     sys.exit(0)
 if mode in ("fault", "fault_gil"):
     launch_faulting_kernel(holding if mode == "fault_gil" else releasing)
+    sys.exit(0)
+if mode == "fault_lib":
+    launch_through_a_library(releasing)
     sys.exit(0)
 kept = main(mode)  # the <module> line of the other modes
 print("python_alloc: allocated 0x%x" % kept.value)
