@@ -252,6 +252,13 @@ def case_explain_faults_programs(c, t):
             c.check(re.search(r"launched at main \([^)]*%s\)" % re.escape(
                 site), err) is not None, "%s: the launch site should be "
                 "main at %s: %s" % (label, site, t._tail(err)))
+        if example is None:
+            # Launched by Triton's launcher (C) under its JIT (Python, in
+            # site-packages): the script's line is named below them.
+            c.check(re.search(r"from Python at <module> \([^)]*triton_oob"
+                              r"\.py:11\)", err) is not None,
+                    "%s: the script's launching line (triton_oob.py:11) is "
+                    "not named: %s" % (label, t._tail(err)))
         tmp = os.path.join(c.dir, label + "-tmp")
         os.makedirs(tmp, exist_ok=True)
         explain = c.run(label + "-explain", [launcher, "run",
