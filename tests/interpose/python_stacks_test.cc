@@ -135,15 +135,21 @@ TEST_F(PythonStacksTest, FunctionsMadeAndDroppedInTurnAreEachNamed) {
   EXPECT_EQ(seen, expected);
 }
 
+// The text of the report's cuda-error (the report at the sticky error).
+std::string CudaErrorDetail(const RunResult& r) {
+  std::string detail;
+  for (const json& e : r.report["errors"]) {
+    if (e.value("kind", "") == "cuda-error") detail = e.value("detail", "");
+  }
+  return detail;
+}
+
 // The report at a sticky CUDA error names the script's line that launched
 // the faulting kernel next to the native one: a Triton kernel or a PyTorch
 // operator is launched from C, below the script that asked for it.
 void ExpectLaunchFromThePythonLine(const RunResult& r) {
   ASSERT_TRUE(r.has_report) << r.Describe();
-  std::string detail;
-  for (const json& e : r.report["errors"]) {
-    if (e.value("kind", "") == "cuda-error") detail = e.value("detail", "");
-  }
+  const std::string detail = CudaErrorDetail(r);
   EXPECT_TRUE(Contains(detail, "The newest launch: fake_fault_illegal_address"))
       << detail;
   EXPECT_TRUE(Contains(detail, ", from Python at launch_faulting_kernel ("))
@@ -164,10 +170,7 @@ TEST_F(PythonStacksTest, StickyErrorNamesTheLaunchingScriptLineWithTheGil) {
 TEST_F(PythonStacksTest, StickyErrorNamesTheScriptLineBelowALibrary) {
   RunResult r = RunScript("fault_lib");
   ASSERT_TRUE(r.has_report) << r.Describe();
-  std::string detail;
-  for (const json& e : r.report["errors"]) {
-    if (e.value("kind", "") == "cuda-error") detail = e.value("detail", "");
-  }
+  const std::string detail = CudaErrorDetail(r);
   EXPECT_TRUE(Contains(detail, ", from Python at launch_through_a_library ("))
       << detail;
   EXPECT_TRUE(Contains(detail, "python_alloc.py:117)")) << detail;
