@@ -189,15 +189,17 @@ void Engine::OnAlloc(const AllocEvent& event) {
   record.device = event.device;
   record.api = event.api;
   record.kind = ApiMemoryKind(event.api);
-  switch (FamilyOf(event.api)) {
-    case GuardFamily::kAsync:
-      stream_ordered_allocations_.fetch_add(1, std::memory_order_relaxed);
-      break;
-    case GuardFamily::kDevice:
-      device_allocations_.fetch_add(1, std::memory_order_relaxed);
-      break;
-    default:
-      break;
+  if (options_.torch) {  // counted for the report's tensor-mode note only
+    switch (FamilyOf(event.api)) {
+      case GuardFamily::kAsync:
+        stream_ordered_allocations_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case GuardFamily::kDevice:
+        device_allocations_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      default:
+        break;
+    }
   }
   record.nvtx_range = options_.nvtx ? NvtxCurrentRange() : kNoNvtxRange;
   if (record.nvtx_range != kNoNvtxRange) {

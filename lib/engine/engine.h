@@ -504,8 +504,9 @@ class Engine {
   std::string suppressions_error_;
 
   std::atomic<uint64_t> untracked_frees_{0};
-  // Allocations by family, for the report's tensor-mode note: stream-ordered
-  // (PyTorch's tensors in tensor mode) and cudaMalloc / cuMemAlloc.
+  // Allocations by family, for the report's tensor-mode note (counted in
+  // tensor mode only): stream-ordered (PyTorch's tensors) and cudaMalloc /
+  // cuMemAlloc.
   std::atomic<uint64_t> stream_ordered_allocations_{0};
   std::atomic<uint64_t> device_allocations_{0};
   std::atomic<bool> final_done_{false};

@@ -44,9 +44,9 @@
 // filled on its free's stream at the free, and when it leaves the quarantine
 // its check and CUDA's stream-ordered free are enqueued on that stream, one
 // behind the other: it never costs a host wait. A stream the program
-// destroys takes the blocks held on it out first (ReleaseHeldOnStream). With quarantine_bytes=0
-// a freed block whose canaries were written is held the same way, without
-// the freed fill, only until its check (a batch of up to
+// destroys takes the blocks held on it out first (ReleaseHeldOnStream). With
+// quarantine_bytes=0 a freed block whose canaries were written is held the same
+// way, without the freed fill, only until its check (a batch of up to
 // kFreeCheckBatchBlocks blocks or kFreeCheckBatchBytes).
 //
 // The free path never waits on the host for a zone check. Blocks leaving the
