@@ -12,6 +12,14 @@
 //                                    `--max-size 1048576 --kernel-every 100`
 //                                    is the workload the overhead targets
 //                                    of benchmarks/gpu/perf_suite.sh name)
+//   churn --async [--pairs N] [--max-size B] [--kernel-every K]
+//                                    the same pairs with cudaMallocAsync /
+//                                    cudaFreeAsync on one stream, the
+//                                    pattern of PyTorch's cudaMallocAsync
+//                                    backend (and of the tool's tensor mode:
+//                                    run it with quarantine_async=1); with
+//                                    --kernel-every 1 every block is written
+//                                    by a kernel, as every tensor is
 //   churn --kernels [--launches N]   N kernel launches (default 200000) over
 //                                    4 buffers of 64 MiB allocated once
 //   churn --free-sync                whether cudaFree waits for a kernel
@@ -140,9 +148,16 @@ __global__ void AxpyKernel(float* y, const float* x, float a, size_t n) {
 // The loop the tool's per-call overhead shows in: every iteration allocates,
 // and frees the allocation made 64 iterations earlier; every `kernel_every`
 // iterations (0: never) a small kernel writes into the newest block.
+// With `async`, the stream-ordered calls on one stream of the program's.
 __attribute__((noinline)) size_t ChurnAllocFreePairs(long pairs, uint64_t seed,
                                                      size_t max_bytes,
-                                                     long kernel_every) {
+                                                     long kernel_every,
+                                                     bool async) {
+  cudaStream_t stream = nullptr;
+  if (async) {
+    EXAMPLE_CHECK_CUDA(
+        cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  }
   constexpr int kWindow = 64;
   std::vector<void*> window(kWindow, nullptr);
   std::vector<size_t> window_bytes(kWindow, 0);
@@ -157,21 +172,22 @@ __attribute__((noinline)) size_t ChurnAllocFreePairs(long pairs, uint64_t seed,
     void*& slot = window[i % kWindow];
     if (slot != nullptr) {
       const auto t = Clock::now();
-      EXAMPLE_CHECK_CUDA(cudaFree(slot));
+      EXAMPLE_CHECK_CUDA(async ? cudaFreeAsync(slot, stream) : cudaFree(slot));
       g_free_us += us_since(t);
       ++g_frees;
     }
     size_t bytes = RandomSize(&state, max_bytes);
     const auto t = Clock::now();
-    EXAMPLE_CHECK_CUDA(cudaMalloc(&slot, bytes));
+    EXAMPLE_CHECK_CUDA(async ? cudaMallocAsync(&slot, bytes, stream)
+                             : cudaMalloc(&slot, bytes));
     g_malloc_us += us_since(t);
     ++g_mallocs;
     window_bytes[i % kWindow] = bytes;
     total += bytes;
     if (kernel_every > 0 && i % kernel_every == kernel_every - 1) {
       const auto t_launch = Clock::now();
-      TouchKernel<<<1, 128>>>(static_cast<unsigned char*>(slot),
-                              bytes < 4096 ? bytes : 4096);
+      TouchKernel<<<1, 128, 0, stream>>>(static_cast<unsigned char*>(slot),
+                                         bytes < 4096 ? bytes : 4096);
       EXAMPLE_CHECK_CUDA(cudaGetLastError());
       g_launch_us += us_since(t_launch);
       ++g_launches;
@@ -179,10 +195,17 @@ __attribute__((noinline)) size_t ChurnAllocFreePairs(long pairs, uint64_t seed,
   }
   size_t live = 0;
   for (size_t b : window_bytes) live += b;
+  if (async) EXAMPLE_CHECK_CUDA(cudaStreamSynchronize(stream));
   const long long device_added = static_cast<long long>(DeviceUsedBytes()) -
                                  static_cast<long long>(used_before);
   for (void* p : window) {
-    if (p != nullptr) EXAMPLE_CHECK_CUDA(cudaFree(p));
+    if (p != nullptr) {
+      EXAMPLE_CHECK_CUDA(async ? cudaFreeAsync(p, stream) : cudaFree(p));
+    }
+  }
+  if (async) {
+    EXAMPLE_CHECK_CUDA(cudaStreamSynchronize(stream));
+    EXAMPLE_CHECK_CUDA(cudaStreamDestroy(stream));
   }
   g_pairs_device_added = device_added;
   g_pairs_live_bytes = live;
@@ -298,6 +321,7 @@ int main(int argc, char** argv) {
   size_t max_size = size_t{4} << 20;
   long kernel_every = 0;
   bool free_sync = false;
+  bool async = false;
   for (int i = 1; i < argc; ++i) {
     if ((!std::strcmp(argv[i], "--pairs") ||
          !std::strcmp(argv[i], "--launches")) &&
@@ -318,12 +342,14 @@ int main(int argc, char** argv) {
       seed = std::strtoull(argv[++i], nullptr, 10);
     } else if (!std::strcmp(argv[i], "--free-sync")) {
       free_sync = true;
+    } else if (!std::strcmp(argv[i], "--async")) {
+      async = true;
     } else if (!std::strcmp(argv[i], "--kernels")) {
       kernels = true;
     } else {
       std::fprintf(stderr,
                    "usage: %s [--pairs N] [--seed S] [--max-size B] "
-                   "[--kernel-every K] | --kernels [--launches N] | "
+                   "[--kernel-every K] [--async] | --kernels [--launches N] | "
                    "--free-sync | --live N [--size S] [--seed S] [--keep]\n",
                    argv[0]);
       return 2;
@@ -343,7 +369,7 @@ int main(int argc, char** argv) {
   if (kernels) {
     ChurnKernelLaunches(count);
   } else {
-    ChurnAllocFreePairs(count, seed, max_size, kernel_every);
+    ChurnAllocFreePairs(count, seed, max_size, kernel_every, async);
   }
   EXAMPLE_CHECK_CUDA(cudaDeviceSynchronize());
   double ms =

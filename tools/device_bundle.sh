@@ -11,6 +11,9 @@
 #   GMT_JOBS        parallel build jobs (default 2)
 #   GMT_CMAKE_ARGS  extra arguments for the configure step
 #   GMT_BUNDLE_MAX_MIB  size limit of the bundle (default 60)
+#   GMT_BUNDLE_TARGETS  build only these targets (the rest of the tree as it
+#                   is), e.g. "gpumemtrace gpumemtrace_cli" for a quick rerun;
+#                   the example programs are always built
 #
 # Layout of .device/:
 #   lib/        libgpumemtrace.so and the shared libraries that a stock
@@ -47,7 +50,14 @@ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release ${GMT_CMAKE_ARGS:-} \
   { tail -40 "$CONF_LOG"; die "configure failed"; }
 log "building (-j$JOBS)"
 partial=0
-if ! cmake --build "$BUILD" -j"$JOBS" >"$BUILD_LOG" 2>&1
+build_args=()
+if [ -n "${GMT_BUNDLE_TARGETS:-}" ]; then
+  # shellcheck disable=SC2206
+  build_args=(--target ${GMT_BUNDLE_TARGETS} $(
+    cmake --build "$BUILD" --target help 2>/dev/null |
+      sed -n 's/^\.\.\. \(gmt_example_[A-Za-z0-9_]*\).*/\1/p'))
+fi
+if ! cmake --build "$BUILD" -j"$JOBS" "${build_args[@]}" >"$BUILD_LOG" 2>&1
 then
   grep -E 'error|Error' "$BUILD_LOG" | head -30
   log "the full build failed; trying the library and the examples alone"
@@ -99,7 +109,7 @@ if [ -d "$BUILD/benchmarks" ]; then
   done < <(find "$BUILD/benchmarks" -type f -perm -u+x \
     -not -path '*/CMakeFiles/*' 2>/dev/null)
 fi
-cp benchmarks/gpu/*.sh "$BUNDLE/bench/" 2>/dev/null || true
+cp benchmarks/gpu/*.sh benchmarks/gpu/*.py "$BUNDLE/bench/" 2>/dev/null || true
 
 for t in "$@"; do
   src="$t"
