@@ -72,22 +72,36 @@ typedef struct GmtCheckSummary {
 // reads without a CUDA call.
 //
 //   gmt_check_zones_inline(GmtInlineCheck check)
-//     one block (GMT_INLINE_CHECK_THREADS threads) compares every byte of
-//     check.zones[0, zone_count) with its pattern; then, for each zone with
-//     changed bytes, writes a GmtFinding into the check's region of the
-//     finding ring, and last writes done[check_id % GMT_REPORT_DONE_SLOTS].
+//     each block (GMT_INLINE_CHECK_THREADS threads) compares its share of
+//     every byte of check.zones[0, zone_count) with its pattern (the grid's
+//     threads interleave over each zone); then, for each zone where it found
+//     changed bytes, block b writes a GmtFinding into the region of check id
+//     check_id + b in the finding ring, and last writes
+//     done[(check_id + b) % GMT_REPORT_DONE_SLOTS]. A launch of B blocks
+//     takes the ids check_id .. check_id + B - 1; the host merges what they
+//     found per zone (changed bytes add, first is the least, last the most).
 //
-// One block, on purpose: the block's threads merge their tallies in shared
-// memory and one thread publishes after a __syncthreads, so no two blocks
-// ever need to agree on who finishes last (that would take a device-memory
-// counter per check in flight). The host sends larger checks (more zones, or
-// more than GMT_INLINE_MAX_BYTES) through gmt_check_zones and its table.
+// Each block publishes its own answer, on purpose: a block's threads merge
+// their tallies in shared memory and one thread publishes after a
+// __syncthreads, so no two blocks ever need to agree on who finishes last
+// (that would take a device-memory counter per check in flight). One block
+// covers up to GMT_INLINE_MAX_BYTES; the host launches one block per that
+// many bytes, up to GMT_INLINE_MAX_BLOCKS, and sends larger checks (or more
+// zones) through gmt_check_zones and its table.
+//
+//   gmt_fill_zones_inline(GmtInlineFill fill)
+//     writes each zone's pattern byte over the whole zone, the zones by value
+//     (chunk_begin as for gmt_fill_zones, which the grid strides over): a
+//     fill of a few zones is one launch, with no table to copy first.
 #define GMT_INLINE_CHECK_KERNEL_NAME "gmt_check_zones_inline"
 #define GMT_INLINE_MAX_ZONES 32
 #define GMT_INLINE_CHECK_THREADS 512
 // Bytes one check may cover: at ~16 B per thread per step, 256 KiB is 32
 // steps of one block, a few microseconds.
 #define GMT_INLINE_MAX_BYTES (256u * 1024u)
+// Blocks one inline check may take (ids of the done[] slots and regions of
+// the ring it uses): up to 64 MiB in one launch.
+#define GMT_INLINE_MAX_BLOCKS 256
 // Checks that may be in flight in one context at once (the host never has
 // more): done[] is indexed by check id modulo this.
 #define GMT_REPORT_DONE_SLOTS 1024
@@ -95,7 +109,7 @@ typedef struct GmtCheckSummary {
 // check id modulo this. A region is written again GMT_REPORT_RING_CHECKS
 // checks later; findings the host had not read by then are lost, which it
 // detects (fewer records carry the check's id than done[].findings says).
-#define GMT_REPORT_RING_CHECKS 64
+#define GMT_REPORT_RING_CHECKS 256
 
 // The launch's only parameter (1,048 bytes, within the 4 KiB a classic
 // parameter buffer holds). chunk_begin of the zones is not used.
@@ -105,6 +119,14 @@ typedef struct GmtInlineCheck {
   uint64_t check_id;    // > 0, increasing per context
   uint64_t report;      // device address of the context's GmtCheckReport
 } GmtInlineCheck;
+
+#define GMT_INLINE_FILL_KERNEL_NAME "gmt_fill_zones_inline"
+// The fill's only parameter (1,040 bytes).
+typedef struct GmtInlineFill {
+  GmtZone zones[GMT_INLINE_MAX_ZONES];  // chunk_begin: the prefix sums
+  uint64_t zone_count;                  // <= GMT_INLINE_MAX_ZONES
+  uint64_t total_chunks;
+} GmtInlineFill;
 
 // One zone with changed bytes. check_id is written last (after a
 // __threadfence_system), and is 0 while the record is being rewritten.

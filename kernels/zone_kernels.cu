@@ -179,8 +179,9 @@ __device__ __forceinline__ void InlineClear(InlineTally* tallies) {
   }
 }
 
-// Thread `tid` of `threads`: bytes tid, tid + threads, ... (16 at a time in
-// the aligned middle) of every zone.
+// Thread `tid` of `threads` (the grid's: a block scans its threads' share of
+// every zone): bytes tid, tid + threads, ... (16 at a time in the aligned
+// middle) of every zone.
 __device__ __forceinline__ void InlineScan(const GmtInlineCheck& check,
                                            unsigned tid, unsigned threads,
                                            InlineTally* tallies) {
@@ -220,14 +221,18 @@ __device__ __forceinline__ void InlineScan(const GmtInlineCheck& check,
 // Thread 0, after every thread's scan: the findings into the check's region
 // of the ring, then the completion. The fences make the host see a record
 // whole before its check id, and every record before the completion.
+// `block`: the block's index in the grid; it answers as check id
+// check.check_id + block.
 __device__ __forceinline__ void InlinePublish(const GmtInlineCheck& check,
+                                              unsigned block,
                                               const InlineTally* tallies) {
+  const uint64_t id = check.check_id + block;
   auto* report = reinterpret_cast<GmtCheckReport*>(check.report);
   const uint64_t count = check.zone_count < GMT_INLINE_MAX_ZONES
                              ? check.zone_count
                              : GMT_INLINE_MAX_ZONES;
-  GmtFinding* region = &report->ring[(check.check_id % GMT_REPORT_RING_CHECKS) *
-                                     GMT_INLINE_MAX_ZONES];
+  GmtFinding* region =
+      &report->ring[(id % GMT_REPORT_RING_CHECKS) * GMT_INLINE_MAX_ZONES];
   unsigned long long findings = 0;
   for (uint64_t z = 0; z < count; ++z) {
     if (tallies[z].changed == 0) continue;
@@ -239,13 +244,12 @@ __device__ __forceinline__ void InlinePublish(const GmtInlineCheck& check,
     f->first_last = (~tallies[z].first_inverted & 0xffffffffull) |
                     ((tallies[z].last_plus1 - 1) << 32);
     __threadfence_system();
-    f->check_id = check.check_id;
+    f->check_id = id;
   }
-  volatile GmtCheckDone* done =
-      &report->done[check.check_id % GMT_REPORT_DONE_SLOTS];
+  volatile GmtCheckDone* done = &report->done[id % GMT_REPORT_DONE_SLOTS];
   done->findings = findings;
   __threadfence_system();
-  done->check_id = check.check_id;
+  done->check_id = id;
 }
 
 }  // namespace
@@ -255,35 +259,78 @@ extern "C" __global__ void __launch_bounds__(GMT_INLINE_CHECK_THREADS)
   __shared__ InlineTally tallies[GMT_INLINE_MAX_ZONES];
   if (threadIdx.x == 0) InlineClear(tallies);
   __syncthreads();
-  InlineScan(check, threadIdx.x, blockDim.x, tallies);
+  InlineScan(check, blockIdx.x * blockDim.x + threadIdx.x,
+             gridDim.x * blockDim.x, tallies);
   __syncthreads();
-  if (threadIdx.x == 0) InlinePublish(check, tallies);
+  if (threadIdx.x == 0) InlinePublish(check, blockIdx.x, tallies);
 }
+
+namespace {
+
+// One block's share of filling [lo, hi) with the pattern byte repeated in
+// `pattern`: thread `tid` of `stride`.
+__device__ __forceinline__ void FillRange(uint64_t lo, uint64_t hi,
+                                          uint32_t pattern, unsigned tid,
+                                          unsigned stride) {
+  uint64_t vlo, vhi;
+  AlignedMiddle(lo, hi, &vlo, &vhi);
+  const auto byte = static_cast<uint8_t>(pattern);
+  for (uint64_t a = lo + tid; a < vlo; a += stride) {
+    *reinterpret_cast<uint8_t*>(a) = byte;
+  }
+  for (uint64_t a = vhi + tid; a < hi; a += stride) {
+    *reinterpret_cast<uint8_t*>(a) = byte;
+  }
+  const uint4 fill = make_uint4(pattern, pattern, pattern, pattern);
+  uint4* v = reinterpret_cast<uint4*>(vlo);
+  const uint64_t n = (vhi - vlo) / 16;
+  // Streaming stores: the zones are not read again soon.
+  for (uint64_t i = tid; i < n; i += stride) __stcs(v + i, fill);
+}
+
+// The chunk `chunk` of an inline fill: its zone (the last with chunk_begin
+// <= chunk, searched on from `from`, since a block's chunks only grow) and
+// byte range.
+__device__ __forceinline__ void InlineFillChunk(const GmtInlineFill& fill,
+                                                uint64_t chunk, uint64_t* from,
+                                                unsigned tid,
+                                                unsigned stride) {
+  const uint64_t count = fill.zone_count < GMT_INLINE_MAX_ZONES
+                             ? fill.zone_count
+                             : GMT_INLINE_MAX_ZONES;
+  uint64_t z = *from;
+  while (z + 1 < count && fill.zones[z + 1].chunk_begin <= chunk) ++z;
+  *from = z;
+  const GmtZone& zone = fill.zones[z];
+  if (chunk < zone.chunk_begin) return;
+  const uint64_t start = (chunk - zone.chunk_begin) * kChunk;
+  if (start >= zone.bytes) return;
+  const uint64_t end = start + kChunk < zone.bytes ? start + kChunk : zone.bytes;
+  const uint32_t pattern =
+      static_cast<uint32_t>(zone.pattern & 0xffu) * 0x01010101u;
+  FillRange(zone.address + start, zone.address + end, pattern, tid, stride);
+}
+
+}  // namespace
 
 extern "C" __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
     gmt_fill_zones(const GmtZone* zones, uint64_t zone_count,
                    uint64_t total_chunks) {
   if (zone_count == 0) return;
-  const unsigned tid = threadIdx.x;
-  const unsigned stride = blockDim.x;
   uint64_t zone = 0;  // of the block's previous chunk
   for (uint64_t chunk = blockIdx.x; chunk < total_chunks; chunk += gridDim.x) {
     const ChunkRange r = RangeOfChunk(zones, zone, zone_count, chunk);
     zone = r.zone;
-    uint64_t vlo, vhi;
-    AlignedMiddle(r.lo, r.hi, &vlo, &vhi);
-    const auto byte = static_cast<uint8_t>(r.pattern);
-    for (uint64_t a = r.lo + tid; a < vlo; a += stride) {
-      *reinterpret_cast<uint8_t*>(a) = byte;
-    }
-    for (uint64_t a = vhi + tid; a < r.hi; a += stride) {
-      *reinterpret_cast<uint8_t*>(a) = byte;
-    }
-    const uint4 fill = make_uint4(r.pattern, r.pattern, r.pattern, r.pattern);
-    uint4* v = reinterpret_cast<uint4*>(vlo);
-    const uint64_t n = (vhi - vlo) / 16;
-    // Streaming stores: the zones are not read again soon.
-    for (uint64_t i = tid; i < n; i += stride) __stcs(v + i, fill);
+    FillRange(r.lo, r.hi, r.pattern, threadIdx.x, blockDim.x);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
+    gmt_fill_zones_inline(GmtInlineFill fill) {
+  uint64_t zone = 0;  // of the block's previous chunk
+  for (uint64_t chunk = blockIdx.x; chunk < fill.total_chunks;
+       chunk += gridDim.x) {
+    InlineFillChunk(fill, chunk, &zone, threadIdx.x, blockDim.x);
   }
 }
 

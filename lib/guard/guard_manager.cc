@@ -321,6 +321,10 @@ void GuardManager::CheckTableLocked(uint64_t context,
     state = ops_->PollCheck(ticket, /*wait=*/true, &results);
     mu_.Lock();
   }
+  if (state == DeviceOps::Poll::kLost) {
+    NoteFindingsLostLocked(context);
+    return;
+  }
   if (state != DeviceOps::Poll::kDone) {
     NoteCheckFailureLocked();
     return;
@@ -377,18 +381,7 @@ void GuardManager::PollPendingLocked(bool wait,
         }
       }
     } else if (state == DeviceOps::Poll::kLost) {
-      ++stats_.checks;
-      auto it = contexts_.find(p.context);
-      if (it != contexts_.end()) it->second.findings_lost = true;
-      if (!findings_lost_said_) {
-        findings_lost_said_ = true;
-        LogError(
-            "guard zones: a per-kernel check found changed zones, but its "
-            "findings were overwritten before they were read (too many "
-            "checks with findings in flight); they are reported by the full "
-            "check at the next synchronization, naming the kernels since the "
-            "last clean check");
-      }
+      NoteFindingsLostLocked(p.context);
     } else {
       ++stats_.check_failures;
     }
@@ -817,6 +810,20 @@ bool GuardManager::SynchronizeForFreeLocked(
   return true;
 }
 
+void GuardManager::NoteFindingsLostLocked(uint64_t context) {
+  ++stats_.checks;
+  auto it = contexts_.find(context);
+  if (it != contexts_.end()) it->second.findings_lost = true;
+  if (!findings_lost_said_) {
+    findings_lost_said_ = true;
+    LogError(
+        "guard zones: a check found changed zones, but its findings were "
+        "overwritten before they were read (too many checks with findings "
+        "in flight); they are reported by the full check at the next "
+        "synchronization, naming the kernels since the last clean check");
+  }
+}
+
 void GuardManager::NoteCheckFailureLocked() {
   ++stats_.check_failures;
   if (!check_failure_said_) {
@@ -936,6 +943,8 @@ void GuardManager::PollReleasesLocked(uint64_t context, bool wait_oldest,
       ++stats_.checks;
       CollectResults(context, cit->second, *batch->table, results, batch->check,
                      0, batch->blocks, batch->since, findings);
+    } else if (state == DeviceOps::Poll::kLost) {
+      NoteFindingsLostLocked(context);
     } else {
       NoteCheckFailureLocked();
     }

@@ -498,6 +498,10 @@ class GuardManager {
     return ++last_generation_;
   }
   // Counts a check that could not run; says so once.
+  // A check's findings were overwritten before they were read: the next
+  // full check reports the zones (Context::findings_lost); said once.
+  void NoteFindingsLostLocked(uint64_t context)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NoteCheckFailureLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits (mu_ let go) for what keeps the oldest release batch of `context`
   // from going back to CUDA: its check, or per-kernel checks before it.

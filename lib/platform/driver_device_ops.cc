@@ -36,11 +36,14 @@ constexpr uint64_t kMinSlotZones = 256;
 // (slots held by async-check tickets do not count).
 constexpr size_t kMaxInFlightSlots = 8;
 // A fill of this many zones or fewer on a program's stream (a stream-ordered
-// block's canaries at its allocation, its freed pattern at its free) is one
-// cuMemsetD8Async per zone, with no zone table: a table needs a staging
-// slot, and with every slot queued behind the program's own work the next
-// fill waited for the GPU. In torch mode every tensor is such a block, and
-// those waits made a CNN's step 5x slower on the H200.
+// block's canaries at its allocation, its freed pattern at its free) never
+// takes a zone table: a table needs a staging slot, and with every slot
+// queued behind the program's own work the next fill waited for the GPU (in
+// torch mode every tensor is such a block, and those waits made a CNN's step
+// 5x slower on the H200). Such a fill is one launch of the inline fill
+// kernel, the zones in its parameters (one cuMemsetD8Async per zone where
+// that kernel is not loaded: each driver call costs the program's thread
+// ~3 us on the H200).
 constexpr size_t kMemsetFillZones = 4;
 
 // Copies `zones` into the staging `table` with chunk_begin recomputed (the
@@ -57,18 +60,17 @@ uint64_t StageTable(absl::Span<const GmtZone> zones, GmtZone* table) {
   return chunks;
 }
 
-// An inline check's zones: few and small enough for one block
-// (kernels/zone_abi.h).
-bool FitsInline(absl::Span<const GmtZone> zones) {
-  if (zones.empty() || zones.size() > GMT_INLINE_MAX_ZONES) return false;
+// The blocks of an inline check of `zones`: one per GMT_INLINE_MAX_BYTES;
+// 0 when they are too many or too large for one launch (kernels/zone_abi.h),
+// or hold no byte (the table path answers those at once, with no launch).
+uint64_t InlineBlocks(absl::Span<const GmtZone> zones) {
+  if (zones.empty() || zones.size() > GMT_INLINE_MAX_ZONES) return 0;
   uint64_t bytes = 0;
-  for (const GmtZone& z : zones) {
-    bytes += z.bytes;
-    if (z.bytes > GMT_INLINE_MAX_BYTES || bytes > GMT_INLINE_MAX_BYTES) {
-      return false;
-    }
-  }
-  return true;
+  for (const GmtZone& z : zones) bytes += z.bytes;
+  if (bytes == 0) return 0;
+  const uint64_t blocks = std::max<uint64_t>(
+      1, (bytes + GMT_INLINE_MAX_BYTES - 1) / GMT_INLINE_MAX_BYTES);
+  return blocks <= GMT_INLINE_MAX_BLOCKS ? blocks : 0;
 }
 
 // Results the driver gives for an image it cannot run on this GPU or parse.
@@ -148,7 +150,8 @@ void DriverDeviceOps::Prepare(uint64_t context) {
   // With lazy loading (CUDA's default) a kernel reaches the device at its
   // first launch; load both here (cuFuncLoad: drivers of CUDA 12.4 on).
   if (d->kernel_get_function == nullptr || d->func_load == nullptr) return;
-  for (CUkernel kernel : {fill_kernel_, check_kernel_, inline_check_kernel_}) {
+  for (CUkernel kernel : {fill_kernel_, check_kernel_, inline_check_kernel_,
+                          inline_fill_kernel_}) {
     if (kernel == nullptr) continue;
     CUfunction function = nullptr;
     if (d->kernel_get_function(&function, kernel) == CUDA_SUCCESS) {
@@ -162,7 +165,7 @@ bool DriverDeviceOps::Fill(uint64_t context, uint64_t stream,
   absl::MutexLock lock(&mu_);
   if (zones.empty()) return true;
   if (stream != 0 && zones.size() <= kMemsetFillZones) {
-    return FillWithMemsets(context, stream, zones);
+    return FillInline(context, stream, zones);
   }
   ZoneWork work;
   if (!BeginZoneWork(context, stream, zones, &work)) return false;
@@ -194,11 +197,33 @@ bool DriverDeviceOps::Fill(uint64_t context, uint64_t stream,
   return true;
 }
 
-bool DriverDeviceOps::FillWithMemsets(uint64_t context, uint64_t stream,
-                                      absl::Span<const GmtZone> zones) {
+bool DriverDeviceOps::FillInline(uint64_t context, uint64_t stream,
+                                 absl::Span<const GmtZone> zones) {
   ZoneWork work;
   if (!BeginZoneWork(context, stream, zones, &work, /*stage_table=*/false)) {
     return false;
+  }
+  if (inline_fill_kernel_ != nullptr) {
+    GmtInlineFill fill{};
+    uint64_t chunks = 0;
+    uint64_t n = 0;
+    for (const GmtZone& z : zones) {
+      if (z.bytes == 0) continue;
+      fill.zones[n] = z;
+      fill.zones[n].chunk_begin = chunks;
+      chunks += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
+      ++n;
+    }
+    if (n == 0) return true;
+    fill.zone_count = n;
+    fill.total_chunks = chunks;
+    void* params[] = {&fill};
+    const CUresult r = Launch(*work.driver, work.state, inline_fill_kernel_,
+                              chunks, work.stream, params);
+    if (r == CUDA_SUCCESS) return true;
+    if (!IsImageError(r)) return Failed(work.driver, "guard-zone fill", r);
+    // This kernel cannot run here; memsets can.
+    inline_fill_kernel_ = nullptr;
   }
   for (const GmtZone& z : zones) {
     if (z.bytes == 0) continue;
@@ -269,6 +294,20 @@ bool DriverDeviceOps::Check(uint64_t context, uint64_t stream,
 uint64_t DriverDeviceOps::CheckAsync(uint64_t context, uint64_t stream,
                                      absl::Span<const GmtZone> zones) {
   absl::MutexLock lock(&mu_);
+  // A few zones: one launch that answers in host memory, where the table
+  // path takes five driver calls (clear, upload, launch, copy back, event).
+  if (const uint64_t blocks = InlineBlocks(zones); blocks > 0) {
+    uint64_t ticket = 0;
+    switch (EnqueueInlineCheck(context, stream, zones, blocks,
+                               /*context_current=*/false, &ticket)) {
+      case InlineOutcome::kEnqueued:
+        return ticket;
+      case InlineOutcome::kFailed:
+        return 0;
+      case InlineOutcome::kNotApplicable:
+        break;
+    }
+  }
   ZoneWork work;
   if (!BeginZoneWork(context, stream, zones, &work)) return 0;
   Ticket ticket{work.scope->context(), nullptr, zones.size()};
@@ -289,11 +328,11 @@ uint64_t DriverDeviceOps::CheckAsync(uint64_t context, uint64_t stream,
 uint64_t DriverDeviceOps::CheckAfterKernel(uint64_t context, uint64_t stream,
                                            absl::Span<const GmtZone> zones,
                                            bool context_current) {
-  if (stream != 0 && FitsInline(zones)) {
+  if (const uint64_t blocks = InlineBlocks(zones); stream != 0 && blocks > 0) {
     absl::MutexLock lock(&mu_);
     uint64_t ticket = 0;
-    switch (
-        EnqueueInlineCheck(context, stream, zones, context_current, &ticket)) {
+    switch (EnqueueInlineCheck(context, stream, zones, blocks, context_current,
+                               &ticket)) {
       case InlineOutcome::kEnqueued:
         return ticket;
       case InlineOutcome::kFailed:
@@ -535,7 +574,7 @@ bool DriverDeviceOps::BeginZoneWork(uint64_t context, uint64_t stream,
 
 DriverDeviceOps::InlineOutcome DriverDeviceOps::EnqueueInlineCheck(
     uint64_t context, uint64_t stream, absl::Span<const GmtZone> zones,
-    bool context_current, uint64_t* ticket) {
+    uint64_t blocks, bool context_current, uint64_t* ticket) {
   const ToolDriver* d = Driver();
   if (d == nullptr || !EnsureKernels(*d) || inline_check_kernel_ == nullptr) {
     return InlineOutcome::kNotApplicable;
@@ -589,8 +628,9 @@ DriverDeviceOps::InlineOutcome DriverDeviceOps::EnqueueInlineCheck(
   if (state->report == nullptr) return InlineOutcome::kNotApplicable;
   const uint64_t id = state->next_check_id;
   if (!state->inline_in_flight.empty() &&
-      id - *state->inline_in_flight.begin() >= GMT_REPORT_DONE_SLOTS) {
-    return InlineOutcome::kNotApplicable;  // its completion slot is taken
+      id + blocks - 1 - *state->inline_in_flight.begin() >=
+          GMT_REPORT_DONE_SLOTS) {
+    return InlineOutcome::kNotApplicable;  // its completion slots are taken
   }
   CUstream s = nullptr;
   if (!WorkStream(*d, state, stream, &s)) return InlineOutcome::kFailed;
@@ -600,9 +640,10 @@ DriverDeviceOps::InlineOutcome DriverDeviceOps::EnqueueInlineCheck(
   check.check_id = id;
   check.report = state->report_device;
   void* params[] = {&check};
-  const CUresult r = d->launch_kernel(
-      reinterpret_cast<CUfunction>(inline_check_kernel_), 1, 1, 1,
-      GMT_INLINE_CHECK_THREADS, 1, 1, 0, s, params, nullptr);
+  const CUresult r =
+      d->launch_kernel(reinterpret_cast<CUfunction>(inline_check_kernel_),
+                       static_cast<unsigned>(blocks), 1, 1,
+                       GMT_INLINE_CHECK_THREADS, 1, 1, 0, s, params, nullptr);
   if (r != CUDA_SUCCESS) {
     if (IsImageError(r)) {
       // This kernel cannot run here; the others may still.
@@ -612,49 +653,65 @@ DriverDeviceOps::InlineOutcome DriverDeviceOps::EnqueueInlineCheck(
     Failed(d, "guard-zone check", r);
     return InlineOutcome::kFailed;
   }
-  ++state->next_check_id;
+  state->next_check_id += blocks;
   state->inline_in_flight.insert(id);
   *ticket = next_ticket_++;
-  tickets_[*ticket] = Ticket{key, nullptr, zones.size(), id};
+  tickets_[*ticket] = Ticket{key, nullptr, zones.size(), id, blocks};
   return InlineOutcome::kEnqueued;
 }
 
 DeviceOps::Poll DriverDeviceOps::ReadInlineAnswer(
     const ContextState& state, const Ticket& ticket,
     std::vector<GmtZoneResult>* results) {
-  const uint64_t id = ticket.check_id;
-  const GmtCheckDone& done = state.report->done[id % GMT_REPORT_DONE_SLOTS];
-  // The device wrote `findings` and its records before the id (fenced).
-  if (__atomic_load_n(&done.check_id, __ATOMIC_ACQUIRE) != id) {
-    return Poll::kPending;
+  // Every block's completion first: the answer is whole or pending.
+  for (uint64_t b = 0; b < ticket.blocks; ++b) {
+    const uint64_t id = ticket.check_id + b;
+    const GmtCheckDone& done = state.report->done[id % GMT_REPORT_DONE_SLOTS];
+    // The device wrote `findings` and its records before the id (fenced).
+    if (__atomic_load_n(&done.check_id, __ATOMIC_ACQUIRE) != id) {
+      return Poll::kPending;
+    }
   }
-  const uint64_t findings = __atomic_load_n(&done.findings, __ATOMIC_RELAXED);
   results->assign(ticket.zone_count, GmtZoneResult{});
-  if (findings == 0) return Poll::kDone;
-  const GmtFinding* region =
-      &state.report->ring[(id % GMT_REPORT_RING_CHECKS) * GMT_INLINE_MAX_ZONES];
-  uint64_t read = 0;
-  for (uint64_t k = 0; k < findings && k < GMT_INLINE_MAX_ZONES; ++k) {
-    const GmtFinding& f = region[k];
-    // A record is the check's only if it carries the id before and after
-    // its fields are read: a later check reusing the region zeroes the id
-    // first.
-    if (__atomic_load_n(&f.check_id, __ATOMIC_ACQUIRE) != id) continue;
-    const uint64_t zone = __atomic_load_n(&f.zone, __ATOMIC_RELAXED);
-    const uint64_t changed =
-        __atomic_load_n(&f.changed_bytes, __ATOMIC_RELAXED);
-    const uint64_t first_last =
-        __atomic_load_n(&f.first_last, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (__atomic_load_n(&f.check_id, __ATOMIC_RELAXED) != id) continue;
-    if (zone >= ticket.zone_count) continue;
-    GmtZoneResult& out = (*results)[zone];
-    out.changed_bytes = changed;
-    out.first_inverted = ~(first_last & 0xffffffffull);
-    out.last_plus1 = (first_last >> 32) + 1;
-    ++read;
+  bool lost = false;
+  for (uint64_t b = 0; b < ticket.blocks; ++b) {
+    const uint64_t id = ticket.check_id + b;
+    const GmtCheckDone& done = state.report->done[id % GMT_REPORT_DONE_SLOTS];
+    const uint64_t findings = __atomic_load_n(&done.findings, __ATOMIC_RELAXED);
+    if (findings == 0) continue;
+    const GmtFinding* region =
+        &state.report
+             ->ring[(id % GMT_REPORT_RING_CHECKS) * GMT_INLINE_MAX_ZONES];
+    uint64_t read = 0;
+    for (uint64_t k = 0; k < findings && k < GMT_INLINE_MAX_ZONES; ++k) {
+      const GmtFinding& f = region[k];
+      // A record is the block's only if it carries its id before and after
+      // its fields are read: a later check reusing the region zeroes the id
+      // first.
+      if (__atomic_load_n(&f.check_id, __ATOMIC_ACQUIRE) != id) continue;
+      const uint64_t zone = __atomic_load_n(&f.zone, __ATOMIC_RELAXED);
+      const uint64_t changed =
+          __atomic_load_n(&f.changed_bytes, __ATOMIC_RELAXED);
+      const uint64_t first_last =
+          __atomic_load_n(&f.first_last, __ATOMIC_RELAXED);
+      __atomic_thread_fence(__ATOMIC_ACQUIRE);
+      if (__atomic_load_n(&f.check_id, __ATOMIC_RELAXED) != id) continue;
+      if (zone >= ticket.zone_count) continue;
+      // Blocks share a zone's bytes: their counts add up, the first offset
+      // is the least and the last the greatest any block saw.
+      GmtZoneResult& out = (*results)[zone];
+      const uint64_t first = first_last & 0xffffffffull;
+      const uint64_t last_plus1 = (first_last >> 32) + 1;
+      if (out.changed_bytes == 0 || first < ~out.first_inverted) {
+        out.first_inverted = ~first;
+      }
+      out.last_plus1 = std::max<uint64_t>(out.last_plus1, last_plus1);
+      out.changed_bytes += changed;
+      ++read;
+    }
+    lost |= read != findings;
   }
-  return read == findings ? Poll::kDone : Poll::kLost;
+  return lost ? Poll::kLost : Poll::kDone;
 }
 
 bool DriverDeviceOps::CopyOnToolStream(
@@ -726,6 +783,11 @@ bool DriverDeviceOps::EnsureKernels(const ToolDriver& d) {
       d.library_get_kernel(&inline_check_kernel_, library,
                            GMT_INLINE_CHECK_KERNEL_NAME) != CUDA_SUCCESS) {
     inline_check_kernel_ = nullptr;  // per-kernel checks take the slots
+  }
+  if (r == CUDA_SUCCESS &&
+      d.library_get_kernel(&inline_fill_kernel_, library,
+                           GMT_INLINE_FILL_KERNEL_NAME) != CUDA_SUCCESS) {
+    inline_fill_kernel_ = nullptr;  // fills on program streams are memsets
   }
   if (r != CUDA_SUCCESS) {
     image_state_ = ImageState::kFailed;

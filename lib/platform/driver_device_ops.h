@@ -99,6 +99,7 @@ class DriverDeviceOps : public DeviceOps {
     Slot* slot;
     uint64_t zone_count;
     uint64_t check_id = 0;  // an inline check's id in its context; 0: not one
+    uint64_t blocks = 1;    // an inline check's blocks: ids check_id.. +blocks
   };
   // What the inline path did with a check.
   enum class InlineOutcome : uint8_t { kEnqueued, kNotApplicable, kFailed };
@@ -153,14 +154,17 @@ class DriverDeviceOps : public DeviceOps {
                      absl::Span<const GmtZone> zones, ZoneWork* work,
                      bool stage_table = true)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Fill's path for a few zones on a program stream: memsets, no slot.
-  bool FillWithMemsets(uint64_t context, uint64_t stream,
-                       absl::Span<const GmtZone> zones)
+  // Fill's path for a few zones on a program stream: one launch of the
+  // inline fill kernel (memsets where it is not loaded), no slot.
+  bool FillInline(uint64_t context, uint64_t stream,
+                  absl::Span<const GmtZone> zones)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The inline path of CheckAfterKernel; `*ticket` set when kEnqueued.
+  // The inline path of CheckAfterKernel and CheckAsync: one launch of
+  // `blocks` blocks (InlineBlocks); `*ticket` set when kEnqueued.
   InlineOutcome EnqueueInlineCheck(uint64_t context, uint64_t stream,
                                    absl::Span<const GmtZone> zones,
-                                   bool context_current, uint64_t* ticket)
+                                   uint64_t blocks, bool context_current,
+                                   uint64_t* ticket)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // An inline check's answer as the report has it now: kPending until the
   // kernel has written its completion; kLost when its findings were
@@ -184,6 +188,7 @@ class DriverDeviceOps : public DeviceOps {
   CUkernel fill_kernel_ ABSL_GUARDED_BY(mu_) = nullptr;
   CUkernel check_kernel_ ABSL_GUARDED_BY(mu_) = nullptr;
   CUkernel inline_check_kernel_ ABSL_GUARDED_BY(mu_) = nullptr;
+  CUkernel inline_fill_kernel_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool driver_missing_logged_ ABSL_GUARDED_BY(mu_) = false;
   bool failure_logged_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_map<CUcontext, std::unique_ptr<ContextState>> contexts_

@@ -54,12 +54,10 @@ bool InTool(const void* address) {
 
 }  // namespace
 
-// Creates PATH.held, then waits (at most 30 s) until PATH exists; once per
-// process. A wait that runs out creates PATH.expired, so a test can tell "the
-// program went on while held" from "the program waited for the hold to end".
-static void HoldOnce(const char* variable, std::atomic<bool>* held) {
-  const char* path = std::getenv(variable);
-  if (path == nullptr || *path == '\0' || held->exchange(true)) return;
+// Creates PATH.held, then waits (at most 30 s) until PATH exists. A wait
+// that runs out creates PATH.expired, so a test can tell "the program went on
+// while held" from "the program waited for the hold to end".
+static void HoldUntilReleased(const char* path) {
   const std::string marker = std::string(path) + ".held";
   if (FILE* f = std::fopen(marker.c_str(), "w")) std::fclose(f);
   for (int i = 0; i < 30000; ++i) {
@@ -70,15 +68,36 @@ static void HoldOnce(const char* variable, std::atomic<bool>* held) {
   if (FILE* f = std::fopen(expired.c_str(), "w")) std::fclose(f);
 }
 
+// HoldUntilReleased once per process for `variable`'s path.
+static void HoldOnce(const char* variable, std::atomic<bool>* held) {
+  const char* path = std::getenv(variable);
+  if (path == nullptr || *path == '\0' || held->exchange(true)) return;
+  HoldUntilReleased(path);
+}
+
 void HoldFillIfAsked() {
   static std::atomic<bool> held{false};
   HoldOnce("FAKE_CUDA_HOLD_FILL", &held);
 }
 
+// One hold of the tool's wait per process, by event or by inline check.
+static std::atomic<bool> g_tool_wait_held{false};
+
 void HoldToolWaitIfAsked(const void* caller) {
-  static std::atomic<bool> held{false};
   if (!InTool(caller)) return;
-  HoldOnce("FAKE_CUDA_HOLD_TOOL_WAIT", &held);
+  HoldOnce("FAKE_CUDA_HOLD_TOOL_WAIT", &g_tool_wait_held);
+}
+
+bool ClaimToolWaitHold(const void* caller) {
+  const char* path = std::getenv("FAKE_CUDA_HOLD_TOOL_WAIT");
+  if (path == nullptr || *path == '\0' || !InTool(caller)) return false;
+  return !g_tool_wait_held.exchange(true);
+}
+
+void WaitForToolWaitRelease() {
+  if (const char* path = std::getenv("FAKE_CUDA_HOLD_TOOL_WAIT")) {
+    HoldUntilReleased(path);
+  }
 }
 
 CUresult InjectToolFailure(ToolCall call, const void* caller) {

@@ -17,10 +17,14 @@
 //                                      (at most 30 s) until PATH exists: the
 //                                      tool is kept inside one of its own
 //                                      CUDA calls for as long as a test needs
-//   FAKE_CUDA_HOLD_TOOL_WAIT=PATH      the first cuEventSynchronize called
-//                                      from the tool (a wait for its own
-//                                      check) creates PATH.held and waits (at
-//                                      most 30 s) until PATH exists
+//   FAKE_CUDA_HOLD_TOOL_WAIT=PATH      the tool's first wait for its own
+//                                      check is held: its first
+//                                      cuEventSynchronize (a zone-table
+//                                      check), or the run of its first
+//                                      inline check (which it waits for in
+//                                      host memory), whichever comes first,
+//                                      creates PATH.held and waits (at most
+//                                      30 s) until PATH exists
 //   FAKE_CUDA_FAIL_STREAM_CREATE=1     cuStreamCreate called from the tool
 //   fails
 //                                      with CUDA_ERROR_OUT_OF_MEMORY
@@ -53,6 +57,11 @@ void HoldFillIfAsked();
 // FAKE_CUDA_HOLD_TOOL_WAIT: blocks the first event wait of the tool's.
 // `caller` as for InjectToolFailure.
 void HoldToolWaitIfAsked(const void* caller);
+// FAKE_CUDA_HOLD_TOOL_WAIT for an inline check: true once, for the first
+// such launch from the tool (the hold is then taken: no event wait holds),
+// and the caller runs the check only after WaitForToolWaitRelease().
+bool ClaimToolWaitHold(const void* caller);
+void WaitForToolWaitRelease();
 
 }  // namespace fake_cuda
 

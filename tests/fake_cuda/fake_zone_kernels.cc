@@ -1,7 +1,7 @@
 // Fake driver: libraries and kernel launches, for the guard-zone kernels only.
 //
 // cuLibraryLoadData accepts a fatbin (checked by its magic number) and hands
-// out a library whose cuLibraryGetKernel knows the three kernels of
+// out a library whose cuLibraryGetKernel knows the four kernels of
 // kernels/zone_abi.h (others: CUDA_ERROR_NOT_FOUND). cuLaunchKernel runs them
 // on the host, at once, reading kernelParams in the order zone_abi.h gives;
 // other function handles launch nothing, as fake_driver_launch_sync.cc
@@ -18,6 +18,7 @@
 #include <deque>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "kernels/zone_abi.h"
 #include "tests/fake_cuda/fake_cupti_emit.h"
@@ -37,6 +38,7 @@ constexpr uint32_t kFatbinMagic = 0xBA55ED50u;
 constexpr char kFillName[] = GMT_FILL_KERNEL_NAME;
 constexpr char kCheckName[] = GMT_CHECK_KERNEL_NAME;
 constexpr char kInlineCheckName[] = GMT_INLINE_CHECK_KERNEL_NAME;
+constexpr char kInlineFillName[] = GMT_INLINE_FILL_KERNEL_NAME;
 
 struct Library {
   int unused = 0;
@@ -98,6 +100,32 @@ CUresult RunFill(void** params) {
   return CUDA_SUCCESS;
 }
 
+// gmt_fill_zones_inline(GmtInlineFill fill): the zones by value, their
+// chunk_begin the prefix sum ending at total_chunks (else
+// CUDA_ERROR_LAUNCH_FAILED, as for a table).
+CUresult RunInlineFill(void** params) {
+  GmtInlineFill fill;
+  std::memcpy(&fill, params[0], sizeof(fill));
+  if (fill.zone_count > GMT_INLINE_MAX_ZONES) return CUDA_ERROR_LAUNCH_FAILED;
+  uint64_t chunks = 0;
+  for (uint64_t i = 0; i < fill.zone_count; ++i) {
+    const GmtZone& z = fill.zones[i];
+    if (z.chunk_begin != chunks) return CUDA_ERROR_LAUNCH_FAILED;
+    chunks += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
+    if (z.bytes != 0 &&
+        CheckMemoryRange(z.address, z.bytes, true) != CUDA_SUCCESS) {
+      return CUDA_ERROR_ILLEGAL_ADDRESS;
+    }
+  }
+  if (chunks != fill.total_chunks) return CUDA_ERROR_LAUNCH_FAILED;
+  for (uint64_t i = 0; i < fill.zone_count; ++i) {
+    std::memset(reinterpret_cast<void*>(fill.zones[i].address),
+                static_cast<int>(fill.zones[i].pattern & 0xff),
+                fill.zones[i].bytes);
+  }
+  return CUDA_SUCCESS;
+}
+
 // gmt_check_zones(const GmtZone* zones, uint64_t zone_count,
 //                 uint64_t total_chunks, GmtZoneResult* results,
 //                 GmtCheckSummary* summary)
@@ -141,13 +169,18 @@ CUresult RunCheck(void** params) {
   return CUDA_SUCCESS;
 }
 
-// gmt_check_zones_inline(GmtInlineCheck check): the zones by value, the
-// answer in the context's GmtCheckReport (pinned memory mapped into the
-// device). Validated at launch as the GPU would fault on it: a zone count
-// over GMT_INLINE_MAX_ZONES or a zone past GMT_INLINE_MAX_BYTES in all is
-// CUDA_ERROR_LAUNCH_FAILED, memory outside known blocks (the report included)
-// CUDA_ERROR_ILLEGAL_ADDRESS.
-CUresult ValidateInline(const GmtInlineCheck& check) {
+// gmt_check_zones_inline(GmtInlineCheck check) in `blocks` blocks: the zones
+// by value, the answer in the context's GmtCheckReport (pinned memory mapped
+// into the device), one per block. Validated at launch as the GPU would
+// fault on it: a zone count over GMT_INLINE_MAX_ZONES or more than
+// GMT_INLINE_MAX_BYTES per block in all is CUDA_ERROR_LAUNCH_FAILED, memory
+// outside known blocks (the report included) CUDA_ERROR_ILLEGAL_ADDRESS.
+struct InlineLaunch {
+  GmtInlineCheck check;
+  uint64_t blocks;
+};
+
+CUresult ValidateInline(const GmtInlineCheck& check, uint64_t blocks) {
   if (check.zone_count > GMT_INLINE_MAX_ZONES || check.check_id == 0) {
     return CUDA_ERROR_LAUNCH_FAILED;
   }
@@ -160,42 +193,52 @@ CUresult ValidateInline(const GmtInlineCheck& check) {
       return CUDA_ERROR_ILLEGAL_ADDRESS;
     }
   }
-  if (bytes > GMT_INLINE_MAX_BYTES) return CUDA_ERROR_LAUNCH_FAILED;
+  if (bytes > GMT_INLINE_MAX_BYTES * blocks) return CUDA_ERROR_LAUNCH_FAILED;
   return CheckMemoryRange(check.report, sizeof(GmtCheckReport), true) ==
                  CUDA_SUCCESS
              ? CUDA_SUCCESS
              : CUDA_ERROR_ILLEGAL_ADDRESS;
 }
 
-// What the kernel does once it runs: findings into the check's region of the
-// ring, then the completion, in the kernel's order.
-void RunInline(const GmtInlineCheck& check) {
+// What the kernel does once it runs: each block's findings into its region
+// of the ring, then its completion, in the kernel's order. A block's share of
+// a zone is the kernel's: 16-byte vectors interleaved over the grid's
+// threads (block b takes vector v when v % (blocks * threads) falls in its
+// threads), so a zone's changed bytes may be split among blocks and the host
+// must merge them.
+void RunInline(const InlineLaunch& launch) {
+  const GmtInlineCheck& check = launch.check;
   auto* report = reinterpret_cast<GmtCheckReport*>(check.report);
-  GmtFinding* region = &report->ring[(check.check_id % GMT_REPORT_RING_CHECKS) *
-                                     GMT_INLINE_MAX_ZONES];
-  unsigned long long findings = 0;
-  for (uint64_t i = 0; i < check.zone_count; ++i) {
-    const GmtZone& z = check.zones[i];
-    const auto* bytes = reinterpret_cast<const unsigned char*>(z.address);
-    const auto pattern = static_cast<unsigned char>(z.pattern & 0xff);
-    unsigned long long changed = 0, first = 0, last = 0;
-    for (uint64_t off = 0; off < z.bytes; ++off) {
-      if (bytes[off] == pattern) continue;
-      if (changed == 0) first = off;
-      last = off;
-      ++changed;
+  const uint64_t threads = GMT_INLINE_CHECK_THREADS;
+  for (uint64_t block = 0; block < launch.blocks; ++block) {
+    const uint64_t id = check.check_id + block;
+    GmtFinding* region =
+        &report->ring[(id % GMT_REPORT_RING_CHECKS) * GMT_INLINE_MAX_ZONES];
+    unsigned long long findings = 0;
+    for (uint64_t i = 0; i < check.zone_count; ++i) {
+      const GmtZone& z = check.zones[i];
+      const auto* bytes = reinterpret_cast<const unsigned char*>(z.address);
+      const auto pattern = static_cast<unsigned char>(z.pattern & 0xff);
+      unsigned long long changed = 0, first = 0, last = 0;
+      for (uint64_t off = 0; off < z.bytes; ++off) {
+        if (bytes[off] == pattern) continue;
+        if ((off / 16) % (launch.blocks * threads) / threads != block) continue;
+        if (changed == 0) first = off;
+        last = off;
+        ++changed;
+      }
+      if (changed == 0) continue;
+      GmtFinding& f = region[findings++];
+      __atomic_store_n(&f.check_id, 0, __ATOMIC_RELEASE);
+      f.zone = i;
+      f.changed_bytes = changed;
+      f.first_last = first | (last << 32);
+      __atomic_store_n(&f.check_id, id, __ATOMIC_RELEASE);
     }
-    if (changed == 0) continue;
-    GmtFinding& f = region[findings++];
-    __atomic_store_n(&f.check_id, 0, __ATOMIC_RELEASE);
-    f.zone = i;
-    f.changed_bytes = changed;
-    f.first_last = first | (last << 32);
-    __atomic_store_n(&f.check_id, check.check_id, __ATOMIC_RELEASE);
+    GmtCheckDone& done = report->done[id % GMT_REPORT_DONE_SLOTS];
+    done.findings = findings;
+    __atomic_store_n(&done.check_id, id, __ATOMIC_RELEASE);
   }
-  GmtCheckDone& done = report->done[check.check_id % GMT_REPORT_DONE_SLOTS];
-  done.findings = findings;
-  __atomic_store_n(&done.check_id, check.check_id, __ATOMIC_RELEASE);
 }
 
 std::mutex g_deferred_mu;
@@ -203,35 +246,47 @@ bool g_defer_inline = [] {
   const char* value = std::getenv("FAKE_CUDA_DEFER_INLINE_CHECKS");
   return value != nullptr && value[0] == '1';
 }();
-std::deque<GmtInlineCheck>* g_deferred = new std::deque<GmtInlineCheck>();
+std::deque<InlineLaunch>* g_deferred = new std::deque<InlineLaunch>();
 std::atomic<unsigned long long> g_inline_launches{0};
 
-CUresult LaunchInline(void** params) {
-  GmtInlineCheck check;
-  std::memcpy(&check, params[0], sizeof(check));
-  if (CUresult r = ValidateInline(check); r != CUDA_SUCCESS) return r;
+CUresult LaunchInline(void** params, uint64_t blocks, const void* caller) {
+  InlineLaunch launch;
+  std::memcpy(&launch.check, params[0], sizeof(launch.check));
+  launch.blocks = blocks;
+  if (CUresult r = ValidateInline(launch.check, blocks); r != CUDA_SUCCESS) {
+    return r;
+  }
   g_inline_launches.fetch_add(1);
+  if (ClaimToolWaitHold(caller)) {
+    // FAKE_CUDA_HOLD_TOOL_WAIT: a check the GPU takes long over; the tool
+    // waits for its answer in host memory meanwhile.
+    std::thread([launch] {
+      WaitForToolWaitRelease();
+      RunInline(launch);
+    }).detach();
+    return CUDA_SUCCESS;
+  }
   {
     std::lock_guard<std::mutex> lock(g_deferred_mu);
     if (g_defer_inline) {
-      g_deferred->push_back(check);
+      g_deferred->push_back(launch);
       return CUDA_SUCCESS;
     }
   }
-  RunInline(check);
+  RunInline(launch);
   return CUDA_SUCCESS;
 }
 
 }  // namespace
 
 void RunDeferredChecks() {
-  std::deque<GmtInlineCheck> queued;
+  std::deque<InlineLaunch> queued;
   {
     std::lock_guard<std::mutex> lock(g_deferred_mu);
     queued.swap(*g_deferred);
   }
   // In launch order, as one GPU queue would run them.
-  for (const GmtInlineCheck& check : queued) RunInline(check);
+  for (const InlineLaunch& launch : queued) RunInline(launch);
 }
 
 }  // namespace fake_cuda
@@ -301,8 +356,9 @@ FAKE_CU_API(cuLibraryGetKernel,
   if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (kernel == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!fake_cuda::IsLiveLibrary(library)) return CUDA_ERROR_INVALID_HANDLE;
-  for (const char* known : {fake_cuda::kFillName, fake_cuda::kCheckName,
-                            fake_cuda::kInlineCheckName}) {
+  for (const char* known :
+       {fake_cuda::kFillName, fake_cuda::kCheckName,
+        fake_cuda::kInlineCheckName, fake_cuda::kInlineFillName}) {
     if (std::strcmp(known, name) == 0) {
       *kernel = reinterpret_cast<CUkernel>(const_cast<char*>(known));
       return CUDA_SUCCESS;
@@ -355,8 +411,9 @@ FAKE_CU_API(cuLaunchKernel,
   const auto* name = reinterpret_cast<const char*>(f);
   const bool fill = name == fake_cuda::kFillName;
   const bool inline_check = name == fake_cuda::kInlineCheckName;
+  const bool inline_fill = name == fake_cuda::kInlineFillName;
   const bool guard_kernel =
-      fill || inline_check || name == fake_cuda::kCheckName;
+      fill || inline_check || inline_fill || name == fake_cuda::kCheckName;
   // CUPTI sees every launch, the tool's own guard kernels included, as the
   // real driver shows it (the tool must tell its own launches from
   // the program's; on the H200 it once took its exit-time check kernel for a
@@ -383,31 +440,36 @@ FAKE_CU_API(cuLaunchKernel,
   }
   // The guard kernels take their arguments in kernelParams only.
   if (params == nullptr || extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
-  // The inline check is built for one block of at most
-  // GMT_INLINE_CHECK_THREADS threads (__launch_bounds__): CUDA refuses larger
-  // blocks, and a second block would publish the same check twice.
+  // The inline check is built for blocks of at most GMT_INLINE_CHECK_THREADS
+  // threads (__launch_bounds__): CUDA refuses larger blocks. Its blocks
+  // answer as consecutive ids along x; a grid in y or z would publish the
+  // same ids twice.
   if (inline_check) {
     if (uint64_t{block_x} * block_y * block_z > GMT_INLINE_CHECK_THREADS) {
       return CUDA_ERROR_INVALID_VALUE;
     }
-    if (grid_x != 1 || grid_y != 1 || grid_z != 1) {
+    if (grid_x > GMT_INLINE_MAX_BLOCKS || grid_y != 1 || grid_z != 1 ||
+        block_x != GMT_INLINE_CHECK_THREADS) {
       return CUDA_ERROR_LAUNCH_FAILED;
     }
   }
   const void* caller = __builtin_return_address(0);  // of this entry point
   return fake_cuda::WithCuptiCallbacks(
       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", &cupti_params,
-      name, [fill, inline_check, params, caller] {
+      name, [fill, inline_check, inline_fill, params, caller, grid_x] {
         // Reliability tests: FAKE_CUDA_FAIL_LAUNCH (fake_tool_faults.h).
         if (CUresult r = fake_cuda::InjectToolFailure(
-                fill ? fake_cuda::ToolCall::kFillLaunch
-                     : fake_cuda::ToolCall::kCheckLaunch,
+                fill || inline_fill ? fake_cuda::ToolCall::kFillLaunch
+                                    : fake_cuda::ToolCall::kCheckLaunch,
                 caller);
             r != CUDA_SUCCESS) {
           return r;
         }
-        if (fill) fake_cuda::HoldFillIfAsked();
-        if (inline_check) return fake_cuda::LaunchInline(params);
+        if (fill || inline_fill) fake_cuda::HoldFillIfAsked();
+        if (inline_check) {
+          return fake_cuda::LaunchInline(params, grid_x, caller);
+        }
+        if (inline_fill) return fake_cuda::RunInlineFill(params);
         return fill ? fake_cuda::RunFill(params) : fake_cuda::RunCheck(params);
       });
 }

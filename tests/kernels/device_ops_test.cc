@@ -5,8 +5,10 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "lib/platform/driver_device_ops.h"
@@ -169,16 +171,114 @@ TEST_F(InlineCheckTest, ManyZonesTakeTheTable) {
   EXPECT_EQ(results.size(), many.size());
 }
 
-// The tool's own stream (0) keeps the table path: its checks are waited for
-// at once, and the inline path is for the program's streams.
-TEST_F(InlineCheckTest, TheToolsStreamTakesTheTable) {
+// Checks that are not per kernel (at synchronizations on the tool's stream,
+// at a stream-ordered free on the program's) are one inline launch too: the
+// table path's five driver calls (clear, upload, launch, copy back, event)
+// each cost the program's thread microseconds.
+TEST_F(InlineCheckTest, EveryFewZoneCheckIsOneLaunch) {
+  Overrun();
+  for (uint64_t s : {uint64_t{0}, stream()}) {
+    const unsigned long long launches = FakeCudaInlineCheckLaunches();
+    const uint64_t ticket = P().ops.CheckAsync(ctx(), s, zones_);
+    ASSERT_NE(ticket, 0u);
+    EXPECT_EQ(FakeCudaInlineCheckLaunches(), launches + 1) << "stream " << s;
+    std::vector<GmtZoneResult> results;
+    ASSERT_EQ(P().ops.PollCheck(ticket, true, &results),
+              gmt::DeviceOps::Poll::kDone);
+    ASSERT_EQ(results.size(), 2u);
+    EXPECT_EQ(results[1].changed_bytes, 1u);
+  }
+}
+
+// A check of more bytes than one block covers takes several blocks in the
+// one launch; what they found of one zone is merged: counts added, the
+// least first and the greatest last offset.
+TEST_F(InlineCheckTest, ALargeCheckIsSeveralBlocksMerged) {
+  CUdeviceptr big = 0;
+  const uint64_t bytes = 3 * GMT_INLINE_MAX_BYTES + 100;
+  ASSERT_EQ(cuMemAlloc(&big, bytes), CUDA_SUCCESS);
+  const std::vector<GmtZone> zones = {{big, bytes, 0xfd, 0}};
+  ASSERT_TRUE(P().ops.Fill(ctx(), 0, zones));
+  auto* b = reinterpret_cast<unsigned char*>(big);
+  // Far apart: different blocks' shares.
+  for (uint64_t at :
+       {uint64_t{5}, uint64_t{GMT_INLINE_MAX_BYTES} + 7, bytes - 1}) {
+    b[at] = 0;
+  }
   const unsigned long long launches = FakeCudaInlineCheckLaunches();
-  const uint64_t ticket = P().ops.CheckAfterKernel(ctx(), 0, zones_, true);
+  const uint64_t ticket = P().ops.CheckAsync(ctx(), stream(), zones);
+  ASSERT_NE(ticket, 0u);
+  EXPECT_EQ(FakeCudaInlineCheckLaunches(), launches + 1);
+  std::vector<GmtZoneResult> results;
+  ASSERT_EQ(P().ops.PollCheck(ticket, true, &results),
+            gmt::DeviceOps::Poll::kDone);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].changed_bytes, 3u);
+  EXPECT_EQ(~results[0].first_inverted, 5u);
+  EXPECT_EQ(results[0].last_plus1, bytes);
+  // The next check's ids follow all of them: a second check answers alone.
+  b[5] = 0xfd;
+  b[GMT_INLINE_MAX_BYTES + 7] = 0xfd;
+  b[bytes - 1] = 0xfd;
+  const uint64_t clean = P().ops.CheckAsync(ctx(), stream(), zones);
+  ASSERT_EQ(P().ops.PollCheck(clean, true, &results),
+            gmt::DeviceOps::Poll::kDone);
+  EXPECT_EQ(results[0].changed_bytes, 0u);
+  ASSERT_EQ(cuMemFree(big), CUDA_SUCCESS);
+}
+
+// Zones of no bytes are clean at once, without a launch: a poll that does not
+// wait answers even while the GPU has not run anything (found on the H200,
+// where the inline launch left such a check pending).
+TEST_F(InlineCheckTest, ZeroLengthZonesAnswerAtOnce) {
+  FakeCudaDeferInlineChecks(1);
+  const std::vector<GmtZone> empty = {{block_, 0, 1, 0}, {block_ + 8, 0, 2, 0}};
+  for (uint64_t s : {uint64_t{0}, stream()}) {
+    const unsigned long long launches = FakeCudaInlineCheckLaunches();
+    const uint64_t ticket = P().ops.CheckAsync(ctx(), s, empty);
+    ASSERT_NE(ticket, 0u);
+    EXPECT_EQ(FakeCudaInlineCheckLaunches(), launches);
+    std::vector<GmtZoneResult> results;
+    ASSERT_EQ(P().ops.PollCheck(ticket, false, &results),
+              gmt::DeviceOps::Poll::kDone);
+    EXPECT_EQ(results.size(), 2u);
+  }
+}
+
+// More bytes than GMT_INLINE_MAX_BLOCKS blocks cover: the table path.
+TEST_F(InlineCheckTest, MoreThanTheBlocksCoverTakesTheTable) {
+  CUdeviceptr big = 0;
+  const uint64_t bytes =
+      uint64_t{GMT_INLINE_MAX_BLOCKS} * GMT_INLINE_MAX_BYTES + 1;
+  ASSERT_EQ(cuMemAlloc(&big, bytes), CUDA_SUCCESS);
+  const std::vector<GmtZone> zones = {{big, bytes, 0xfd, 0}};
+  ASSERT_TRUE(P().ops.Fill(ctx(), 0, zones));
+  const unsigned long long launches = FakeCudaInlineCheckLaunches();
+  const uint64_t ticket = P().ops.CheckAsync(ctx(), stream(), zones);
   ASSERT_NE(ticket, 0u);
   EXPECT_EQ(FakeCudaInlineCheckLaunches(), launches);
   std::vector<GmtZoneResult> results;
   EXPECT_EQ(P().ops.PollCheck(ticket, true, &results),
             gmt::DeviceOps::Poll::kDone);
+  ASSERT_EQ(cuMemFree(big), CUDA_SUCCESS);
+}
+
+// A few zones filled on a program's stream (a stream-ordered block's
+// canaries): written, and what lies between them untouched.
+TEST_F(InlineCheckTest, AFewZonesOnAProgramStreamAreFilled) {
+  auto* b = reinterpret_cast<unsigned char*>(block_);
+  std::memset(b, 0, 8192);
+  const std::vector<GmtZone> zones = {{block_ + 1, 511, 0xcb, 0},
+                                      {block_ + 4096, 0, 0xcb, 0},
+                                      {block_ + 4097, 3000, 0xfd, 0}};
+  ASSERT_TRUE(P().ops.Fill(ctx(), stream(), zones));
+  ASSERT_EQ(cuStreamSynchronize(stream_), CUDA_SUCCESS);
+  for (uint64_t at = 0; at < 8192; ++at) {
+    const unsigned char want = at >= 1 && at < 512       ? 0xcb
+                               : at >= 4097 && at < 7097 ? 0xfd
+                                                         : 0;
+    ASSERT_EQ(b[at], want) << "byte " << at;
+  }
 }
 
 // The context goes with checks in flight: they ran before it went (the

@@ -209,40 +209,55 @@ TEST(ZoneKernelsOnHostTest, EveryAlignmentAndLength) {
 
 // ---- gmt_check_zones_inline, phase by phase ---------------------------------
 
-// Runs the inline check as the GPU would, barriers between the phases: thread
-// 0 clears, every thread scans, thread 0 publishes into `report`.
+// Runs the inline check as the GPU would, barriers between the phases, block
+// after block: thread 0 clears, every thread scans its share of the grid's,
+// thread 0 publishes block b's answer as check_id + b into `report`.
 void RunInlineCheck(const std::vector<GmtZone>& zones, uint64_t check_id,
-                    GmtCheckReport* report, unsigned threads) {
+                    GmtCheckReport* report, unsigned threads,
+                    unsigned blocks = 1) {
   GmtInlineCheck check{};
   std::copy(zones.begin(), zones.end(), check.zones);
   check.zone_count = zones.size();
   check.check_id = check_id;
   check.report = reinterpret_cast<uint64_t>(report);
-  InlineTally tallies[GMT_INLINE_MAX_ZONES];
-  InlineClear(tallies);
-  for (unsigned tid = 0; tid < threads; ++tid) {
-    InlineScan(check, tid, threads, tallies);
+  for (unsigned b = 0; b < blocks; ++b) {
+    InlineTally tallies[GMT_INLINE_MAX_ZONES];
+    InlineClear(tallies);
+    for (unsigned tid = 0; tid < threads; ++tid) {
+      InlineScan(check, b * threads + tid, blocks * threads, tallies);
+    }
+    InlinePublish(check, b, tallies);
   }
-  InlinePublish(check, tallies);
 }
 
-// The per-zone results a report holds for `check_id`, as the host reads them.
+// The per-zone results a report holds for the `blocks` ids from `check_id`,
+// merged as the host merges them (driver_device_ops.cc).
 std::vector<GmtZoneResult> ResultsOf(const GmtCheckReport& report,
                                      uint64_t check_id, size_t zones,
-                                     uint64_t* findings) {
-  const GmtCheckDone& done = report.done[check_id % GMT_REPORT_DONE_SLOTS];
-  EXPECT_EQ(done.check_id, check_id);
-  *findings = done.findings;
+                                     uint64_t* zones_found,
+                                     unsigned blocks = 1) {
   std::vector<GmtZoneResult> out(zones);
-  const GmtFinding* region =
-      &report.ring[(check_id % GMT_REPORT_RING_CHECKS) * GMT_INLINE_MAX_ZONES];
-  for (uint64_t k = 0; k < done.findings; ++k) {
-    EXPECT_EQ(region[k].check_id, check_id);
-    GmtZoneResult& r = out.at(region[k].zone);
-    r.changed_bytes = region[k].changed_bytes;
-    r.first_inverted = ~(region[k].first_last & 0xffffffffull);
-    r.last_plus1 = (region[k].first_last >> 32) + 1;
+  for (unsigned b = 0; b < blocks; ++b) {
+    const uint64_t id = check_id + b;
+    const GmtCheckDone& done = report.done[id % GMT_REPORT_DONE_SLOTS];
+    EXPECT_EQ(done.check_id, id);
+    const GmtFinding* region =
+        &report.ring[(id % GMT_REPORT_RING_CHECKS) * GMT_INLINE_MAX_ZONES];
+    for (uint64_t k = 0; k < done.findings; ++k) {
+      EXPECT_EQ(region[k].check_id, id);
+      GmtZoneResult& r = out.at(region[k].zone);
+      const uint64_t first = region[k].first_last & 0xffffffffull;
+      if (r.changed_bytes == 0 || first < ~r.first_inverted) {
+        r.first_inverted = ~first;
+      }
+      r.last_plus1 =
+          std::max<uint64_t>(r.last_plus1, (region[k].first_last >> 32) + 1);
+      r.changed_bytes += region[k].changed_bytes;
+    }
   }
+  *zones_found = static_cast<uint64_t>(std::count_if(
+      out.begin(), out.end(),
+      [](const GmtZoneResult& r) { return r.changed_bytes != 0; }));
   return out;
 }
 
@@ -284,13 +299,18 @@ TEST(ZoneKernelsOnHostTest, InlineCheckMatchesTheModel) {
     }
     Apply(writes);
     const auto want = ExpectedResults(zones, writes);
-    for (unsigned threads : {unsigned{GMT_INLINE_CHECK_THREADS}, 3u}) {
-      ++check_id;
-      RunInlineCheck(zones, check_id, report.get(), threads);
+    for (auto [threads, blocks] :
+         {std::pair{unsigned{GMT_INLINE_CHECK_THREADS}, 1u}, std::pair{3u, 1u},
+          std::pair{unsigned{GMT_INLINE_CHECK_THREADS}, 3u},
+          std::pair{5u, 7u}}) {
+      check_id += blocks;
+      RunInlineCheck(zones, check_id, report.get(), threads, blocks);
       uint64_t findings = 0;
-      const auto got = ResultsOf(*report, check_id, zones.size(), &findings);
+      const auto got =
+          ResultsOf(*report, check_id, zones.size(), &findings, blocks);
       const std::string what = "round " + std::to_string(round) + ", " +
-                               std::to_string(threads) + " threads";
+                               std::to_string(threads) + " threads, " +
+                               std::to_string(blocks) + " blocks";
       EXPECT_EQ(
           findings,
           static_cast<uint64_t>(std::count_if(
@@ -310,6 +330,34 @@ TEST(ZoneKernelsOnHostTest, InlineCheckMatchesTheModel) {
     RunGrid(2, 256, gmt_fill_zones, table.data(),
             static_cast<uint64_t>(table.size()), chunks);
     if (HasFailure()) return;
+  }
+}
+
+// gmt_fill_zones_inline writes what gmt_fill_zones writes, for any grid:
+// zones of every alignment, across chunk boundaries, with gaps left alone.
+TEST(ZoneKernelsOnHostTest, InlineFillWritesEveryZoneAndNothingElse) {
+  Memory m(4 * kChunk + 4096);
+  std::vector<GmtZone> zones = {{m.address(3), 17, 0x11, 0},
+                                {m.address(40), 0, 0x22, 0},
+                                {m.address(64), 2 * kChunk + 5, 0x33, 0},
+                                {m.address(3 * kChunk), 1000, 0x44, 0}};
+  const uint64_t chunks = PrefixSum(&zones);
+  GmtInlineFill fill{};
+  std::copy(zones.begin(), zones.end(), fill.zones);
+  fill.zone_count = zones.size();
+  fill.total_chunks = chunks;
+  for (unsigned grid : {1u, 2u, 5u}) {
+    std::memset(m.base, 0, 4 * kChunk + 4096);
+    RunGrid(grid, 64, gmt_fill_zones_inline, fill);
+    for (uint64_t at = 0; at < 4 * kChunk + 4096; ++at) {
+      uint8_t want = 0;
+      for (const GmtZone& z : zones) {
+        if (m.address(at) >= z.address && m.address(at) < z.address + z.bytes) {
+          want = static_cast<uint8_t>(z.pattern);
+        }
+      }
+      ASSERT_EQ(m.base[at], want) << "grid " << grid << " byte " << at;
+    }
   }
 }
 

@@ -248,6 +248,32 @@ void AsyncChecks(ScenarioContext& sc) {
   CompareResults(sc, "async on tool stream", results, want);
   SC_CHECK(sc, sc.ops().PollCheck(987654321, true, &results) ==
                    DeviceOps::Poll::kFailed);
+
+  // More bytes than one block of the inline check covers: several blocks,
+  // their answers merged, on both streams.
+  const uint64_t big = sc.Alloc(16 * kChunk);
+  if (big == 0) return;
+  const std::vector<GmtZone> wide = {{big + 3, 15 * kChunk + 9, 0x44, 0},
+                                     {big + 15 * kChunk + 100, 4000, 0x45, 0}};
+  SC_CHECK(sc, sc.ops().Fill(sc.context(), 0, wide));
+  const std::vector<Write> wide_writes = {
+      {big + 3, {0}},
+      {big + 3 + 5 * kChunk + 17, {0, 0}},
+      {big + 3 + 15 * kChunk + 8, {0}},
+      {big + 15 * kChunk + 100 + 3999, {0}}};
+  ApplyWrites(sc, wide_writes);
+  const auto wide_want = ExpectedResults(wide, wide_writes);
+  for (uint64_t on : {uint64_t{0}, reinterpret_cast<uint64_t>(stream)}) {
+    const uint64_t ticket = sc.ops().CheckAsync(sc.context(), on, wide);
+    SC_CHECK(sc, ticket != 0);
+    results.clear();
+    SC_CHECK(sc, sc.ops().PollCheck(ticket, /*wait=*/true, &results) ==
+                     DeviceOps::Poll::kDone);
+    CompareResults(sc,
+                   on == 0 ? "960 KiB on the tool stream"
+                           : "960 KiB on the program stream",
+                   results, wide_want);
+  }
   sc.driver().stream_synchronize(stream);
   sc.driver().stream_destroy(stream);
 }
@@ -263,7 +289,10 @@ void ProgramStream(ScenarioContext& sc) {
   }
   const uint64_t s = reinterpret_cast<uint64_t>(stream);
   const std::vector<GmtZone> tool_zones = {{b, 512, 0x31, 0}};
-  const std::vector<GmtZone> program_zones = {{b + 600, 3001, 0x32, 0}};
+  // A few zones (one launch of the inline fill), odd starts and lengths.
+  const std::vector<GmtZone> program_zones = {{b + 600, 3001, 0x32, 0},
+                                              {b + 3700, 0, 0x33, 0},
+                                              {b + 3701, 20011, 0x34, 0}};
   SC_CHECK(sc, sc.ops().Fill(sc.context(), 0, tool_zones));
   SC_CHECK(sc, sc.ops().OrderAfterFills(sc.context(), s));
   SC_CHECK(sc, sc.ops().OrderAfterFills(sc.context(), 0));
@@ -272,7 +301,7 @@ void ProgramStream(ScenarioContext& sc) {
   CompareResults(sc, "program stream, tool zones", CheckNow(sc, s, tool_zones),
                  Clean(1));
   CompareResults(sc, "program stream, own zones",
-                 CheckNow(sc, s, program_zones), Clean(1));
+                 CheckNow(sc, s, program_zones), Clean(program_zones.size()));
   const std::vector<Write> writes = {{b + 600 + 1500, {0, 0, 0}}};
   ApplyWrites(sc, writes);
   CompareResults(sc, "program stream, after writes",
@@ -489,17 +518,18 @@ void KernelChecks(ScenarioContext& sc) {
                  AfterKernel(sc, s, many, DeviceOps::Poll::kDone),
                  ExpectedResults(many, many_writes));
 
-  // More bytes than one block scans: the table again.
+  // More bytes than one block scans: two blocks, their answers merged.
   const std::vector<GmtZone> big = {{b + kChunk, kChunk + 64 * 1024, 0x6f, 0}};
   SC_CHECK(sc, sc.ops().Fill(sc.context(), 0, big));
   const std::vector<Write> big_writes = {{b + kChunk + kChunk + 3, {0}}};
   ApplyWrites(sc, big_writes);
-  CompareResults(sc, "320 KiB (table)",
+  CompareResults(sc, "320 KiB (two blocks)",
                  AfterKernel(sc, s, big, DeviceOps::Poll::kDone),
                  ExpectedResults(big, big_writes));
 
-  // The ring: 65 checks with findings, the first read last. Its region was
-  // written again by the 65th: lost, never read as someone else's.
+  // The ring: one more check with findings than it has regions, the first
+  // read last. Its region was written again by the last: lost, never read as
+  // someone else's.
   std::vector<uint64_t> tickets;
   for (int i = 0; i < GMT_REPORT_RING_CHECKS + 1; ++i) {
     tickets.push_back(sc.ops().CheckAfterKernel(sc.context(), s, small, true));
@@ -510,7 +540,7 @@ void KernelChecks(ScenarioContext& sc) {
     SC_CHECK(sc, sc.ops().PollCheck(tickets[i], true, &results) ==
                      DeviceOps::Poll::kDone);
     if (i == tickets.size() - 1) {
-      CompareResults(sc, "the 65th check", results,
+      CompareResults(sc, "the ring's last check", results,
                      ExpectedResults(small, writes));
     }
   }
