@@ -62,22 +62,10 @@ void GuardManager::Arm(const AllocationRecord& record) {
   b.front_begin = record.raw_address;
   b.generation = NextGeneration();
   ++stats_.guarded;
-  if (StreamOrdered(record.api)) {
-    // Pool memory is this block's only in its stream's order: fill there, now.
-    Table t;
-    b.canaries_armed = true;
-    b.canaries_pending = false;
-    AppendArmedZones(b, &t);
-    if (ops_->Fill(record.context, ProgramStream(record.stream), t.zones)) {
-      b.confirmed = false;
-    } else {
-      b.canaries_armed = false;  // never check what was not written
-      ++stats_.fill_failures;    // ... and say so in the report
-    }
-  } else if (!c.fills_pending) {
-    c.fills_pending = true;
-    contexts_with_fills_.fetch_add(1, std::memory_order_release);
-  }
+  // Pool memory is a stream-ordered block's only in its stream's order: it
+  // is filled there, before the next launch on that stream.
+  if (StreamOrdered(record.api)) b.confirmed = false;
+  MarkForFillLocked(c, b);
   c.blocks[record.raw_address] = std::move(b);
   c.table.reset();
   c.ranges_stale = true;
@@ -170,6 +158,7 @@ void GuardManager::FlushFillsLocked(uint64_t context, Context& c) {
   for (auto& [raw, b] : c.blocks) {
     if (!b.canaries_pending && !b.freed_pending) continue;
     if (b.freeing) continue;  // never write into memory CUDA may reuse
+    if (StreamOrdered(b.record.api)) continue;  // on its stream, at a launch
     const AllocationRecord& r = b.record;
     auto add = [&](uint64_t begin, uint64_t end, uint8_t pattern) {
       if (end > begin) zones.push_back(GmtZone{begin, end - begin, pattern, 0});
@@ -200,6 +189,83 @@ void GuardManager::FlushFillsLocked(uint64_t context, Context& c) {
       b->freed_armed = ok;
     }
   }
+  c.table.reset();
+}
+
+void GuardManager::MarkForFillLocked(Context& c, const Block& b) {
+  if (StreamOrdered(b.record.api)) {
+    if (c.ordered_fills.empty()) {
+      contexts_with_ordered_fills_.fetch_add(1, std::memory_order_release);
+    }
+    c.ordered_fills.insert(b.record.raw_address);
+  } else if (!c.fills_pending) {
+    c.fills_pending = true;
+    contexts_with_fills_.fetch_add(1, std::memory_order_release);
+  }
+}
+
+void GuardManager::DropOrderedFillLocked(Context& c, uint64_t raw) {
+  if (c.ordered_fills.erase(raw) > 0 && c.ordered_fills.empty()) {
+    contexts_with_ordered_fills_.fetch_sub(1, std::memory_order_release);
+  }
+}
+
+void GuardManager::FlushOrderedFillsLocked(uint64_t context, Context& c,
+                                           uint64_t stream) {
+  if (c.ordered_fills.empty()) return;
+  std::vector<uint64_t> ready;
+  for (uint64_t raw : c.ordered_fills) {
+    auto it = c.blocks.find(raw);
+    if (it == c.blocks.end() || it->second.record.stream == stream) {
+      ready.push_back(raw);
+    }
+  }
+  if (ready.empty()) return;
+  // A fill enqueued now would become a node of the graph being captured.
+  if (ops_->StreamCapturing(ProgramStream(stream))) return;
+  std::vector<GmtZone> zones;
+  std::vector<Block*> filled;
+  auto flush = [&] {
+    if (zones.empty()) return;
+    const bool ok = ops_->Fill(context, ProgramStream(stream), zones);
+    if (!ok) ++stats_.fill_failures;  // these zones stay unchecked: reported
+    for (Block* b : filled) {
+      b->generation = NextGeneration();
+      // In this stream's order: other streams' checks wait for a
+      // synchronization to prove the fill done (Block::confirmed).
+      b->confirmed = false;
+      if (b->canaries_pending) {
+        b->canaries_pending = false;
+        b->canaries_armed = ok;
+      }
+      if (b->freed_pending) {
+        b->freed_pending = false;
+        b->freed_armed = ok;
+      }
+    }
+    zones.clear();
+    filled.clear();
+  };
+  for (uint64_t raw : ready) {
+    DropOrderedFillLocked(c, raw);
+    auto it = c.blocks.find(raw);
+    if (it == c.blocks.end()) continue;  // gone: nothing to write
+    Block& b = it->second;
+    if (b.freeing) continue;  // never write into memory CUDA may reuse
+    if (!b.canaries_pending && !b.freed_pending) continue;
+    const AllocationRecord& r = b.record;
+    if (zones.size() + 3 > kOrderedFillZones) flush();
+    auto add = [&](uint64_t begin, uint64_t end, uint8_t pattern) {
+      if (end > begin) zones.push_back(GmtZone{begin, end - begin, pattern, 0});
+    };
+    if (b.canaries_pending) {
+      add(b.front_begin, r.address, kCanaryByte);
+      add(UserEnd(r), r.raw_address + r.raw_bytes, kCanaryByte);
+    }
+    if (b.freed_pending) add(r.address, UserEnd(r), kFreedByte);
+    filled.push_back(&b);
+  }
+  flush();
   c.table.reset();
 }
 
@@ -293,10 +359,7 @@ void GuardManager::CollectResults(uint64_t context, Context& c,
       } else {
         live->canaries_pending = true;
       }
-      if (!c.fills_pending) {
-        c.fills_pending = true;
-        contexts_with_fills_.fetch_add(1, std::memory_order_release);
-      }
+      MarkForFillLocked(c, *live);
       live->generation = NextGeneration();
       c.table.reset();
     }
@@ -461,12 +524,16 @@ void GuardManager::EnqueueContextCheckLocked(
 
 void GuardManager::BeforeLaunch(uint64_t context, uint64_t stream) {
   if (ops_ == nullptr ||
-      contexts_with_fills_.load(std::memory_order_acquire) == 0) {
+      (contexts_with_fills_.load(std::memory_order_acquire) == 0 &&
+       contexts_with_ordered_fills_.load(std::memory_order_acquire) == 0)) {
     return;
   }
   absl::MutexLock lock(&mu_);
   auto it = contexts_.find(context);
-  if (it == contexts_.end() || !it->second.fills_pending) return;
+  if (it == contexts_.end()) return;
+  // The stream's own blocks first, in its order, before the kernel.
+  FlushOrderedFillsLocked(context, it->second, stream);
+  if (!it->second.fills_pending) return;
   FlushFillsLocked(context, it->second);
   // The program's kernel must see the canaries in place, or its overrun could
   // land before the fill and be painted over.
@@ -637,6 +704,9 @@ void GuardManager::BeforeTeardown(int device, uint64_t context,
     auto it = contexts_.find(ctx);
     if (it == contexts_.end()) continue;
     if (it->second.fills_pending) contexts_with_fills_.fetch_sub(1);
+    if (!it->second.ordered_fills.empty()) {
+      contexts_with_ordered_fills_.fetch_sub(1);
+    }
     ops_->ForgetContext(ctx);
     contexts_.erase(it);
   }
@@ -690,10 +760,7 @@ bool GuardManager::TryHold(const AllocationRecord& block,
     // The freed pattern, written before the program's next kernel (which
     // waits for it): a change to it is a write after free.
     b.freed_pending = true;
-    if (!c.fills_pending) {
-      c.fills_pending = true;
-      contexts_with_fills_.fetch_add(1, std::memory_order_release);
-    }
+    MarkForFillLocked(c, b);
   }
   c.quarantine.push_back(block.raw_address);
   c.held_bytes += block.raw_bytes;
@@ -717,26 +784,23 @@ bool GuardManager::TryHoldOrdered(const AllocationRecord& block,
   auto it = c.blocks.find(block.raw_address);
   if (it == c.blocks.end() || it->second.freeing) return false;
   Block& b = it->second;
-  if (block.bytes > 0) {
-    // In the free's stream order: after the program's last use of the
-    // block there, before anything the program enqueues there next.
-    const GmtZone freed_zone{block.address, block.bytes, kFreedByte, 0};
-    if (!ops_->Fill(block.context, ProgramStream(stream),
-                    absl::MakeConstSpan(&freed_zone, 1))) {
-      // CUDA refused work on the stream (a sticky error, say): its own
-      // free gives the program the answer it would have had.
-      return false;
-    }
-  }
   b.held = true;
   b.freed = freed;
-  b.freed_pending = false;
-  b.freed_armed = block.bytes > 0;
-  b.generation = NextGeneration();
   // Checked on the free's stream, and on others once a synchronization
   // covered it (Block::confirmed).
   b.record.stream = stream;
   b.confirmed = false;
+  b.generation = NextGeneration();
+  if (block.bytes > 0) {
+    // In the free's stream order, with the fills of the next launch there:
+    // after the program's last use of the block on it, before anything the
+    // program runs there next. (Canaries still waiting move to that stream
+    // with it.)
+    b.freed_pending = true;
+    b.freed_armed = false;
+    DropOrderedFillLocked(c, block.raw_address);
+    MarkForFillLocked(c, b);
+  }
   c.quarantine.push_back(block.raw_address);
   c.held_bytes += block.raw_bytes;
   c.table.reset();
@@ -851,6 +915,7 @@ uint64_t GuardManager::EvictLocked(uint64_t context, Context& c, size_t count) {
     // was never filled, and costs no GPU work at all.
     c.held_bytes -= std::min(c.held_bytes, b.record.raw_bytes);
     if (StreamOrdered(b.record.api)) {
+      DropOrderedFillLocked(c, raw);  // its pattern was never written
       ordered.push_back(std::move(b));
       c.blocks.erase(it);
       continue;
@@ -1129,6 +1194,7 @@ void GuardManager::ReleaseHeldOnStream(uint64_t stream,
       if (it != c.blocks.end() && StreamOrdered(it->second.record.api) &&
           it->second.record.stream == stream) {
         c.held_bytes -= std::min(c.held_bytes, it->second.record.raw_bytes);
+        DropOrderedFillLocked(c, raw);
         leaving.push_back(std::move(it->second));
         c.blocks.erase(it);
       } else {
@@ -1279,14 +1345,12 @@ void GuardManager::AfterRealFree(const AllocationRecord& block, bool freed) {
           it->second.record.raw_bytes - it->second.record.bytes;
     }
     c.blocks.erase(block.raw_address);
+    DropOrderedFillLocked(c, block.raw_address);
   } else if (auto it = c.blocks.find(block.raw_address); it != c.blocks.end()) {
     // CUDA kept the block: guarded again, with any fill it missed.
     Block& b = it->second;
     b.freeing = false;
-    if ((b.canaries_pending || b.freed_pending) && !c.fills_pending) {
-      c.fills_pending = true;
-      contexts_with_fills_.fetch_add(1, std::memory_order_release);
-    }
+    if (b.canaries_pending || b.freed_pending) MarkForFillLocked(c, b);
   }
   c.table.reset();
 }

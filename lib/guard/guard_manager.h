@@ -78,6 +78,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
@@ -366,6 +367,11 @@ class GuardManager {
     uint64_t held_bytes = 0;
     uint64_t clean_sequence = 0;  // launch log position at the last check
     bool fills_pending = false;
+    // Stream-ordered blocks (raw addresses) whose canaries or freed pattern
+    // wait for the next launch on the block's stream (FlushOrderedFills):
+    // one fill launch there for all of them, where each allocation and free
+    // made its own. Until then their zones are not armed, so never checked.
+    absl::flat_hash_set<uint64_t> ordered_fills;
     std::shared_ptr<const Table> table;  // per-kernel checks; null if stale
     std::deque<ReleaseBatch> releasing;  // oldest first
     uint64_t releasing_bytes = 0;
@@ -395,6 +401,9 @@ class GuardManager {
   static constexpr size_t kLaunchLog = 1024;
   static constexpr size_t kMaxPendingChecks = 256;
   static constexpr size_t kMaxListedKernels = 16;
+  // Zones per fill launch of stream-ordered blocks: what one launch's
+  // parameters hold (DeviceOps::Fill makes it one launch).
+  static constexpr size_t kOrderedFillZones = GMT_INLINE_MAX_ZONES;
   // Without a quarantine, held blocks are checked in batches of this many
   // blocks or bytes (one check launch for many frees).
   static constexpr size_t kFreeCheckBatchBlocks = 64;
@@ -498,6 +507,18 @@ class GuardManager {
     return ++last_generation_;
   }
   // Counts a check that could not run; says so once.
+  // `b` needs (re)filling: queued for the tool's stream (FlushFillsLocked),
+  // or, stream-ordered, for the next launch on its stream.
+  void MarkForFillLocked(Context& c, const Block& b)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `raw` no longer waits for an ordered fill (it left the context).
+  void DropOrderedFillLocked(Context& c, uint64_t raw)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Enqueues the pending fills of the stream-ordered blocks of `stream`, on
+  // that stream, in as few launches as the zones allow; none while it is
+  // being captured (they wait for a launch outside the capture).
+  void FlushOrderedFillsLocked(uint64_t context, Context& c, uint64_t stream)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A check's findings were overwritten before they were read: the next
   // full check reports the zones (Context::findings_lost); said once.
   void NoteFindingsLostLocked(uint64_t context)
@@ -571,6 +592,8 @@ class GuardManager {
 
   // Contexts with pending fills: BeforeLaunch takes the lock only then.
   std::atomic<int> contexts_with_fills_{0};
+  // Contexts whose ordered_fills is not empty.
+  std::atomic<int> contexts_with_ordered_fills_{0};
   std::atomic<bool> any_armed_{false};  // set at the first guarded block
   std::atomic<uint64_t> launch_sequence_{0};
   LaunchEntry launches_[kLaunchLog];

@@ -35,8 +35,8 @@ constexpr uint64_t kMinSlotZones = 256;
 // Slots a context may have in flight before a new use waits for the oldest
 // (slots held by async-check tickets do not count).
 constexpr size_t kMaxInFlightSlots = 8;
-// A fill of this many zones or fewer on a program's stream (a stream-ordered
-// block's canaries at its allocation, its freed pattern at its free) never
+// A fill of at most this many zones on a program's stream (the canaries and
+// freed patterns of stream-ordered blocks, flushed at a launch there) never
 // takes a zone table: a table needs a staging slot, and with every slot
 // queued behind the program's own work the next fill waited for the GPU (in
 // torch mode every tensor is such a block, and those waits made a CNN's step
@@ -44,7 +44,7 @@ constexpr size_t kMaxInFlightSlots = 8;
 // kernel, the zones in its parameters (one cuMemsetD8Async per zone where
 // that kernel is not loaded: each driver call costs the program's thread
 // ~3 us on the H200).
-constexpr size_t kMemsetFillZones = 4;
+constexpr size_t kInlineFillZones = GMT_INLINE_MAX_ZONES;
 
 // Copies `zones` into the staging `table` with chunk_begin recomputed (the
 // prefix sum of zone_abi.h), so a caller's stale value cannot send the kernel
@@ -164,7 +164,7 @@ bool DriverDeviceOps::Fill(uint64_t context, uint64_t stream,
                            absl::Span<const GmtZone> zones) {
   absl::MutexLock lock(&mu_);
   if (zones.empty()) return true;
-  if (stream != 0 && zones.size() <= kMemsetFillZones) {
+  if (stream != 0 && zones.size() <= kInlineFillZones) {
     return FillInline(context, stream, zones);
   }
   ZoneWork work;

@@ -863,8 +863,13 @@ TEST_F(GuardTest, ExitCollectsASyncCheckInFlight) {
   EXPECT_EQ(errors[0].first_offset, 1003);
 }
 
-TEST_F(GuardTest, StreamOrderedBlocksAreFilledAtOnceOnTheirStream) {
+TEST_F(GuardTest, StreamOrderedBlocksAreFilledAtTheNextLaunchOnTheirStream) {
+  constexpr uint64_t kOther = 0x3000;
   uint8_t* p = Alloc(1000, Api::kCudaMallocAsync, kStream);
+  EXPECT_EQ(ops_->fills, 0);
+  Launch("elsewhere", kOther);  // another stream's order is not the block's
+  EXPECT_EQ(ops_->fills, 0);
+  Launch("k");
   EXPECT_EQ(ops_->fills, 1);
   p[1000] = 1;
   // Not held without quarantine_async: its pool's figures stay the
@@ -887,10 +892,12 @@ Options AsyncQuarantine(int64_t quarantine = 1 << 20) {
 TEST_F(GuardTest, StreamOrderedFreeIsQuarantinedWithoutAHostWait) {
   Start(AsyncQuarantine());
   uint8_t* p = Alloc(1000, Api::kCudaMallocAsync, kStream);
+  Launch("k");
   const int fills_before = ops_->fills;
   EXPECT_FALSE(Free(p, Api::kCudaFreeAsync, kStream));  // held
-  // The freed pattern went in on the free's stream, at the free; nothing
-  // waited: neither a synchronization nor a check's answer.
+  // The freed pattern goes in on the free's stream, before its next kernel;
+  // nothing waited: neither a synchronization nor a check's answer.
+  Launch("next");
   EXPECT_EQ(ops_->fills, fills_before + 1);
   EXPECT_EQ(ops_->syncs, 0);
   EXPECT_EQ(ops_->waits, 0);
@@ -912,6 +919,7 @@ TEST_F(GuardTest, StreamOrderedEvictionChecksThenFreesOnTheSameStream) {
   for (int i = 0; i < 8; ++i) {
     blocks.push_back(Alloc(16 * 1024, Api::kCudaMallocAsync, kStream));
   }
+  Launch("k");
   blocks[0][16 * 1024 + 3] = 1;  // an overrun nobody has checked yet
   for (uint8_t* p : blocks) EXPECT_FALSE(Free(p, Api::kCudaFreeAsync, kStream));
   // Over the budget: the oldest left the quarantine, each with one check on
@@ -937,6 +945,8 @@ TEST_F(GuardTest, DestroyingAStreamReleasesTheBlocksHeldOnIt) {
   constexpr uint64_t kOther = 0x3000;
   uint8_t* a = Alloc(1000, Api::kCudaMallocAsync, kStream);
   uint8_t* b = Alloc(1000, Api::kCudaMallocAsync, kOther);
+  Launch("k");
+  Launch("k", kOther);
   EXPECT_FALSE(Free(a, Api::kCudaFreeAsync, kStream));
   EXPECT_FALSE(Free(b, Api::kCudaFreeAsync, kOther));
   a[1003] = 1;  // an overrun found on its way out
@@ -951,6 +961,76 @@ TEST_F(GuardTest, DestroyingAStreamReleasesTheBlocksHeldOnIt) {
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].first_offset, 1003);
   EXPECT_EQ(errors[0].check, "quarantine");
+}
+
+// The fills of every allocation and free between two launches on a stream go
+// in as one, before the second launch: not one per call (each is a driver
+// call on the program's thread).
+TEST_F(GuardTest, StreamOrderedFillsBetweenLaunchesAreOneFill) {
+  Start(AsyncQuarantine());
+  std::vector<uint8_t*> blocks;
+  for (int i = 0; i < 4; ++i) {
+    blocks.push_back(Alloc(1000 + i, Api::kCudaMallocAsync, kStream));
+  }
+  Launch("k");
+  EXPECT_EQ(ops_->fills, 1);
+  EXPECT_FALSE(Free(blocks[0], Api::kCudaFreeAsync, kStream));
+  EXPECT_FALSE(Free(blocks[1], Api::kCudaFreeAsync, kStream));
+  uint8_t* fresh = Alloc(3000, Api::kCudaMallocAsync, kStream);
+  EXPECT_EQ(ops_->fills, 1);
+  Launch("k");
+  EXPECT_EQ(ops_->fills, 2);
+  Launch("k");  // nothing new to write
+  EXPECT_EQ(ops_->fills, 2);
+  // All of them armed: an overrun of the new block, a write through a freed
+  // one's stale pointer.
+  fresh[3000] = 1;
+  blocks[1][7] = 0;
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_NE(errors[0].kind, errors[1].kind);
+  for (const ErrorRecord& e : errors) {
+    EXPECT_TRUE(e.kind == ErrorKind::kOobWrite ||
+                e.kind == ErrorKind::kUafWrite)
+        << static_cast<int>(e.kind);
+  }
+}
+
+// A block whose zones were never written (no launch on its stream since) is
+// never checked: what its memory held before is not an overrun. And its
+// pattern is never written after it went back to CUDA.
+TEST_F(GuardTest,
+       StreamOrderedBlockGoneBeforeALaunchIsNeitherFilledNorChecked) {
+  Start(AsyncQuarantine(/*quarantine=*/4096));
+  uint8_t* p = Alloc(1000, Api::kCudaMallocAsync, kStream);
+  p[1000] = 1;  // not a canary: nothing was written there yet
+  p[-1] = 2;
+  EXPECT_FALSE(Free(p, Api::kCudaFreeAsync, kStream));
+  uint8_t* q = Alloc(8192, Api::kCudaMallocAsync, kStream);
+  EXPECT_FALSE(Free(q, Api::kCudaFreeAsync, kStream));  // evicts p, then q
+  ASSERT_FALSE(ops_->released_ordered.empty());
+  Launch("k");
+  EXPECT_EQ(ops_->fills, 0);
+  engine_->OnSynchronized(kContext);
+  engine_->CheckAllZones("exit");
+  EXPECT_TRUE(Errors().empty());
+}
+
+// A launch on a stream being captured leaves the fills waiting: enqueued
+// there they would become nodes of the graph.
+TEST_F(GuardTest, StreamOrderedFillsWaitOutACapture) {
+  Start(AsyncQuarantine());
+  uint8_t* p = Alloc(1000, Api::kCudaMallocAsync, kStream);
+  ops_->capturing = true;
+  Launch("captured");
+  EXPECT_EQ(ops_->fills, 0);
+  ops_->capturing = false;
+  Launch("k");
+  EXPECT_EQ(ops_->fills, 1);
+  p[1001] = 1;
+  engine_->OnSynchronized(kContext);
+  EXPECT_EQ(Errors().size(), 1u);
 }
 
 TEST_F(GuardTest, StreamOrderedFreeWhileCapturingIsNotHeld) {
