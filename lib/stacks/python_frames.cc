@@ -153,17 +153,18 @@ uint32_t Intern(const PythonApi& api, void* code, int line) {
   return it->second;
 }
 
-// ---- Frames of a thread that does not hold the GIL --------------------------
+// ---- Frames read from the interpreter's structures -------------------------
 //
 // A framework's operator releases the GIL before it allocates (PyTorch's do),
 // so the allocating thread may not call the API above. Its frames are still
 // where it left them: the thread is inside a C call, and no other thread
-// changes them meanwhile. They are read from the interpreter's own structures,
-// with no call into Python and no reference taken (taking one without the GIL
-// races with the threads that hold it). The layouts are CPython's, per
-// version (x86-64 and aarch64: LP64), and every object read is checked
-// against its type first. Versions without a layout here get no frames
-// on such threads.
+// changes them meanwhile (nor while it holds the GIL, when this path is used
+// too: it is cached, the API's line lookup is not). They are read from the
+// interpreter's own structures, with no call into Python and no reference taken
+// (taking one without the GIL races with the threads that hold it). The layouts
+// are CPython's, per version (x86-64 and aarch64: LP64), and every object read
+// is checked against its type first. Versions without a layout here get no
+// frames on such threads.
 
 // The offsets of one CPython version (LP64), from its headers (offsetof
 // under Py_BUILD_CORE), cross-checked against its own debug offsets (3.13)
@@ -371,8 +372,8 @@ uint32_t FrameId(const RawLayout& l, FrameIdCacheEntry* cache, const void* code,
 
 // Appends this thread's Python frames, innermost first, from frames[n] up to
 // max_frames; returns the new count.
-int AppendFramesWithoutGil(const RawLayout& l, uintptr_t* frames, int n,
-                           int max_frames) {
+int AppendInterpreterFrames(const RawLayout& l, uintptr_t* frames, int n,
+                            int max_frames) {
   const void* tstate = l.this_thread_state();
   if (tstate == nullptr) return n;  // a thread Python never ran on
   const void* frame = Field<const void*>(tstate, l.tstate_frame);
@@ -440,15 +441,22 @@ int SplicePythonFrames(uintptr_t* frames, int count, int max_frames,
       (api.is_finalizing != nullptr && api.is_finalizing() != 0)) {
     return count;
   }
-  if (api.gil_check() != 1) {
-    const RawLayout& raw = Raw();
-    if (!raw.usable) return count;
+  // The thread's frames read from the interpreter's structures, through the
+  // per-thread cache, whether or not it holds the GIL: a thread that holds
+  // it (a tensor freed by Python's deallocator, a launch from a C extension
+  // that kept it) would otherwise pay, per frame, the C API's line lookup (a
+  // walk of the line table) and the global table's lock: on the H200 that
+  // made Python frames a third of tensor mode's cost in a CNN's step. The
+  // C API below is the fallback where the running interpreter's layout is
+  // not known.
+  if (const RawLayout& raw = Raw(); raw.usable) {
     int n = 0;
     while (n < count && (frames[n] < api.begin || frames[n] >= api.end)) ++n;
-    const int spliced = AppendFramesWithoutGil(
+    const int spliced = AppendInterpreterFrames(
         raw, frames, n, PythonLimit(n, max_frames, max_python_frames));
     return spliced == n ? count : spliced;
   }
+  if (api.gil_check() != 1) return count;
   void* frame = api.get_frame();  // borrowed
   if (frame == nullptr) return count;
   int n = 0;
