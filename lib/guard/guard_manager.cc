@@ -149,36 +149,22 @@ std::shared_ptr<const GuardManager::Table> GuardManager::BuildReachTable(
   return table;
 }
 
-void GuardManager::FlushFillsLocked(uint64_t context, Context& c) {
-  if (!c.fills_pending) return;
-  c.fills_pending = false;
-  contexts_with_fills_.fetch_sub(1, std::memory_order_release);
-  std::vector<GmtZone> zones;
-  std::vector<Block*> filled;
-  for (auto& [raw, b] : c.blocks) {
-    if (!b.canaries_pending && !b.freed_pending) continue;
-    if (b.freeing) continue;  // never write into memory CUDA may reuse
-    if (StreamOrdered(b.record.api)) continue;  // on its stream, at a launch
-    const AllocationRecord& r = b.record;
-    auto add = [&](uint64_t begin, uint64_t end, uint8_t pattern) {
-      if (end > begin) zones.push_back(GmtZone{begin, end - begin, pattern, 0});
-    };
-    if (b.canaries_pending) {
-      add(b.front_begin, r.address, kCanaryByte);
-      add(UserEnd(r), r.raw_address + r.raw_bytes, kCanaryByte);
-    }
-    if (b.freed_pending) add(r.address, UserEnd(r), kFreedByte);
-    filled.push_back(&b);
+void GuardManager::AppendPendingZones(const Block& b,
+                                      std::vector<GmtZone>* zones) {
+  const AllocationRecord& r = b.record;
+  auto add = [&](uint64_t begin, uint64_t end, uint8_t pattern) {
+    if (end > begin) zones->push_back(GmtZone{begin, end - begin, pattern, 0});
+  };
+  if (b.canaries_pending) {
+    add(b.front_begin, r.address, kCanaryByte);
+    add(UserEnd(r), r.raw_address + r.raw_bytes, kCanaryByte);
   }
-  if (zones.empty()) return;
-  uint64_t chunk = 0;
-  for (GmtZone& z : zones) {
-    z.chunk_begin = chunk;
-    chunk += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
-  }
-  const bool ok = ops_->Fill(context, 0, zones);
+  if (b.freed_pending) add(r.address, UserEnd(r), kFreedByte);
+}
+
+void GuardManager::FilledLocked(absl::Span<Block* const> blocks, bool ok) {
   if (!ok) ++stats_.fill_failures;  // these zones stay unchecked: reported
-  for (Block* b : filled) {
+  for (Block* b : blocks) {
     b->generation = NextGeneration();
     if (b->canaries_pending) {
       b->canaries_pending = false;
@@ -189,6 +175,28 @@ void GuardManager::FlushFillsLocked(uint64_t context, Context& c) {
       b->freed_armed = ok;
     }
   }
+}
+
+void GuardManager::FlushFillsLocked(uint64_t context, Context& c) {
+  if (!c.fills_pending) return;
+  c.fills_pending = false;
+  contexts_with_fills_.fetch_sub(1, std::memory_order_release);
+  std::vector<GmtZone> zones;
+  std::vector<Block*> filled;
+  for (auto& [raw, b] : c.blocks) {
+    if (!b.canaries_pending && !b.freed_pending) continue;
+    if (b.freeing) continue;  // never write into memory CUDA may reuse
+    if (StreamOrdered(b.record.api)) continue;  // on its stream, at a launch
+    AppendPendingZones(b, &zones);
+    filled.push_back(&b);
+  }
+  if (zones.empty()) return;
+  uint64_t chunk = 0;
+  for (GmtZone& z : zones) {
+    z.chunk_begin = chunk;
+    chunk += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
+  }
+  FilledLocked(filled, ops_->Fill(context, 0, zones));
   c.table.reset();
 }
 
@@ -227,22 +235,10 @@ void GuardManager::FlushOrderedFillsLocked(uint64_t context, Context& c,
   std::vector<Block*> filled;
   auto flush = [&] {
     if (zones.empty()) return;
-    const bool ok = ops_->Fill(context, ProgramStream(stream), zones);
-    if (!ok) ++stats_.fill_failures;  // these zones stay unchecked: reported
-    for (Block* b : filled) {
-      b->generation = NextGeneration();
-      // In this stream's order: other streams' checks wait for a
-      // synchronization to prove the fill done (Block::confirmed).
-      b->confirmed = false;
-      if (b->canaries_pending) {
-        b->canaries_pending = false;
-        b->canaries_armed = ok;
-      }
-      if (b->freed_pending) {
-        b->freed_pending = false;
-        b->freed_armed = ok;
-      }
-    }
+    FilledLocked(filled, ops_->Fill(context, ProgramStream(stream), zones));
+    // In this stream's order: other streams' checks wait for a
+    // synchronization to prove the fill done (Block::confirmed).
+    for (Block* b : filled) b->confirmed = false;
     zones.clear();
     filled.clear();
   };
@@ -253,16 +249,8 @@ void GuardManager::FlushOrderedFillsLocked(uint64_t context, Context& c,
     Block& b = it->second;
     if (b.freeing) continue;  // never write into memory CUDA may reuse
     if (!b.canaries_pending && !b.freed_pending) continue;
-    const AllocationRecord& r = b.record;
-    if (zones.size() + 3 > kOrderedFillZones) flush();
-    auto add = [&](uint64_t begin, uint64_t end, uint8_t pattern) {
-      if (end > begin) zones.push_back(GmtZone{begin, end - begin, pattern, 0});
-    };
-    if (b.canaries_pending) {
-      add(b.front_begin, r.address, kCanaryByte);
-      add(UserEnd(r), r.raw_address + r.raw_bytes, kCanaryByte);
-    }
-    if (b.freed_pending) add(r.address, UserEnd(r), kFreedByte);
+    if (zones.size() + 3 > kOrderedFillZones) flush();  // a block adds <= 3
+    AppendPendingZones(b, &zones);
     filled.push_back(&b);
   }
   flush();

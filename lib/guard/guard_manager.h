@@ -507,6 +507,12 @@ class GuardManager {
     return ++last_generation_;
   }
   // Counts a check that could not run; says so once.
+  // The zones of `b` waiting to be written, appended to `zones`.
+  static void AppendPendingZones(const Block& b, std::vector<GmtZone>* zones);
+  // `blocks` were filled (`ok`) or could not be: their pending zones are
+  // armed, or left unchecked and the failure counted.
+  void FilledLocked(absl::Span<Block* const> blocks, bool ok)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `b` needs (re)filling: queued for the tool's stream (FlushFillsLocked),
   // or, stream-ordered, for the next launch on its stream.
   void MarkForFillLocked(Context& c, const Block& b)

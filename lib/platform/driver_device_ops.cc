@@ -296,17 +296,9 @@ uint64_t DriverDeviceOps::CheckAsync(uint64_t context, uint64_t stream,
   absl::MutexLock lock(&mu_);
   // A few zones: one launch that answers in host memory, where the table
   // path takes five driver calls (clear, upload, launch, copy back, event).
-  if (const uint64_t blocks = InlineBlocks(zones); blocks > 0) {
-    uint64_t ticket = 0;
-    switch (EnqueueInlineCheck(context, stream, zones, blocks,
-                               /*context_current=*/false, &ticket)) {
-      case InlineOutcome::kEnqueued:
-        return ticket;
-      case InlineOutcome::kFailed:
-        return 0;
-      case InlineOutcome::kNotApplicable:
-        break;
-    }
+  if (std::optional<uint64_t> ticket = InlineCheckLocked(
+          context, stream, zones, /*context_current=*/false)) {
+    return *ticket;
   }
   ZoneWork work;
   if (!BeginZoneWork(context, stream, zones, &work)) return 0;
@@ -328,20 +320,32 @@ uint64_t DriverDeviceOps::CheckAsync(uint64_t context, uint64_t stream,
 uint64_t DriverDeviceOps::CheckAfterKernel(uint64_t context, uint64_t stream,
                                            absl::Span<const GmtZone> zones,
                                            bool context_current) {
-  if (const uint64_t blocks = InlineBlocks(zones); stream != 0 && blocks > 0) {
+  if (stream != 0) {
     absl::MutexLock lock(&mu_);
-    uint64_t ticket = 0;
-    switch (EnqueueInlineCheck(context, stream, zones, blocks, context_current,
-                               &ticket)) {
-      case InlineOutcome::kEnqueued:
-        return ticket;
-      case InlineOutcome::kFailed:
-        return 0;
-      case InlineOutcome::kNotApplicable:
-        break;
+    if (std::optional<uint64_t> ticket =
+            InlineCheckLocked(context, stream, zones, context_current)) {
+      return *ticket;
     }
   }
   return CheckAsync(context, stream, zones);
+}
+
+std::optional<uint64_t> DriverDeviceOps::InlineCheckLocked(
+    uint64_t context, uint64_t stream, absl::Span<const GmtZone> zones,
+    bool context_current) {
+  const uint64_t blocks = InlineBlocks(zones);
+  if (blocks == 0) return std::nullopt;
+  uint64_t ticket = 0;
+  switch (EnqueueInlineCheck(context, stream, zones, blocks, context_current,
+                             &ticket)) {
+    case InlineOutcome::kEnqueued:
+      return ticket;
+    case InlineOutcome::kFailed:
+      return 0;
+    case InlineOutcome::kNotApplicable:
+      break;
+  }
+  return std::nullopt;
 }
 
 DeviceOps::Poll DriverDeviceOps::PollCheck(

@@ -46,6 +46,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -159,7 +160,14 @@ class DriverDeviceOps : public DeviceOps {
   bool FillInline(uint64_t context, uint64_t stream,
                   absl::Span<const GmtZone> zones)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The inline path of CheckAfterKernel and CheckAsync: one launch of
+  // The inline path of CheckAfterKernel and CheckAsync: a ticket (0: the
+  // launch failed), or nullopt where the zones or the context do not allow
+  // it (the caller takes the table path).
+  std::optional<uint64_t> InlineCheckLocked(uint64_t context, uint64_t stream,
+                                            absl::Span<const GmtZone> zones,
+                                            bool context_current)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // EnqueueInlineCheck: one launch of
   // `blocks` blocks (InlineBlocks); `*ticket` set when kEnqueued.
   InlineOutcome EnqueueInlineCheck(uint64_t context, uint64_t stream,
                                    absl::Span<const GmtZone> zones,
