@@ -18,8 +18,9 @@ uint64_t UserEnd(const AllocationRecord& r) { return r.address + r.bytes; }
 
 // What a per-kernel check reads of a front or tail redzone: the bytes next
 // to the block, where an overrun by a few elements lands. A large block's
-// tail zone is up to guard_tail_max (1 MiB), and whole zones that large
-// take the zone-table path (14x the inline check on the H200); the rest of
+// tail zone is up to guard_tail_max (1 MiB): whole zones that large would
+// be read after every kernel (once the zone-table path, 14x the inline
+// check on the H200; now several blocks of the inline check); the rest of
 // every zone is read at the next synchronization, as with check=sync.
 constexpr uint64_t kKernelCheckZoneBytes = 8 * 1024;
 
