@@ -764,7 +764,8 @@ bool GuardManager::TryHoldOrdered(const AllocationRecord& block,
       !StreamOrdered(block.api) || !block.guarded()) {
     return false;
   }
-  // The freed fill would become a node of the graph being captured.
+  // A free made while its stream is captured is a node of the graph: it must
+  // reach CUDA, to run when the graph does.
   if (ops_->StreamCapturing(ProgramStream(stream))) return false;
   absl::MutexLock lock(&mu_);
   auto cit = contexts_.find(block.context);
@@ -787,7 +788,6 @@ bool GuardManager::TryHoldOrdered(const AllocationRecord& block,
     // with it.)
     b.freed_pending = true;
     b.freed_armed = false;
-    DropOrderedFillLocked(c, block.raw_address);
     MarkForFillLocked(c, b);
   }
   c.quarantine.push_back(block.raw_address);

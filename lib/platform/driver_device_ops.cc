@@ -68,8 +68,8 @@ uint64_t InlineBlocks(absl::Span<const GmtZone> zones) {
   uint64_t bytes = 0;
   for (const GmtZone& z : zones) bytes += z.bytes;
   if (bytes == 0) return 0;
-  const uint64_t blocks = std::max<uint64_t>(
-      1, (bytes + GMT_INLINE_MAX_BYTES - 1) / GMT_INLINE_MAX_BYTES);
+  const uint64_t blocks =
+      (bytes + GMT_INLINE_MAX_BYTES - 1) / GMT_INLINE_MAX_BYTES;
   return blocks <= GMT_INLINE_MAX_BLOCKS ? blocks : 0;
 }
 
@@ -220,10 +220,7 @@ bool DriverDeviceOps::FillInline(uint64_t context, uint64_t stream,
     void* params[] = {&fill};
     const CUresult r = Launch(*work.driver, work.state, inline_fill_kernel_,
                               chunks, work.stream, params);
-    if (r == CUDA_SUCCESS) return true;
-    if (!IsImageError(r)) return Failed(work.driver, "guard-zone fill", r);
-    // This kernel cannot run here; memsets can.
-    inline_fill_kernel_ = nullptr;
+    return r == CUDA_SUCCESS || Failed(work.driver, "guard-zone fill", r);
   }
   for (const GmtZone& z : zones) {
     if (z.bytes == 0) continue;

@@ -242,8 +242,8 @@ const RawLayout& Raw() {
                l.this_thread_state != nullptr && l.addr2line != nullptr &&
                (!l.frame_objects || l.frame_type != nullptr);
     LogNote(1,
-            "python stacks: CPython 3.%lu; frames of threads without the "
-            "GIL are %s",
+            "python stacks: CPython 3.%lu; frames are %s from the "
+            "interpreter's structures",
             minor, l.usable ? "read" : "not read");
     return l;
   }();

@@ -4,11 +4,14 @@
 // A captured stack holds return addresses. A Python frame is stored among
 // them as a tagged value (kPythonFrameTag | id) that no code address has;
 // `id` names an interned (function, file, line). CPython 3.10 to 3.13 is
-// found in the running process with dlsym (nothing is linked). A thread that
-// holds the GIL is read through the public C API; one that released it (as
-// PyTorch's operators do before they allocate) is read from the
-// interpreter's own structures, per version, with no call into Python and no
-// reference taken: its frames do not change while it is inside the call.
+// found in the running process with dlsym (nothing is linked). A thread's
+// frames are read from the interpreter's own structures, per version, with
+// no call into Python and no reference taken, whether it holds the GIL or
+// released it (as PyTorch's operators do before they allocate): its frames
+// do not change while it is inside the call. Read through a per-thread cache
+// by (code object, instruction), so a hot line costs a few loads. Where the
+// running version's layout is not known, a thread that holds the GIL is
+// read through the public C API instead (uncached).
 #ifndef GMT_LIB_STACKS_PYTHON_FRAMES_H_
 #define GMT_LIB_STACKS_PYTHON_FRAMES_H_
 
