@@ -73,10 +73,11 @@ typedef struct GmtCheckSummary {
 //
 //   gmt_check_zones_inline(GmtInlineCheck check)
 //     each block (GMT_INLINE_CHECK_THREADS threads) compares its share of
-//     every byte of check.zones[0, zone_count) with its pattern (the grid's
-//     threads interleave over each zone); then, for each zone where it found
-//     changed bytes, block b writes a GmtFinding into the region of check id
-//     check_id + b in the finding ring, and last writes
+//     every byte of check.zones[0, zone_count) with its pattern (the zones
+//     taken as one run of 16-byte granules, which the grid's threads
+//     interleave over, several loads in flight per thread); then, for each
+//     zone where it found changed bytes, block b writes a GmtFinding into the
+//     region of check id check_id + b in the finding ring, and last writes
 //     done[(check_id + b) % GMT_REPORT_DONE_SLOTS]. A launch of B blocks
 //     takes the ids check_id .. check_id + B - 1; the host merges what they
 //     found per zone (changed bytes add, first is the least, last the most).
@@ -96,20 +97,25 @@ typedef struct GmtCheckSummary {
 #define GMT_INLINE_CHECK_KERNEL_NAME "gmt_check_zones_inline"
 #define GMT_INLINE_MAX_ZONES 32
 #define GMT_INLINE_CHECK_THREADS 512
-// Bytes one check may cover: at ~16 B per thread per step, 256 KiB is 32
-// steps of one block, a few microseconds.
-#define GMT_INLINE_MAX_BYTES (256u * 1024u)
+// Bytes one block covers: a step of its threads has 64 KiB of loads in
+// flight (8 granules each), about what one SM can keep waiting on memory, so
+// 128 KiB is two memory latencies. More per block would make a per-kernel
+// check of a few MiB of zones wait out more latencies on fewer SMs.
+#define GMT_INLINE_MAX_BYTES (128u * 1024u)
 // Blocks one inline check may take (ids of the done[] slots and regions of
 // the ring it uses): up to 64 MiB in one launch.
-#define GMT_INLINE_MAX_BLOCKS 256
-// Checks that may be in flight in one context at once (the host never has
-// more): done[] is indexed by check id modulo this.
-#define GMT_REPORT_DONE_SLOTS 1024
-// The finding ring: one region of GMT_INLINE_MAX_ZONES records per check, by
-// check id modulo this. A region is written again GMT_REPORT_RING_CHECKS
-// checks later; findings the host had not read by then are lost, which it
-// detects (fewer records carry the check's id than done[].findings says).
-#define GMT_REPORT_RING_CHECKS 256
+#define GMT_INLINE_MAX_BLOCKS 512
+// Block answers (check ids) that may be in flight in one context at once
+// (the host never has more; past it a check takes the table path): done[]
+// is indexed by check id modulo this. 64 KiB of pinned host memory.
+#define GMT_REPORT_DONE_SLOTS 4096
+// The finding ring: one region of GMT_INLINE_MAX_ZONES records per check id
+// (a block's answer), by id modulo this; 512 KiB of pinned host memory. A
+// region is written again GMT_REPORT_RING_CHECKS ids later, and only by a
+// block that found something; findings the host had not read by then are
+// lost, which it detects (fewer records carry the id than done[].findings
+// says).
+#define GMT_REPORT_RING_CHECKS 512
 
 // The launch's only parameter (1,048 bytes, within the 4 KiB a classic
 // parameter buffer holds). chunk_begin of the zones is not used.

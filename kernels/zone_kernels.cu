@@ -17,8 +17,9 @@
 // offsets and counts), and each thread publishes its tally for the chunk with
 // a few atomics once, at the chunk's end.
 //
-// gmt_check_zones_inline (per-kernel checks, zone_abi.h) is the same compare
-// in one block, over zones passed by value, answering in mapped host memory.
+// gmt_check_zones_inline (zone_abi.h) is the same compare over zones passed by
+// value, answering in mapped host memory: its grid takes the zones as one run
+// of 16-byte granules, 8 loads in flight per thread.
 #include <stdint.h>
 
 #include "kernels/zone_abi.h"
@@ -179,43 +180,138 @@ __device__ __forceinline__ void InlineClear(InlineTally* tallies) {
   }
 }
 
-// Thread `tid` of `threads` (the grid's: a block scans its threads' share of
-// every zone): bytes tid, tid + threads, ... (16 at a time in the aligned
-// middle) of every zone.
+// The scan treats the zones as one run of granules: the 16-byte aligned
+// 16-byte pieces of memory that hold a zone's bytes, zone after zone. Thread
+// `tid` of `threads` (the grid's) takes granules tid, tid + threads, ... and
+// loads kInlineUnroll of them before it compares any: every load of a step is
+// in flight at once, whatever zones they fall in. (Zone after zone, each with
+// its own loop, a thread would wait out one memory latency per zone and per
+// 16 bytes: a check of a few dozen small zones took tens of microseconds.)
+// A granule at a zone's unaligned edge is read whole: the bytes outside the
+// zone are in the same 16 bytes of the same page, and count as unchanged.
+constexpr unsigned kInlineUnroll = 8;
+
+// The granules holding zone `z`'s bytes.
+__device__ __forceinline__ uint64_t GranulesOf(const GmtZone& z) {
+  if (z.bytes == 0) return 0;
+  const uint64_t first = z.address & ~uint64_t{15};
+  const uint64_t end = (z.address + z.bytes + 15) & ~uint64_t{15};
+  return (end - first) / 16;
+}
+
+// Granules [begin, end) of the run belong to zone `zone` (== count: past the
+// last zone).
+struct GranuleCursor {
+  uint64_t zone;
+  uint64_t begin;
+  uint64_t end;
+};
+
+// Moves `c` forward to the zone holding granule `g` (a thread's granules only
+// grow, so the cursor never goes back).
+__device__ __forceinline__ void SeekGranule(const GmtInlineCheck& check,
+                                            uint64_t count, uint64_t g,
+                                            GranuleCursor* c) {
+  while (c->zone < count && g >= c->end) {
+    ++c->zone;
+    c->begin = c->end;
+    if (c->zone < count) c->end = c->begin + GranulesOf(check.zones[c->zone]);
+  }
+}
+
+// `w` (the granule at `address`) with its bytes outside [lo, hi) replaced by
+// the pattern, so that they never count as changed. Out of line: only edge
+// granules take it.
+__device__ __noinline__ uint4 MaskOutside(uint4 w, uint32_t pattern,
+                                          uint64_t address, uint64_t lo,
+                                          uint64_t hi) {
+  auto keep = [&](uint64_t word) {
+    uint32_t mask = 0;
+    for (unsigned i = 0; i < 4; ++i) {
+      const uint64_t a = address + word * 4 + i;
+      if (a >= lo && a < hi) mask |= 0xffu << (8 * i);
+    }
+    return mask;
+  };
+  uint32_t m = keep(0);
+  w.x = (w.x & m) | (pattern & ~m);
+  m = keep(1);
+  w.y = (w.y & m) | (pattern & ~m);
+  m = keep(2);
+  w.z = (w.z & m) | (pattern & ~m);
+  m = keep(3);
+  w.w = (w.w & m) | (pattern & ~m);
+  return w;
+}
+
+__device__ __forceinline__ void InlineFlush(const Tally& t, uint64_t zone,
+                                            InlineTally* tallies) {
+  if (t.changed == 0) return;
+  atomicAdd(&tallies[zone].changed, t.changed);
+  atomicMax(&tallies[zone].first_inverted, ~t.first);
+  atomicMax(&tallies[zone].last_plus1, t.last + 1);
+}
+
+// Thread `tid` of `threads` (the grid's): its granules of the run, each
+// compared with its zone's pattern; changed bytes go into the block's
+// per-zone tallies.
 __device__ __forceinline__ void InlineScan(const GmtInlineCheck& check,
                                            unsigned tid, unsigned threads,
                                            InlineTally* tallies) {
   const uint64_t count = check.zone_count < GMT_INLINE_MAX_ZONES
                              ? check.zone_count
                              : GMT_INLINE_MAX_ZONES;
-  for (uint64_t z = 0; z < count; ++z) {
-    const uint64_t lo = check.zones[z].address;
-    const uint64_t hi = lo + check.zones[z].bytes;
-    const uint32_t pattern =
-        static_cast<uint32_t>(check.zones[z].pattern & 0xffu) * 0x01010101u;
-    uint64_t vlo, vhi;
-    AlignedMiddle(lo, hi, &vlo, &vhi);
-    Tally t;
-    for (uint64_t a = lo + tid; a < vlo; a += threads) {
-      CountByte(*reinterpret_cast<const uint8_t*>(a), pattern, a - lo, &t);
+  if (count == 0) return;
+  GranuleCursor cursor{0, 0, GranulesOf(check.zones[0])};
+  Tally t;  // changed bytes of zone `tally_zone` so far
+  uint64_t tally_zone = 0;
+  for (uint64_t step = tid;; step += uint64_t{threads} * kInlineUnroll) {
+    uint64_t zone[kInlineUnroll];
+    uint64_t address[kInlineUnroll];
+    bool any = false;
+#pragma unroll
+    for (unsigned k = 0; k < kInlineUnroll; ++k) {
+      const uint64_t g = step + uint64_t{k} * threads;
+      SeekGranule(check, count, g, &cursor);
+      zone[k] = cursor.zone;
+      address[k] = 0;
+      if (cursor.zone < count) {
+        address[k] = (check.zones[cursor.zone].address & ~uint64_t{15}) +
+                     (g - cursor.begin) * 16;
+        any = true;
+      }
     }
-    for (uint64_t a = vhi + tid; a < hi; a += threads) {
-      CountByte(*reinterpret_cast<const uint8_t*>(a), pattern, a - lo, &t);
+    if (!any) break;
+    uint4 w[kInlineUnroll];
+#pragma unroll
+    for (unsigned k = 0; k < kInlineUnroll; ++k) {
+      if (zone[k] < count)
+        w[k] = __ldcs(reinterpret_cast<const uint4*>(address[k]));
     }
-    const uint4* v = reinterpret_cast<const uint4*>(vlo);
-    const uint64_t n = (vhi - vlo) / 16;
-    for (uint64_t i = tid; i < n; i += threads) {
-      const uint4 w = __ldcs(v + i);
+#pragma unroll
+    for (unsigned k = 0; k < kInlineUnroll; ++k) {
+      if (zone[k] >= count) continue;
+      const GmtZone& z = check.zones[zone[k]];
+      const uint32_t pattern =
+          static_cast<uint32_t>(z.pattern & 0xffu) * 0x01010101u;
+      uint4 v = w[k];
+      if (address[k] < z.address || address[k] + 16 > z.address + z.bytes) {
+        v = MaskOutside(v, pattern, address[k], z.address, z.address + z.bytes);
+      }
       const uint32_t differs =
-          (w.x ^ pattern) | (w.y ^ pattern) | (w.z ^ pattern) | (w.w ^ pattern);
-      if (differs != 0) Merge(CountVector(w, pattern, vlo + i * 16 - lo), &t);
-    }
-    if (t.changed != 0) {
-      atomicAdd(&tallies[z].changed, t.changed);
-      atomicMax(&tallies[z].first_inverted, ~t.first);
-      atomicMax(&tallies[z].last_plus1, t.last + 1);
+          (v.x ^ pattern) | (v.y ^ pattern) | (v.z ^ pattern) | (v.w ^ pattern);
+      if (differs == 0) continue;
+      if (zone[k] != tally_zone) {
+        InlineFlush(t, tally_zone, tallies);
+        t = Tally();
+        tally_zone = zone[k];
+      }
+      // Offsets from the zone's first byte (modulo 2^64 for an edge
+      // granule's masked bytes, which never count).
+      Merge(CountVector(v, pattern, address[k] - z.address), &t);
     }
   }
+  InlineFlush(t, tally_zone, tallies);
 }
 
 // Thread 0, after every thread's scan: the findings into the check's region
@@ -293,8 +389,7 @@ __device__ __forceinline__ void FillRange(uint64_t lo, uint64_t hi,
 // byte range.
 __device__ __forceinline__ void InlineFillChunk(const GmtInlineFill& fill,
                                                 uint64_t chunk, uint64_t* from,
-                                                unsigned tid,
-                                                unsigned stride) {
+                                                unsigned tid, unsigned stride) {
   const uint64_t count = fill.zone_count < GMT_INLINE_MAX_ZONES
                              ? fill.zone_count
                              : GMT_INLINE_MAX_ZONES;
@@ -305,7 +400,8 @@ __device__ __forceinline__ void InlineFillChunk(const GmtInlineFill& fill,
   if (chunk < zone.chunk_begin) return;
   const uint64_t start = (chunk - zone.chunk_begin) * kChunk;
   if (start >= zone.bytes) return;
-  const uint64_t end = start + kChunk < zone.bytes ? start + kChunk : zone.bytes;
+  const uint64_t end =
+      start + kChunk < zone.bytes ? start + kChunk : zone.bytes;
   const uint32_t pattern =
       static_cast<uint32_t>(zone.pattern & 0xffu) * 0x01010101u;
   FillRange(zone.address + start, zone.address + end, pattern, tid, stride);

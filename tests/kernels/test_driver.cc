@@ -49,6 +49,16 @@ bool TestDriver::Open(std::string* why) {
   Resolve(library, "cuStreamBeginCapture_v2", &stream_begin_capture, nullptr);
   Resolve(library, "cuStreamEndCapture", &stream_end_capture, nullptr);
   Resolve(library, "cuGraphDestroy", &graph_destroy, nullptr);
+  Resolve(library, "cuEventCreate", &event_create, nullptr);
+  Resolve(library, "cuEventRecord", &event_record, nullptr);
+  if (!Resolve(library, "cuEventElapsedTime_v2", &event_elapsed_time,
+               nullptr)) {
+    Resolve(library, "cuEventElapsedTime", &event_elapsed_time, nullptr);
+  }
+  Resolve(library, "cuEventDestroy_v2", &event_destroy, nullptr);
+  Resolve(library, "cuStreamWaitValue32_v2", &stream_wait_value32, nullptr);
+  Resolve(library, "cuMemHostGetDevicePointer_v2", &mem_host_get_device_pointer,
+          nullptr);
 
   CUresult r = init(0);
   if (r != CUDA_SUCCESS) {

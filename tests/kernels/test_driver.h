@@ -50,6 +50,14 @@ struct TestDriver {
   PFN_cuStreamBeginCapture_v10010 stream_begin_capture = nullptr;
   PFN_cuStreamEndCapture_v10000 stream_end_capture = nullptr;
   PFN_cuGraphDestroy_v10000 graph_destroy = nullptr;
+  // For timing GPU work: events, and a stream held back until the host
+  // writes a word (cuStreamWaitValue32), so work queues up behind it.
+  PFN_cuEventCreate_v2000 event_create = nullptr;
+  PFN_cuEventRecord_v2000 event_record = nullptr;
+  PFN_cuEventElapsedTime_v2000 event_elapsed_time = nullptr;
+  PFN_cuEventDestroy_v4000 event_destroy = nullptr;
+  PFN_cuStreamWaitValue32_v11070 stream_wait_value32 = nullptr;
+  PFN_cuMemHostGetDevicePointer_v3020 mem_host_get_device_pointer = nullptr;
 };
 
 }  // namespace gmt_test

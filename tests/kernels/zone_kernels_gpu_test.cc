@@ -6,8 +6,16 @@
 // (CTest SKIP_RETURN_CODE). Links no CUDA library: libcuda.so.1 is opened at
 // run time, as the tool does.
 //
-// Output, one line for the measurement (parsed by scripts):
+// Output, a line for each measurement (parsed by scripts):
 //   scan_rate_gbps=<check GB/s> copy_gbps=<cuMemcpyDtoD GB/s> ratio=<scan/copy>
+//   inline_check_us floor=<us> two_buffers=<us> small_zones=<us> one_32mib=<us>
+// The second: GPU time per inline check (gmt_check_zones_inline) queued back
+// to back on one stream, for the zones a per-kernel check of a 16-byte zone
+// (the launch floor), of two 256 MiB buffers (two 512 B front zones and two
+// 1 MiB tails: the perf suite's kernel_loop), of 12 small tensors (24 zones,
+// 512 B fronts and tails of ~4 KiB from unaligned ends: a PyTorch kernel) and
+// of one 32 MiB freed tensor (tensor mode's quarantine) scans.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -88,6 +96,114 @@ bool MeasureScanRate(TestDriver& d, gmt::DeviceOps& ops) {
   return true;
 }
 
+// GPU time per inline check for the shapes above: the checks are queued on a
+// stream held back by cuStreamWaitValue32 until all are enqueued, so the
+// events around them time the GPU's work and not the host's launches.
+bool MeasureInlineChecks(TestDriver& d, gmt::DeviceOps& ops) {
+  if (d.event_create == nullptr || d.event_record == nullptr ||
+      d.event_elapsed_time == nullptr || d.event_destroy == nullptr ||
+      d.stream_wait_value32 == nullptr ||
+      d.mem_host_get_device_pointer == nullptr) {
+    // The test double: nothing to time.
+    std::printf("inline checks: not timed (no events or stream waits)\n");
+    return true;
+  }
+  constexpr uint64_t kBlockBytes = uint64_t{64} << 20;
+  CUdeviceptr block = 0;
+  CUstream stream = nullptr;
+  CUevent start = nullptr, end = nullptr;
+  void* gate_host = nullptr;
+  CUdeviceptr gate = 0;
+  CUresult r = d.mem_alloc(&block, kBlockBytes);
+  if (r == CUDA_SUCCESS) r = d.stream_create(&stream, CU_STREAM_NON_BLOCKING);
+  if (r == CUDA_SUCCESS) r = d.event_create(&start, CU_EVENT_DEFAULT);
+  if (r == CUDA_SUCCESS) r = d.event_create(&end, CU_EVENT_DEFAULT);
+  if (r == CUDA_SUCCESS) {
+    r = d.mem_host_alloc(&gate_host, 4, CU_MEMHOSTALLOC_DEVICEMAP);
+  }
+  if (r == CUDA_SUCCESS) r = d.mem_host_get_device_pointer(&gate, gate_host, 0);
+  const uint64_t context = reinterpret_cast<uint64_t>(d.context);
+  const uint64_t s = reinterpret_cast<uint64_t>(stream);
+  struct Shape {
+    const char* name;
+    std::vector<GmtZone> zones;
+  };
+  std::vector<Shape> shapes(4);
+  shapes[0] = {"floor", {{block, 16, 0xa5, 0}}};
+  shapes[1].name = "two_buffers";
+  for (uint64_t i = 0; i < 2; ++i) {
+    const uint64_t base = block + i * (uint64_t{4} << 20);
+    shapes[1].zones.push_back({base, 512, 0xa5, 0});
+    shapes[1].zones.push_back({base + 4096, uint64_t{1} << 20, 0xa5, 0});
+  }
+  shapes[2].name = "small_zones";
+  for (uint64_t i = 0; i < 12; ++i) {
+    const uint64_t base = block + (uint64_t{8} << 20) + i * 65536;
+    shapes[2].zones.push_back({base, 512, 0xa5, 0});
+    shapes[2].zones.push_back({base + 512 + 1000 + i * 7, 4096 + 88, 0xa5, 0});
+  }
+  shapes[3] = {"one_32mib",
+               {{block + (uint64_t{16} << 20), uint64_t{32} << 20, 0xa5, 0}}};
+  std::string line = "inline_check_us";
+  bool ok = r == CUDA_SUCCESS;
+  for (const Shape& shape : shapes) {
+    if (!ok) break;
+    uint64_t bytes = 0;
+    for (const GmtZone& z : shape.zones) bytes += z.bytes;
+    const uint64_t blocks =
+        (bytes + GMT_INLINE_MAX_BYTES - 1) / GMT_INLINE_MAX_BYTES;
+    // All of them in flight at once: within the completions the report has.
+    const int checks = static_cast<int>(
+        std::min<uint64_t>(200, GMT_REPORT_DONE_SLOTS / 2 / blocks));
+    ok = ops.Fill(context, s, shape.zones) && d.ctx_synchronize() == 0;
+    float best_ms = 0;
+    for (int round = 0; round < 3 && ok; ++round) {
+      *static_cast<volatile uint32_t*>(gate_host) = 0;
+      std::vector<uint64_t> tickets;
+      ok = d.stream_wait_value32(stream, gate, 1, CU_STREAM_WAIT_VALUE_GEQ) ==
+               CUDA_SUCCESS &&
+           d.event_record(start, stream) == CUDA_SUCCESS;
+      for (int i = 0; i < checks && ok; ++i) {
+        const uint64_t t = ops.CheckAfterKernel(context, s, shape.zones, true);
+        ok = t != 0;
+        tickets.push_back(t);
+      }
+      ok = ok && d.event_record(end, stream) == CUDA_SUCCESS;
+      *static_cast<volatile uint32_t*>(gate_host) = 1;
+      ok = d.stream_synchronize(stream) == CUDA_SUCCESS && ok;
+      std::vector<GmtZoneResult> results;
+      for (uint64_t t : tickets) {
+        ok = ok && t != 0 &&
+             ops.PollCheck(t, true, &results) == gmt::DeviceOps::Poll::kDone;
+        for (const GmtZoneResult& z : results) ok = ok && z.changed_bytes == 0;
+      }
+      float ms = 0;
+      ok = ok && d.event_elapsed_time(&ms, start, end) == CUDA_SUCCESS;
+      if (ok && (round == 0 || ms < best_ms)) best_ms = ms;
+    }
+    char field[64];
+    std::snprintf(field, sizeof(field), " %s=%.2f", shape.name,
+                  best_ms * 1000.0 / checks);
+    line += field;
+  }
+  *static_cast<volatile uint32_t*>(gate_host) = 1;  // never leave it held
+  if (stream != nullptr) {
+    d.stream_synchronize(stream);
+    d.stream_destroy(stream);
+  }
+  if (start != nullptr) d.event_destroy(start);
+  if (end != nullptr) d.event_destroy(end);
+  if (gate_host != nullptr) d.mem_free_host(gate_host);
+  if (block != 0) d.mem_free(block);
+  if (!ok) {
+    std::printf("inline checks: a fill, check or timing failed (%s)\n",
+                d.Name(r).c_str());
+    return false;
+  }
+  std::printf("%s\n", line.c_str());
+  return true;
+}
+
 int Main() {
   static TestDriver driver;
   std::string why;
@@ -113,8 +229,9 @@ int Main() {
   }
   std::printf("%d of %zu scenarios failed\n", failed, ZoneScenarios().size());
   const bool measured = MeasureScanRate(driver, ops);
+  const bool timed = MeasureInlineChecks(driver, ops);
   std::fflush(stdout);
-  return failed == 0 && measured ? 0 : 1;
+  return failed == 0 && measured && timed ? 0 : 1;
 }
 
 }  // namespace

@@ -333,6 +333,66 @@ TEST(ZoneKernelsOnHostTest, InlineCheckMatchesTheModel) {
   }
 }
 
+// The inline check reads a zone's unaligned edges as whole 16-byte granules:
+// for every alignment and length around them, with the bytes just outside the
+// zone (in the same granules) never holding the pattern, exactly the changed
+// zone byte counts and nothing outside it does; two zones share a granule.
+TEST(ZoneKernelsOnHostTest, InlineCheckEveryAlignmentAndLength) {
+  Memory m(4096);
+  auto report = std::make_unique<GmtCheckReport>();
+  std::memset(report.get(), 0, sizeof(GmtCheckReport));
+  uint64_t check_id = 0;
+  auto check = [&](const std::vector<GmtZone>& zones,
+                   const std::vector<Write>& writes, const std::string& what) {
+    const auto want = ExpectedResults(zones, writes);
+    for (auto [threads, blocks] : {std::pair{1u, 1u}, std::pair{37u, 2u}}) {
+      check_id += blocks;
+      RunInlineCheck(zones, check_id, report.get(), threads, blocks);
+      uint64_t findings = 0;
+      const auto got =
+          ResultsOf(*report, check_id, zones.size(), &findings, blocks);
+      for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_EQ(got[i].changed_bytes, want[i].changed_bytes)
+            << what << " zone " << i << ", " << threads << " threads";
+        ASSERT_EQ(got[i].first_inverted, want[i].first_inverted)
+            << what << " zone " << i;
+        ASSERT_EQ(got[i].last_plus1, want[i].last_plus1)
+            << what << " zone " << i;
+      }
+    }
+  };
+  for (uint64_t start = 0; start < 16; ++start) {
+    for (uint64_t bytes = 1; bytes <= 50; ++bytes) {
+      std::memset(m.base, 0x5a, 256);
+      const std::vector<GmtZone> zones = {
+          {m.address(64 + start), bytes, 0xa5, 0}};
+      std::memset(m.base + 64 + start, 0xa5, bytes);
+      const std::string what =
+          "start " + std::to_string(start) + " bytes " + std::to_string(bytes);
+      check(zones, {}, what + " clean");
+      for (uint64_t at = 0; at < bytes; ++at) {
+        const std::vector<Write> writes = {{m.address(64 + start + at), {0}}};
+        Apply(writes);
+        check(zones, writes, what + " at " + std::to_string(at));
+        m.base[64 + start + at] = 0xa5;
+        if (HasFailure()) return;
+      }
+    }
+  }
+  // Two zones meeting inside one granule, each with its own pattern: a
+  // change on either side is counted in its own zone only.
+  std::memset(m.base, 0, 256);
+  const std::vector<GmtZone> zones = {{m.address(19), 10, 0x11, 0},
+                                      {m.address(29), 7, 0x22, 0}};
+  std::memset(m.base + 19, 0x11, 10);
+  std::memset(m.base + 29, 0x22, 7);
+  check(zones, {}, "shared granule, clean");
+  const std::vector<Write> writes = {{m.address(28), {0x22}},
+                                     {m.address(29), {0x11}}};
+  Apply(writes);
+  check(zones, writes, "shared granule, both sides");
+}
+
 // gmt_fill_zones_inline writes what gmt_fill_zones writes, for any grid:
 // zones of every alignment, across chunk boundaries, with gaps left alone.
 TEST(ZoneKernelsOnHostTest, InlineFillWritesEveryZoneAndNothingElse) {
