@@ -10,6 +10,12 @@
 #                  (skipped without PyTorch), and
 #                * examples/churn --pairs 1 (a native CUDA program: context,
 #                  one cudaMalloc/cudaFree);
+#   tool time  the tool's own one-time work, as it logs it at exit at
+#              verbosity=1 ("tool time: start-up ... ms (engine, CUPTI, guard
+#              kernels), exit ... ms (reachability, report, NVML wait)"): the
+#              median per phase over the tool runs of each workload (the
+#              tool rows run with verbosity=1 for it). Free of the import's
+#              spread, which whole-process wall times carry;
 #   exit_live  examples/churn --live N --keep (N = 10000 blocks live at exit,
 #              half still reachable, half lost) under the tool with
 #              report=json: the tool's own measured reachability scan time
@@ -71,10 +77,10 @@ run() {
       timeout -k 5 "$LIMIT" "$@" >"$WORK/$label.out" 2>"$WORK/$label.err"
   elif [ "$workload" = exit_live ]; then
     env LD_LIBRARY_PATH="$ld" LD_PRELOAD="$LIB" \
-      GMT_OPTIONS="report=json:report_path=$WORK/$label.%p.json" \
+      GMT_OPTIONS="report=json:report_path=$WORK/$label.%p.json:verbosity=1" \
       timeout -k 5 "$LIMIT" "$@" >"$WORK/$label.out" 2>"$WORK/$label.err"
   else
-    env -u GMT_OPTIONS LD_LIBRARY_PATH="$ld" LD_PRELOAD="$LIB" \
+    env LD_LIBRARY_PATH="$ld" LD_PRELOAD="$LIB" GMT_OPTIONS=verbosity=1 \
       timeout -k 5 "$LIMIT" "$@" >"$WORK/$label.out" 2>"$WORK/$label.err"
   fi
   rc=$?
@@ -103,21 +109,45 @@ for round in $(seq 1 "$ROUNDS"); do
   done
 done
 
-"$PY" - "$RUNS" "$LIVE" <<'PYEOF'
-import csv, json, statistics, sys
+"$PY" - "$RUNS" "$LIVE" "$WORK" <<'PYEOF'
+import csv, json, os, re, statistics, sys
 
 runs = list(csv.DictReader(open(sys.argv[1]), delimiter="\t",
                            quoting=csv.QUOTE_NONE))
 live = sys.argv[2]
+work = sys.argv[3]
 failures = []
 walls = {}
+by_round = {}
 scan_ms = []
+# "tool time: start-up 4.2 ms (engine 1.0, CUPTI 2.1, guard kernels 1.1),
+# exit 51.3 ms (reachability 40.2, report 11.1, of which waiting for NVML 0.0)"
+tool_time_re = re.compile(
+    r"tool time: start-up ([0-9.]+) ms \(engine ([0-9.]+), CUPTI ([0-9.]+), "
+    r"guard kernels ([0-9.]+)\), exit ([0-9.]+) ms \(reachability ([0-9.]+), "
+    r"report ([0-9.]+), of which waiting for NVML ([0-9.]+)\)")
+tool_time_fields = ("start-up", "engine", "CUPTI", "guard kernels", "exit",
+                    "reachability", "report", "NVML wait")
+tool_times = {}
 for r in runs:
     label = "%s-%s-%s" % (r["workload"], r["mode"], r["round"])
     if r["rc"] != "0":
         failures.append("%s: exit %s" % (label, r["rc"]))
         continue
     walls.setdefault((r["workload"], r["mode"]), []).append(float(r["wall_s"]))
+    by_round.setdefault((r["workload"], r["round"]), {})[r["mode"]] = float(
+        r["wall_s"])
+    if r["mode"] == "tool":
+        try:
+            err = open(os.path.join(work, "startup-%s.err" % label)).read()
+        except OSError:
+            err = ""
+        m = tool_time_re.search(err)
+        if m:
+            tool_times.setdefault(r["workload"], []).append(
+                [float(x) for x in m.groups()])
+        else:
+            failures.append("%s: no 'tool time:' line at verbosity=1" % label)
     if r["workload"] == "exit_live" and r["mode"] == "tool":
         try:
             rep = json.load(open(r["report"]))
@@ -137,6 +167,13 @@ def added(workload):
         return None, None, None
     p, t = statistics.median(plain), statistics.median(tool)
     return p, t, t - p
+
+def paired(workload):
+    # The median of each round's own difference: a slow round (a cold page
+    # cache, another process) moves both of its runs.
+    d = [m["tool"] - m["plain"] for (w, _), m in by_round.items()
+         if w == workload and "tool" in m and "plain" in m]
+    return statistics.median(d) if d else None
 
 rows = []
 met = total = 0
@@ -158,6 +195,10 @@ for workload, what in (("torch", "python -c \"import torch; "
         continue
     rows.append(("startup", what, "%.3f s" % p, "%.3f s" % t,
                  "+%.3f s" % d, "<= 0.3 s", verdict(d, 0.3)))
+    pd = paired(workload)
+    if pd is not None:
+        rows.append(("startup", "  the same, median of each round's difference",
+                     "-", "-", "%+.3f s" % pd, "-", "info"))
 p, t, d = added("exit_live")
 ms = statistics.median(scan_ms) if scan_ms else None
 if p is not None:
@@ -174,6 +215,21 @@ print(fmt % ("workload", "what", "no tool", "tool", "added", "target",
              "result"))
 for row in rows:
     print(fmt % row)
+if tool_times:
+    print()
+    print("=== the tool's own time (its 'tool time:' line at exit), ms, "
+          "medians of the tool runs")
+    tfmt = "%-10s" + " %13s" * len(tool_time_fields)
+    print(tfmt % (("workload",) + tool_time_fields))
+    for workload in ("torch", "native", "exit_live"):
+        values = tool_times.get(workload)
+        if not values:
+            continue
+        med = [statistics.median(v[i] for v in values)
+               for i in range(len(tool_time_fields))]
+        print(tfmt % ((workload,) + tuple("%.1f" % x for x in med)))
+        print("RESULT perf_tool_time workload=%s startup_ms=%.1f exit_ms=%.1f" %
+              (workload, med[0], med[4]))
 _, _, torch_d = added("torch")
 _, _, native_d = added("native")
 _, _, live_d = added("exit_live")

@@ -48,6 +48,7 @@
 #include "lib/core/driver_callback.h"
 #include "lib/core/log.h"
 #include "lib/core/options.h"
+#include "lib/core/tool_time.h"
 #include "lib/engine/cupti_plan.h"
 #include "lib/launch/launch_args.h"
 #include "lib/platform/cupti_loader.h"
@@ -809,6 +810,7 @@ void StartCupti(bool injected) {
   std::lock_guard<std::mutex> lock(g_start_mu);
   if (g_subscribed || (g_decided && !injected)) return;
   g_decided = true;
+  ScopedToolTime timed(ToolPhase::kCupti);
   const Options& options = GlobalOptions();
   const bool interposed = ShimsInterposed();
   const CuptiPlan plan = PlanCuptiForProcess(options, injected, interposed);

@@ -14,6 +14,7 @@
 #include "lib/core/driver_callback.h"
 #include "lib/core/log.h"
 #include "lib/core/sticky_errors.h"
+#include "lib/core/tool_time.h"
 #include "lib/engine/crash_handler.h"
 #include "lib/engine/error_reports.h"
 #include "lib/guard/guard_layout.h"
@@ -41,6 +42,7 @@ std::vector<std::string> ProgramArgv() {
 
 Engine& Engine::Get() {
   static Engine* const engine = [] {
+    ScopedToolTime timed(ToolPhase::kEngine);
     NowNs();
     SinceStartNs(0);  // pins the start time
     // Debian's Abseil is built with its mutex deadlock detector on: a global
@@ -694,7 +696,12 @@ void Engine::FinalReport() {
     return;
   }
   ScanReachability();  // No-op when the atexit hook ran it
-  ReportData::Summary summary = WriteReport("exit");
+  ReportData::Summary summary;
+  {
+    ScopedToolTime timed(ToolPhase::kExitReport);
+    summary = WriteReport("exit");
+  }
+  LogNote(1, "tool time: %s", ToolTimeText().c_str());
   if (options_.exitcode != 0 && (summary.errors > 0 || summary.leaks > 0)) {
     // _exit skips stdio's flush at the end of exit(): flush the program's
     // buffered output first (seen on the H200: oob_slack's one line, piped,

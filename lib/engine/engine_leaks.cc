@@ -18,6 +18,7 @@
 #include "lib/core/clock.h"
 #include "lib/core/log.h"
 #include "lib/core/tool_thread.h"
+#include "lib/core/tool_time.h"
 #include "lib/engine/engine.h"
 #include "lib/engine/growth_callback.h"
 #include "lib/leaks/reachability_linux.h"
@@ -169,6 +170,7 @@ __attribute__((noinline)) void Engine::ScanReachability() {
       getpid() != owner_pid_) {
     return;
   }
+  ScopedToolTime timed(ToolPhase::kExitScan);
   // The leak candidates: live blocks with an address, less those a
   // suppression rule would silence anyway (their state is never shown).
   std::vector<AllocationRecord> live;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/core/clock.h"
 #include "lib/core/log.h"
+#include "lib/core/tool_time.h"
 #include "lib/engine/engine.h"
 #include "lib/gpu_fault/gpu_dump_arming.h"
 #include "lib/health/health.h"
@@ -111,7 +112,14 @@ void Engine::TakeHealthState(absl::string_view reason, ReportState* state) {
   // on the H200 the GPU case crash_illegal_address once got a report
   // without it when the report did not wait.
   constexpr int kFaultXidWaitMs = 1000;
-  const NvmlStart start = WaitForNvmlStart(kStartWaitMs);
+  NvmlStart start;
+  {
+    const int64_t waited_from = PreciseNowNs();
+    start = WaitForNvmlStart(kStartWaitMs);
+    if (reason == "exit") {
+      AddToolTime(ToolPhase::kExitHealth, PreciseNowNs() - waited_from);
+    }
+  }
   if (start == NvmlStart::kRunning) {
     state->health.reason = NvmlNotReadyReason(start, kStartWaitMs);
     return;

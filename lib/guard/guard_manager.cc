@@ -5,6 +5,7 @@
 
 #include "lib/core/clock.h"
 #include "lib/core/log.h"
+#include "lib/core/tool_time.h"
 
 namespace gmt {
 namespace {
@@ -56,7 +57,10 @@ GuardManager::Context& GuardManager::ContextFor(uint64_t context, int device) {
 void GuardManager::Arm(const AllocationRecord& record) {
   if (ops_ == nullptr || !record.guarded()) return;
   absl::MutexLock lock(&mu_);
-  if (!contexts_.contains(record.context)) ops_->Prepare(record.context);
+  if (!contexts_.contains(record.context)) {
+    ScopedToolTime timed(ToolPhase::kGuardSetup);
+    ops_->Prepare(record.context);
+  }
   Context& c = ContextFor(record.context, record.device);
   Block b;
   b.record = record;

@@ -1,0 +1,50 @@
+// The tool's own one-time work on the program's critical path, by phase: what
+// start-up and exit cost a short job (a test, a notebook cell, a CI step), read
+// off the process itself rather than from whole-process wall times, whose
+// spread (a PyTorch import varies by half a second) hides it. Logged at exit
+// at verbosity=1 (benchmarks/gpu/startup_exit.sh reads that line).
+#ifndef GMT_LIB_CORE_TOOL_TIME_H_
+#define GMT_LIB_CORE_TOOL_TIME_H_
+
+#include <cstdint>
+#include <string>
+
+#include "lib/core/clock.h"
+
+namespace gmt {
+
+enum class ToolPhase : uint8_t {
+  kEngine,      // the engine: options, stack warm-up, crash handlers
+  kCupti,       // CUPTI loaded and subscribed, at the first CUDA call
+  kGuardSetup,  // a context's guard kernels loaded, at its first guarded block
+  kExitScan,    // the reachability scan of live blocks
+  kExitHealth,  // waiting at exit for NVML, started in the background
+  kExitReport,  // building and writing the exit report (its NVML wait too)
+  kCount,
+};
+
+// Adds `ns` to `phase` (thread-safe; phases may run on several threads).
+void AddToolTime(ToolPhase phase, int64_t ns);
+int64_t ToolTimeNs(ToolPhase phase);
+
+// "start-up 4.2 ms (engine 1.0, CUPTI 2.1, guard kernels 1.1), exit 51.3 ms
+// (reachability 40.2, report 11.1, of which waiting for NVML 0.0)".
+std::string ToolTimeText();
+
+// Times its scope into `phase`.
+class ScopedToolTime {
+ public:
+  explicit ScopedToolTime(ToolPhase phase)
+      : phase_(phase), start_(PreciseNowNs()) {}
+  ~ScopedToolTime() { AddToolTime(phase_, PreciseNowNs() - start_); }
+  ScopedToolTime(const ScopedToolTime&) = delete;
+  ScopedToolTime& operator=(const ScopedToolTime&) = delete;
+
+ private:
+  ToolPhase phase_;
+  int64_t start_;
+};
+
+}  // namespace gmt
+
+#endif  // GMT_LIB_CORE_TOOL_TIME_H_

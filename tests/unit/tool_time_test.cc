@@ -1,0 +1,62 @@
+// The tool's own start-up and exit time, by phase (lib/core/tool_time.h).
+#include "lib/core/tool_time.h"
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "gtest/gtest.h"
+
+namespace gmt {
+namespace {
+
+TEST(ToolTimeTest, PhasesAddUpSeparately) {
+  const int64_t engine = ToolTimeNs(ToolPhase::kEngine);
+  const int64_t cupti = ToolTimeNs(ToolPhase::kCupti);
+  AddToolTime(ToolPhase::kEngine, 1500000);
+  AddToolTime(ToolPhase::kEngine, 500000);
+  AddToolTime(ToolPhase::kEngine, -7);  // a clock step back adds nothing
+  EXPECT_EQ(ToolTimeNs(ToolPhase::kEngine), engine + 2000000);
+  EXPECT_EQ(ToolTimeNs(ToolPhase::kCupti), cupti);
+}
+
+TEST(ToolTimeTest, AScopeCountsItsTime) {
+  const int64_t before = ToolTimeNs(ToolPhase::kGuardSetup);
+  {
+    ScopedToolTime timed(ToolPhase::kGuardSetup);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  }
+  EXPECT_GE(ToolTimeNs(ToolPhase::kGuardSetup) - before, 3000000);
+  EXPECT_LT(ToolTimeNs(ToolPhase::kGuardSetup) - before, 3000000000);
+}
+
+// The text sums start-up (engine, CUPTI, guard kernels) and exit (scan and
+// report; the NVML wait is part of the report, said apart but not added).
+TEST(ToolTimeTest, TextSumsStartUpAndExit) {
+  // The counters only grow: the expected text starts from what the other
+  // tests left (no other test here times the exit).
+  const auto ms = [](ToolPhase phase) {
+    return static_cast<double>(ToolTimeNs(phase)) / 1e6;
+  };
+  AddToolTime(ToolPhase::kCupti, 2100000);
+  AddToolTime(ToolPhase::kExitScan, 40000000);
+  AddToolTime(ToolPhase::kExitReport, 11000000);
+  AddToolTime(ToolPhase::kExitHealth, 4000000);
+  char want[256];
+  std::snprintf(
+      want, sizeof(want),
+      "start-up %.1f ms (engine %.1f, CUPTI %.1f, guard kernels %.1f), exit "
+      "%.1f ms (reachability %.1f, report %.1f, of which waiting for NVML "
+      "%.1f)",
+      ms(ToolPhase::kEngine) + ms(ToolPhase::kCupti) +
+          ms(ToolPhase::kGuardSetup),
+      ms(ToolPhase::kEngine), ms(ToolPhase::kCupti), ms(ToolPhase::kGuardSetup),
+      ms(ToolPhase::kExitScan) + ms(ToolPhase::kExitReport),
+      ms(ToolPhase::kExitScan), ms(ToolPhase::kExitReport),
+      ms(ToolPhase::kExitHealth));
+  EXPECT_EQ(ToolTimeText(), want);
+  EXPECT_NE(ToolTimeText().find("reachability 40.0"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gmt
