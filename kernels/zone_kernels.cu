@@ -264,16 +264,16 @@ __device__ __forceinline__ void InlineScan(const GmtInlineCheck& check,
   if (count == 0) return;
   GranuleCursor cursor{0, 0, GranulesOf(check.zones[0])};
   Tally t;  // changed bytes of zone `tally_zone` so far
-  uint64_t tally_zone = 0;
+  uint32_t tally_zone = 0;
   for (uint64_t step = tid;; step += uint64_t{threads} * kInlineUnroll) {
-    uint64_t zone[kInlineUnroll];
+    uint32_t zone[kInlineUnroll];  // < GMT_INLINE_MAX_ZONES, or count
     uint64_t address[kInlineUnroll];
     bool any = false;
 #pragma unroll
     for (unsigned k = 0; k < kInlineUnroll; ++k) {
       const uint64_t g = step + uint64_t{k} * threads;
       SeekGranule(check, count, g, &cursor);
-      zone[k] = cursor.zone;
+      zone[k] = static_cast<uint32_t>(cursor.zone);
       address[k] = 0;
       if (cursor.zone < count) {
         address[k] = (check.zones[cursor.zone].address & ~uint64_t{15}) +
