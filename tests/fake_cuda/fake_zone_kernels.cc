@@ -201,11 +201,11 @@ CUresult ValidateInline(const GmtInlineCheck& check, uint64_t blocks) {
 }
 
 // What the kernel does once it runs: each block's findings into its region
-// of the ring, then its completion, in the kernel's order. A block's share of
-// a zone is the kernel's: 16-byte vectors interleaved over the grid's
-// threads (block b takes vector v when v % (blocks * threads) falls in its
-// threads), so a zone's changed bytes may be split among blocks and the host
-// must merge them.
+// of the ring, then its completion, in the kernel's order. A block's share is
+// the kernel's: the zones taken as one run of 16-byte aligned granules, zone
+// after zone, interleaved over the grid's threads (block b takes granule g of
+// the run when g % (blocks * threads) falls in its threads), so a zone's
+// changed bytes may be split among blocks and the host must merge them.
 void RunInline(const InlineLaunch& launch) {
   const GmtInlineCheck& check = launch.check;
   auto* report = reinterpret_cast<GmtCheckReport*>(check.report);
@@ -215,18 +215,22 @@ void RunInline(const InlineLaunch& launch) {
     GmtFinding* region =
         &report->ring[(id % GMT_REPORT_RING_CHECKS) * GMT_INLINE_MAX_ZONES];
     unsigned long long findings = 0;
+    uint64_t run = 0;  // the run's granules before zone i
     for (uint64_t i = 0; i < check.zone_count; ++i) {
       const GmtZone& z = check.zones[i];
       const auto* bytes = reinterpret_cast<const unsigned char*>(z.address);
       const auto pattern = static_cast<unsigned char>(z.pattern & 0xff);
+      const uint64_t first_granule = z.address / 16;
       unsigned long long changed = 0, first = 0, last = 0;
       for (uint64_t off = 0; off < z.bytes; ++off) {
         if (bytes[off] == pattern) continue;
-        if ((off / 16) % (launch.blocks * threads) / threads != block) continue;
+        const uint64_t g = run + (z.address + off) / 16 - first_granule;
+        if (g % (launch.blocks * threads) / threads != block) continue;
         if (changed == 0) first = off;
         last = off;
         ++changed;
       }
+      if (z.bytes != 0) run += (z.address + z.bytes + 15) / 16 - first_granule;
       if (changed == 0) continue;
       GmtFinding& f = region[findings++];
       __atomic_store_n(&f.check_id, 0, __ATOMIC_RELEASE);
