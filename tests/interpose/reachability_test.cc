@@ -2,6 +2,7 @@
 // each leak (gmt_reachability_program keeps device pointers in a global, a
 // heap object, another thread's stack, and drops some), and growth flagged
 // while the program runs.
+#include <cstdio>
 #include <set>
 #include <string>
 
@@ -71,6 +72,43 @@ TEST_F(ReachabilityTest, TellsLostFromReachable) {
   EXPECT_GE(reach.value("threads", 0), 2) << reach.dump();
   // The fake libcuda.so.1 and libcudart.so.13, and the tool itself.
   EXPECT_GE(reach.value("modules_excluded", 0), 3) << reach.dump();
+}
+
+// At verbosity=1 the exit logs the tool's own start-up and exit time by
+// phase (what benchmarks/gpu/startup_exit.sh reads): the exit's reachability
+// part is the scan the report times, and it is absent at verbosity=0.
+TEST_F(ReachabilityTest, ExitLogsTheToolsOwnTime) {
+  RunOptions options;
+  options.gmt_options = "report=json:report_path=<dir>/r.%p.json:verbosity=1";
+  RunResult r = Run(GMT_REACHABILITY_PROGRAM, {}, options);
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  const size_t at = r.err.find("tool time: start-up ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const std::string line = r.err.substr(at, r.err.find('\n', at) - at);
+  double startup = -1, engine = -1, cupti = -1, guard = -1, exit = -1,
+         scan = -1, report = -1, nvml = -1;
+  ASSERT_EQ(std::sscanf(line.c_str(),
+                        "tool time: start-up %lf ms (engine %lf, CUPTI %lf, "
+                        "guard kernels %lf), exit %lf ms (reachability %lf, "
+                        "report %lf, of which waiting for NVML %lf)",
+                        &startup, &engine, &cupti, &guard, &exit, &scan,
+                        &report, &nvml),
+            8)
+      << line;
+  EXPECT_GT(engine, 0.0) << line;
+  EXPECT_NEAR(startup, engine + cupti + guard, 0.15) << line;
+  EXPECT_NEAR(exit, scan + report, 0.15) << line;
+  EXPECT_LE(nvml, report + 0.05) << line;
+  // The scan the report times, within the helper's join and rounding.
+  const double reported_ms = r.report["reachability"].value("ms", -1.0);
+  EXPECT_GE(scan + 0.05, reported_ms) << line;
+  EXPECT_GT(report, 0.0) << line;
+
+  options.gmt_options = "report=json:report_path=<dir>/r.%p.json";
+  RunResult quiet = Run(GMT_REACHABILITY_PROGRAM, {}, options);
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.Describe();
+  EXPECT_EQ(quiet.err.find("tool time:"), std::string::npos) << quiet.err;
 }
 
 TEST_F(ReachabilityTest, OffLeavesLeaksWithoutState) {
