@@ -156,6 +156,15 @@ bool MeasureInlineChecks(TestDriver& d, gmt::DeviceOps& ops) {
     const int checks = static_cast<int>(
         std::min<uint64_t>(200, GMT_REPORT_DONE_SLOTS / 2 / blocks));
     ok = ops.Fill(context, s, shape.zones) && d.ctx_synchronize() == 0;
+    // One check answered before the stream is held: whatever the first
+    // check of a context sets up (its report in pinned memory) is done
+    // where no held stream could wait on it.
+    if (ok) {
+      std::vector<GmtZoneResult> warm;
+      const uint64_t t = ops.CheckAfterKernel(context, s, shape.zones, true);
+      ok = t != 0 &&
+           ops.PollCheck(t, true, &warm) == gmt::DeviceOps::Poll::kDone;
+    }
     float best_ms = 0;
     for (int round = 0; round < 3 && ok; ++round) {
       *static_cast<volatile uint32_t*>(gate_host) = 0;
