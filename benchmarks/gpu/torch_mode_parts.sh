@@ -21,7 +21,9 @@
 #   SCRIPT  the training script [examples/pytorch_cnn.py beside this repo]
 # Environment: GMT_PARTS_ROUNDS [3], GMT_PARTS_STEPS [300], GMT_PARTS_SETS
 #   (a subset of the names above, in that order [all]), GMT_PYTHON [python3].
-# Output: a line per run, then one line per set:
+# Output: a line per run (for runs with the tool, then the tool's own
+# "stack capture:" line: the average native, Python and depot cost of one
+# capture, 1 in 64 timed), then one line per set:
 #   <set>  median <ms> ms/step  <ratio>x  reserved <MB> MB  (<each run>)
 # and RESULT torch_mode_parts <set>=<ratio> ...
 set -uo pipefail
@@ -69,12 +71,15 @@ for round in $(seq 1 "$ROUNDS"); do
         "$PY" "$SCRIPT" --steps "$STEPS" >/dev/null 2>"$err"
       fi
     else
-      LD_PRELOAD="$LIB" GMT_OPTIONS="$opts:report=none" \
+      LD_PRELOAD="$LIB" GMT_OPTIONS="$opts:report=none:verbosity=1" \
         "$PY" "$SCRIPT" --steps "$STEPS" >/dev/null 2>"$err"
     fi
     rc=$?
     line="$(grep -o 'step_ms=[0-9.]* reserved_mb=[0-9.]*' "$err" | tail -1)"
     echo "$set $round rc=$rc $line" | tee -a "$LINES"
+    # What one stack capture cost in this run, by part (the tool's own
+    # sampled timing, verbosity=1).
+    grep -o 'stack capture: .*' "$err" | tail -1 | sed 's/^/    /'
   done
 done
 

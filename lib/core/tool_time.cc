@@ -1,5 +1,6 @@
 #include "lib/core/tool_time.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include "absl/strings/str_format.h"
@@ -8,6 +9,18 @@ namespace gmt {
 namespace {
 
 std::atomic<int64_t> g_ns[static_cast<int>(ToolPhase::kCount)];
+
+// Sums over the timed captures (thread-safe, relaxed: read once at exit).
+std::atomic<int64_t> g_stack_samples{0};
+std::atomic<int64_t> g_stack_native_ns{0};
+std::atomic<int64_t> g_stack_python_ns{0};
+std::atomic<int64_t> g_stack_depot_ns{0};
+
+// Initial-exec, as t_intercept_depth (intercept_depth.h), which already puts
+// the library's TLS block in static TLS: a plain load, no __tls_get_addr, on
+// every capture.
+thread_local uint32_t t_stack_captures
+    __attribute__((tls_model("initial-exec"))) = 0;
 
 double Ms(ToolPhase phase) {
   return static_cast<double>(ToolTimeNs(phase)) / 1e6;
@@ -23,6 +36,36 @@ void AddToolTime(ToolPhase phase, int64_t ns) {
 
 int64_t ToolTimeNs(ToolPhase phase) {
   return g_ns[static_cast<int>(phase)].load(std::memory_order_relaxed);
+}
+
+bool StackCaptureSampled() {
+  return ++t_stack_captures % kStackSampleEvery == 0;
+}
+
+void AddStackCaptureSample(int64_t native_ns, int64_t python_ns,
+                           int64_t depot_ns) {
+  g_stack_samples.fetch_add(1, std::memory_order_relaxed);
+  g_stack_native_ns.fetch_add(std::max<int64_t>(native_ns, 0),
+                              std::memory_order_relaxed);
+  g_stack_python_ns.fetch_add(std::max<int64_t>(python_ns, 0),
+                              std::memory_order_relaxed);
+  g_stack_depot_ns.fetch_add(std::max<int64_t>(depot_ns, 0),
+                             std::memory_order_relaxed);
+}
+
+std::string StackCaptureText() {
+  const int64_t samples = g_stack_samples.load(std::memory_order_relaxed);
+  if (samples == 0) return "";
+  const auto us = [samples](const std::atomic<int64_t>& ns) {
+    return static_cast<double>(ns.load(std::memory_order_relaxed)) / 1e3 /
+           static_cast<double>(samples);
+  };
+  return absl::StrFormat(
+      "stack capture: ~%lld captures; per capture native %.2f us, Python "
+      "%.2f us, depot %.2f us (1 in %u timed)",
+      static_cast<long long>(samples * kStackSampleEvery),
+      us(g_stack_native_ns), us(g_stack_python_ns), us(g_stack_depot_ns),
+      kStackSampleEvery);
 }
 
 std::string ToolTimeText() {

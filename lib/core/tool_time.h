@@ -31,6 +31,21 @@ int64_t ToolTimeNs(ToolPhase phase);
 // (reachability 40.2, report 11.1, of which waiting for NVML 0.0)".
 std::string ToolTimeText();
 
+// The cost of one stack capture, the tool's largest per-allocation cost in a
+// framework with deep C++ frames under a Python script: one capture in
+// kStackSampleEvery on each thread is timed in its three parts, the native
+// unwind, the Python frames spliced in, and the depot's interning; all
+// captures are counted. A few clock reads per sampled capture, nothing on the
+// others but a thread-local counter.
+inline constexpr uint32_t kStackSampleEvery = 64;
+// Whether this capture is one to time (counts it).
+bool StackCaptureSampled();
+void AddStackCaptureSample(int64_t native_ns, int64_t python_ns,
+                           int64_t depot_ns);
+// "stack capture: ~6400 captures; per capture native 2.41 us, Python 0.70 us,
+// depot 0.12 us (1 in 64 timed)", or "" when none was timed.
+std::string StackCaptureText();
+
 // Times its scope into `phase`.
 class ScopedToolTime {
  public:

@@ -96,12 +96,23 @@ StackId Engine::CaptureCallStack() {
   if (options_.stack_depth <= 0) return kNoStack;
   uintptr_t frames[kMaxStackFrames];
   const int depth = static_cast<int>(options_.stack_depth);
+  // One capture in kStackSampleEvery per thread is timed by part
+  // (verbosity=1 logs the averages at exit).
+  const bool timed = StackCaptureSampled();
+  const int64_t start = timed ? PreciseNowNs() : 0;
   int n = CaptureStack(frames, depth);
+  const int64_t unwound = timed ? PreciseNowNs() : 0;
   if (options_.python_stacks) {
     // The script's frames after the framework's, up to `depth` of them.
     n = SplicePythonFrames(frames, n, std::min(n + depth, kMaxStackFrames));
   }
-  return depot_.Put(frames, n);
+  const int64_t spliced = timed ? PreciseNowNs() : 0;
+  const StackId id = depot_.Put(frames, n);
+  if (timed) {
+    AddStackCaptureSample(unwound - start, spliced - unwound,
+                          PreciseNowNs() - spliced);
+  }
+  return id;
 }
 
 void Engine::HideToolModule(const void* address) {
@@ -702,6 +713,9 @@ void Engine::FinalReport() {
     summary = WriteReport("exit");
   }
   LogNote(1, "tool time: %s", ToolTimeText().c_str());
+  if (const std::string stacks = StackCaptureText(); !stacks.empty()) {
+    LogNote(1, "%s", stacks.c_str());
+  }
   if (options_.exitcode != 0 && (summary.errors > 0 || summary.leaks > 0)) {
     // _exit skips stdio's flush at the end of exit(): flush the program's
     // buffered output first (seen on the H200: oob_slack's one line, piped,
