@@ -24,10 +24,13 @@ std::string OwnFolder() {
 }  // namespace
 
 void* OpenOptionalLibrary(const char* soname) {
-  static const std::string folder = OwnFolder();
+  // Never destroyed: the exit report may load libdw from the library's
+  // destructor, after exit() has run the destructors of function statics (a
+  // std::string here was read after its free, found by ASan).
+  static const std::string* const folder = new std::string(OwnFolder());
   std::string beside_error;
-  if (!folder.empty()) {
-    const std::string beside = folder + "/" + soname;
+  if (!folder->empty()) {
+    const std::string beside = *folder + "/" + soname;
     if (void* handle = dlopen(beside.c_str(), RTLD_NOW | RTLD_LOCAL)) {
       return handle;
     }
