@@ -2,7 +2,7 @@
 
 namespace gmt {
 
-thread_local int t_intercept_depth __attribute__((tls_model("initial-exec"))) =
-    0;
+constinit thread_local int t_intercept_depth
+    __attribute__((tls_model("initial-exec"))) = 0;
 
 }  // namespace gmt
