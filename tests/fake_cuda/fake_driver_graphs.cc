@@ -67,6 +67,9 @@ struct Graphs {
   std::set<const Node*> nodes;
   std::set<const Exec*> execs;
   std::set<CUdeviceptr> alloc_addresses;  // every alloc node's address
+  // Destroyed graphs: kept, not freed, as their nodes are (a child-graph
+  // node may still point at one), and held here so that they are not leaks.
+  std::vector<const Graph*> destroyed;
 };
 
 // Leaked on purpose: graphs may be destroyed from static destructors.
@@ -223,9 +226,10 @@ FAKE_CU_API(cuGraphDestroy, (CUgraph graph)) {
   std::lock_guard<std::mutex> lock(G().mu);
   fake_cuda::Graph* g = fake_cuda::LiveGraph(graph);
   if (g == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  // Nodes stay known (leaked): an executable made from the graph still
-  // holds their addresses, and those stay reserved.
+  // Nodes stay known: an executable made from the graph still holds their
+  // addresses, and those stay reserved.
   G().graphs.erase(g);
+  G().destroyed.push_back(g);
   return CUDA_SUCCESS;
 }
 

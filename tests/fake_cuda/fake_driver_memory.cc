@@ -192,6 +192,9 @@ CUresult AllocPinned(void** pp, size_t bytes) {
   if (pp == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   if (InjectAllocationFailure()) return CUDA_ERROR_OUT_OF_MEMORY;
   size_t reserved = RoundUp(bytes, kAlignment);
+  // RoundUp saturates: SIZE_MAX is no multiple of the alignment, which
+  // aligned_alloc may not be given (ASan aborts on it).
+  if (reserved == SIZE_MAX) return CUDA_ERROR_OUT_OF_MEMORY;
   void* p = std::aligned_alloc(kAlignment, reserved);
   if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
   std::lock_guard<std::mutex> lock(T().mu);
@@ -283,6 +286,7 @@ void FreeContextMemory(const Context* ctx) {
 
 CUresult MakeGraphBacking(size_t bytes, CUdeviceptr* dptr) {
   if (dptr == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (RoundUp(bytes, kAlignment) == SIZE_MAX) return CUDA_ERROR_OUT_OF_MEMORY;
   void* p = std::aligned_alloc(kAlignment, RoundUp(bytes, kAlignment));
   if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
   *dptr = reinterpret_cast<CUdeviceptr>(p);

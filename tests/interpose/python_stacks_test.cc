@@ -83,7 +83,8 @@ TEST_F(PythonStacksTest, LeakStackNamesTheScriptsLinesAfterTheNativeFrames) {
   RunResult r = RunScript("leak");
   ExpectTheScriptsLines(r);
   if (HasFatalFailure()) return;
-  const json& stack = LeaksWithApi(r.report, "cudaMalloc")[0]["stack"];
+  // A copy: LeaksWithApi returns its leaks by value.
+  const json stack = LeaksWithApi(r.report, "cudaMalloc")[0]["stack"];
   // None of the interpreter's own loop: the Python frames stand for it.
   EXPECT_FALSE(StackHas(stack, "_PyEval_EvalFrameDefault"))
       << StackFunctions(stack);

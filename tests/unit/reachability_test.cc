@@ -770,6 +770,15 @@ TEST(ScanProcess, HeapListedAsSeveralMappingsIsOneArena) {
   g_holder->pointer = kInHeap;
   std::vector<void*> filler;
   for (int i = 0; i < 4096; ++i) filler.push_back(std::malloc(256));
+  // Freed on every way out, the skips included.
+  struct Cleanup {
+    std::vector<void*>* filler;
+    ~Cleanup() {
+      for (void* p : *filler) std::free(p);
+      delete g_holder;
+      g_holder = nullptr;
+    }
+  } cleanup{&filler};
   const uint64_t holder = reinterpret_cast<uint64_t>(g_holder);
   uint64_t heap_end = 0;
   {
@@ -804,9 +813,6 @@ TEST(ScanProcess, HeapListedAsSeveralMappingsIsOneArena) {
   if (heap_mappings < 2) GTEST_SKIP() << "[heap] stayed one mapping";
   ProcessReach scan = ScanFromHere();
   EXPECT_TRUE(scan.result.reachable[1]) << heap_mappings << " [heap] mappings";
-  for (void* p : filler) std::free(p);
-  delete g_holder;
-  g_holder = nullptr;
 }
 
 }  // namespace

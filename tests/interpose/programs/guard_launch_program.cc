@@ -30,6 +30,10 @@ namespace {
 
 // "fill(float*, int)", as a compiler would mangle it.
 char g_kernel_name[] = "_Z4fillPfi";
+// fill(float*, int)'s second argument where a launch passes only a block: the
+// kernel has two parameters, and CUDA (and the tool, for per-kernel checks)
+// reads as many argument pointers as the kernel has.
+int g_fill_count = 256;
 
 CUfunction Function() { return reinterpret_cast<CUfunction>(g_kernel_name); }
 const void* RuntimeFunction() { return g_kernel_name; }
@@ -143,7 +147,7 @@ NOINLINE void AttributionRuntime() {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(1);
   config.blockDim = dim3(32);
-  void* args[] = {&p};
+  void* args[] = {&p, &g_fill_count};
   Rt("cudaLaunchKernelExC#1",
      cudaLaunchKernelExC(&config, RuntimeFunction(), args));
   Overrun(p);
@@ -160,7 +164,7 @@ NOINLINE void AttributionDriver() {
   config.gridDimX = config.gridDimY = config.gridDimZ = 1;
   config.blockDimX = 32;
   config.blockDimY = config.blockDimZ = 1;
-  void* params[] = {&d};
+  void* params[] = {&d, &g_fill_count};
   Cu("cuLaunchKernelEx#1",
      cuLaunchKernelEx(&config, Function(), params, nullptr));
   Overrun(reinterpret_cast<void*>(d));
@@ -179,7 +183,7 @@ NOINLINE void AttributionDriver() {
 NOINLINE void ConcurrentWithACheck(const char* hold) {
   void* p = nullptr;
   Rt("cudaMalloc", cudaMalloc(&p, 4096));
-  void* args[] = {&p};
+  void* args[] = {&p, &g_fill_count};
   Rt("cudaLaunchKernel",
      cudaLaunchKernel(RuntimeFunction(), dim3(1), dim3(32), args, 0, nullptr));
   std::atomic<bool> synced{false};
@@ -191,7 +195,7 @@ NOINLINE void ConcurrentWithACheck(const char* hold) {
   while (!synced.load() && access(held.c_str(), F_OK) != 0) usleep(1000);
   void* q = nullptr;
   Rt("cudaMalloc other", cudaMalloc(&q, 8192));
-  void* other_args[] = {&q};
+  void* other_args[] = {&q, &g_fill_count};
   Rt("cudaLaunchKernel other",
      cudaLaunchKernel(RuntimeFunction(), dim3(1), dim3(32), other_args, 0,
                       nullptr));
@@ -217,7 +221,7 @@ NOINLINE void AsyncQuarantine(bool write_after_free) {
   for (int i = 0; i < 64; ++i) {
     void* p = nullptr;
     all_ok &= cudaMallocAsync(&p, 100000, s) == cudaSuccess;
-    void* args[] = {&p};
+    void* args[] = {&p, &g_fill_count};
     all_ok &= cudaLaunchKernel(RuntimeFunction(), dim3(1), dim3(32), args, 0,
                                s) == cudaSuccess;
     all_ok &= cudaFreeAsync(p, s) == cudaSuccess;
@@ -226,7 +230,7 @@ NOINLINE void AsyncQuarantine(bool write_after_free) {
   void* q = nullptr;
   Rt("cudaMallocAsync(1000)", cudaMallocAsync(&q, 1000, s));
   Rt("cudaFreeAsync", cudaFreeAsync(q, s));
-  void* args[] = {&q};
+  void* args[] = {&q, &g_fill_count};
   Rt("cudaLaunchKernel",
      cudaLaunchKernel(RuntimeFunction(), dim3(1), dim3(32), args, 0, s));
   // The kernel launched after the free writes through the stale pointer (the
