@@ -68,15 +68,23 @@ memory_bound_tests='MillionLive|LongChurn'
 #   the scan walks glibc malloc's [heap] chunks, and a sanitizer replaces
 #   malloc with its own allocator, so those pointers are not seen (the same
 #   holds for the tool in a program built with a sanitizer).
-sanitizer_excluded='SymbolizerTest\.(ResolvesANoinline|FileAndLine|CapturedChain)|SymbolizeStackTest\.'
+sanitizer_excluded='SymbolizerTest\.(ResolvesANoinline|FileAndLine|CapturedChain|InlinedRuntimeHeaderWrapperNamesTheProgramsLine)|SymbolizeStackTest\.'
 sanitizer_excluded+='|ReachabilityTest\.(TellsLostFromReachable|TextReportTagsLeaksAndPrintsTheScanTime)'
-sanitizer_excluded+='|ScanProcess\.FindsGlobalsHeapObjectsAndOtherThreadsStacks'
-# Left out under ASan: the reachability test whose program still has a
+sanitizer_excluded+='|ScanProcess\.(FindsGlobalsHeapObjectsAndOtherThreadsStacks|PointerInATouchedPageOfALargelyUntouchedBufferIsFound)'
+# Left out under ASan: the reachability tests whose program still has a
 # thread blocked at exit that went through the tool (and so touched the TLS
 # of the libraries the tool loads): GCC 12's LeakSanitizer crashes in its TLS
 # scan of that thread ("Tracer caught signal 11", gone with use_tls=0, not
 # seen without the tool), before it can check anything.
-asan_excluded='ReachabilityTest\.OffLeavesLeaksWithoutState'
+asan_excluded='ReachabilityTest\.(OffLeavesLeaksWithoutState|ExitLogsTheToolsOwnTime)'
+# And the crash test whose program exits in one thread while another aborts:
+# the crash report's writer, a copy of the process made with _Fork() (no
+# atfork handlers, so that a crash inside malloc cannot hang it), copies the
+# sanitizer runtime's state while the exiting thread is inside it, and under
+# ASan that copy dies before it writes (the handler then says so and the
+# summary stands). It passes in the normal build; the sanitizer's part in it
+# was not narrowed further.
+asan_excluded+='|CrashTest\.AbortInAnotherThreadWinsOverAnExitDuringTheReport'
 # For the crash-report tests, whose programs die by a signal on purpose:
 # handle_segv=0: the program dies by SIGSEGV as in a normal build, not by the
 # sanitizer's exit code and report. (The sanitizer runtime's own 53 KiB
