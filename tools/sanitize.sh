@@ -39,7 +39,8 @@
 # ASan+UBSan runs every CPU test (labels gpu and script, the GPU suite and its
 # self-test, are left out) but the few listed below with their reasons. TSan
 # runs the same set except the fuzz drivers (single-threaded, and slow there;
-# GMT_TSAN_ALL=1 runs them too). Suppressed TSan reports:
+# GMT_TSAN_ALL=1 runs them too) and the Python-stack tests (an uninstrumented
+# CPython cannot load the TSan runtime late). Suppressed TSan reports:
 # tools/sanitize_tsan.supp, third-party internals only.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -332,6 +333,11 @@ if [[ "$which" == all || "$which" == tsan ]]; then
       logs="$PWD/build-tsan/sanitizer-logs"
       excluded="$memory_bound_tests|$sanitizer_excluded"
       if [[ "${GMT_TSAN_ALL:-0}" != 1 ]]; then excluded+='|fuzz\.'; fi
+      # The Python-stack tests preload the tool into the machine's CPython,
+      # which is not built with TSan: its runtime cannot start in a process
+      # that is already running, and the interpreter dies at start (SIGSEGV,
+      # no output). ASan tolerates it (verify_asan_link_order=0) and runs them.
+      excluded+='|PythonStacksTest\.|interpose\.python_stacks\.'
       # report_signal_unsafe=0: two reliability programs call exit() from a
       # signal handler on purpose (the tool's exit path then mallocs).
       # $crash_options: see there.

@@ -35,7 +35,7 @@ void LaunchAndMark(std::atomic<bool>* done) {
   done->store(true);
 }
 
-int Locked(const char* hold) {
+__attribute__((noinline)) int ForkWhileAnotherThreadRuns(const char* hold) {
   void* p = nullptr;
   std::printf("cudaMalloc -> %d\n", static_cast<int>(cudaMalloc(&p, 4096)));
   std::fflush(stdout);
@@ -76,7 +76,8 @@ int Locked(const char* hold) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 2 && std::string(argv[1]) == "locked") return Locked(argv[2]);
+  if (argc > 2 && std::string(argv[1]) == "locked")
+    return ForkWhileAnotherThreadRuns(argv[2]);
   void* p = nullptr;
   std::printf("cudaMalloc -> %d\n", static_cast<int>(cudaMalloc(&p, 4096)));
   std::fflush(stdout);
