@@ -506,7 +506,6 @@ class GuardManager {
   uint32_t NextGeneration() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return ++last_generation_;
   }
-  // Counts a check that could not run; says so once.
   // The zones of `b` waiting to be written, appended to `zones`.
   static void AppendPendingZones(const Block& b, std::vector<GmtZone>* zones);
   // `blocks` were filled (`ok`) or could not be: their pending zones are
@@ -529,6 +528,7 @@ class GuardManager {
   // full check reports the zones (Context::findings_lost); said once.
   void NoteFindingsLostLocked(uint64_t context)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Counts a check that could not run; says so once.
   void NoteCheckFailureLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits (mu_ let go) for what keeps the oldest release batch of `context`
   // from going back to CUDA: its check, or per-kernel checks before it.
