@@ -99,8 +99,9 @@ typedef struct GmtCheckSummary {
 #define GMT_INLINE_CHECK_THREADS 512
 // Bytes one block covers: a step of its threads has 64 KiB of loads in
 // flight (8 granules each), about what one SM can keep waiting on memory, so
-// 128 KiB is two memory latencies. More per block would make a per-kernel
-// check of a few MiB of zones wait out more latencies on fewer SMs.
+// 128 KiB is two memory latencies. More per block would make a check of a
+// few MiB (a freed tensor in quarantine, whole zones at a synchronization)
+// wait out more latencies on fewer SMs.
 #define GMT_INLINE_MAX_BYTES (128u * 1024u)
 // Blocks one inline check may take (ids of the done[] slots and regions of
 // the ring it uses): up to 64 MiB in one launch.

@@ -10,11 +10,12 @@
 //   scan_rate_gbps=<check GB/s> copy_gbps=<cuMemcpyDtoD GB/s> ratio=<scan/copy>
 //   inline_check_us floor=<us> two_buffers=<us> small_zones=<us> one_32mib=<us>
 // The second: GPU time per inline check (gmt_check_zones_inline) queued back
-// to back on one stream, for the zones a per-kernel check of a 16-byte zone
-// (the launch floor), of two 256 MiB buffers (two 512 B front zones and two
-// 1 MiB tails: the perf suite's kernel_loop), of 12 small tensors (24 zones,
-// 512 B fronts and tails of ~4 KiB from unaligned ends: a PyTorch kernel) and
-// of one 32 MiB freed tensor (tensor mode's quarantine) scans.
+// to back on one stream, for the zones of: a 16-byte zone (the launch floor);
+// two 256 MiB buffers, whole (two 512 B front zones and two 1 MiB tails: the
+// check at a synchronization of the perf suite's kernel_loop; its per-kernel
+// checks read 8 KiB of each); 12 small tensors (24 zones, 512 B fronts and
+// tails of ~4 KiB from unaligned ends: a PyTorch kernel's per-kernel check);
+// one 32 MiB freed tensor (tensor mode's quarantine).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
