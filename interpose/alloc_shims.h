@@ -24,6 +24,7 @@
 
 #include "interpose/oom_shim_util.h"
 #include "interpose/shim.h"
+#include "lib/core/tool_time.h"
 
 namespace gmt {
 
@@ -92,8 +93,9 @@ Result TrackedAlloc(Api api, Out* out, uint64_t bytes, uint64_t stream,
                     Call&& call) {
   InterceptScope scope;
   if (!scope.Recording()) return call();
+  SampledCallTime timed(ToolCall::kAllocation);
   StackId stack = Engine::Get().CaptureCallStack();
-  Result result = call();
+  Result result = timed.Forward(call);
   if (result == ResultCodes<Result>::kSuccess && out != nullptr) {
     RecordAlloc(api, AddressOf(*out), bytes, stream, stack);
   }
@@ -109,6 +111,7 @@ Result GuardedAlloc(Api api, Out* out, uint64_t bytes, uint64_t stream,
                     Call&& call, uint64_t pool = 0) {
   InterceptScope scope;
   if (!scope.Recording() || out == nullptr) return call(bytes, out);
+  SampledCallTime timed(ToolCall::kAllocation);
   Engine& engine = Engine::Get();
   const StackId stack = engine.CaptureCallStack();
   std::conditional_t<std::is_same_v<Result, cudaError_t>, RuntimeLastErrorGuard,
@@ -125,7 +128,7 @@ Result GuardedAlloc(Api api, Out* out, uint64_t bytes, uint64_t stream,
       api, bytes, stream,
       [&](uint64_t n, uint64_t* raw) {
         last = *out;
-        const Result r = call(n, &last);
+        const Result r = timed.Forward([&] { return call(n, &last); });
         *raw = AddressOf(last);
         return static_cast<int>(r);
       },
@@ -153,16 +156,18 @@ Result GuardedAlloc(Api api, Out* out, uint64_t bytes, uint64_t stream,
 template <typename Result, typename Call>
 Result GuardedRowsAlloc(Api api, uint64_t rows, uint64_t least_row_bytes,
                         uint64_t* user, uint64_t* pitch, Call&& call) {
+  SampledCallTime timed(ToolCall::kAllocation);
   Engine& engine = Engine::Get();
   const StackId stack = engine.CaptureCallStack();
   std::conditional_t<std::is_same_v<Result, cudaError_t>, RuntimeLastErrorGuard,
                      std::monostate>
       last_error;
-  GuardedAllocation a =
-      engine.AllocateRows(api, rows, least_row_bytes,
-                          [&](uint64_t n, uint64_t* raw, uint64_t* row_bytes) {
-                            return static_cast<int>(call(n, raw, row_bytes));
-                          });
+  GuardedAllocation a = engine.AllocateRows(
+      api, rows, least_row_bytes,
+      [&](uint64_t n, uint64_t* raw, uint64_t* row_bytes) {
+        return static_cast<int>(
+            timed.Forward([&] { return call(n, raw, row_bytes); }));
+      });
   if (a.result == 0) {
     *user = a.user;
     *pitch = a.pitch;
@@ -194,6 +199,7 @@ Result TrackedFree(Api api, uint64_t address, Call&& call,
   InterceptScope scope;
   if (!scope.Recording()) return call(address);
   using Codes = ResultCodes<Result>;
+  SampledCallTime timed(ToolCall::kFree);
   Engine& engine = Engine::Get();
   const StackId stack = engine.CaptureCallStack();
   FreeTicket ticket = engine.BeginFree(api, address, stack, stream);
@@ -210,7 +216,8 @@ Result TrackedFree(Api api, uint64_t address, Call&& call,
                    Codes::Name(Codes::kInvalidValue));
     return Codes::kInvalidValue;
   }
-  const Result result = call(ticket.real_address);
+  const Result result =
+      timed.Forward([&] { return call(ticket.real_address); });
   const bool ok = result == Codes::kSuccess;
   engine.EndFree(ticket, ok, static_cast<int>(result), Codes::Name(result));
   return result;

@@ -22,8 +22,10 @@
 # Environment: GMT_PARTS_ROUNDS [3], GMT_PARTS_STEPS [300], GMT_PARTS_SETS
 #   (a subset of the names above, in that order [all]), GMT_PYTHON [python3].
 # Output: a line per run (for runs with the tool, then the tool's own
-# "stack capture:" line: the average native, Python and depot cost of one
-# capture, 1 in 64 timed), then one line per set:
+# "tool time per call:" line: its host time per allocation, free, launch and
+# synchronization, the program's own CUDA call left out, and its "stack
+# capture:" line: the average native, Python and depot cost of one capture;
+# both 1 in 64 timed), then one line per set:
 #   <set>  median <ms> ms/step  <ratio>x  reserved <MB> MB  (<each run>)
 # and RESULT torch_mode_parts <set>=<ratio> ...
 set -uo pipefail
@@ -77,8 +79,9 @@ for round in $(seq 1 "$ROUNDS"); do
     rc=$?
     line="$(grep -o 'step_ms=[0-9.]* reserved_mb=[0-9.]*' "$err" | tail -1)"
     echo "$set $round rc=$rc $line" | tee -a "$LINES"
-    # What one stack capture cost in this run, by part (the tool's own
-    # sampled timing, verbosity=1).
+    # The tool's own host time per call by kind, and what one stack capture
+    # cost by part, in this run (its sampled timing, verbosity=1).
+    grep -o 'tool time per call: .*' "$err" | tail -1 | sed 's/^/    /'
     grep -o 'stack capture: .*' "$err" | tail -1 | sed 's/^/    /'
   done
 done

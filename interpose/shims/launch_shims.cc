@@ -31,6 +31,7 @@
 #include "interpose/resolve/driver_hooks.h"
 #include "interpose/resolve/runtime_hooks.h"
 #include "interpose/shims/graph_memory_shims.h"
+#include "lib/core/tool_time.h"
 #include "lib/launch/launch_args.h"
 
 using gmt::InterceptScope;
@@ -117,11 +118,12 @@ auto Launch(const char* name, const void* stream, bool per_thread,
             const gmt::LaunchArgs* args, KernelId&& kernel_id, Call&& call) {
   InterceptScope scope;
   if (!scope.Recording()) return call();
+  gmt::SampledCallTime timed(gmt::ToolCall::kLaunch);
   gmt::Engine& engine = gmt::Engine::Get();
   const uint64_t context = gmt::CurrentCallContext().context;
   const uint64_t engine_stream = gmt::EngineStream(stream, per_thread);
   engine.BeforeLaunch(context, engine_stream);
-  auto result = call();
+  auto result = timed.Forward(call);
   if (static_cast<int>(result) == 0) {
     engine.AfterLaunch(context, engine_stream, kernel_id(), args);
   } else {

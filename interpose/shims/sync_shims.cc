@@ -15,9 +15,10 @@
 // the one it names). The engine's own work (its check kernel and the wait for
 // it) runs under this call's InterceptScope, so the synchronizing calls it
 // makes do not come back here; nor do cudart's calls into the driver.
-#include "interpose/resolve/driver_hooks.h"
 #include "interpose/guard_shim_util.h"
+#include "interpose/resolve/driver_hooks.h"
 #include "interpose/resolve/runtime_hooks.h"
+#include "lib/core/tool_time.h"
 
 using gmt::InterceptScope;
 
@@ -34,6 +35,7 @@ auto DeviceWide(const char* name, uint64_t context, Call&& call) {
   InterceptScope scope;
   auto result = call();
   if (static_cast<int>(result) == 0 && scope.Recording()) {
+    gmt::SampledCallTime timed(gmt::ToolCall::kSynchronization);
     gmt::Engine::Get().OnSynchronized(ContextOr(context));
   } else if (scope.Recording()) {
     gmt::NoteStickyResult(name, result);
@@ -48,6 +50,7 @@ auto OneStream(const char* name, uint64_t stream, Call&& call) {
   InterceptScope scope;
   auto result = call();
   if (static_cast<int>(result) == 0 && scope.Recording()) {
+    gmt::SampledCallTime timed(gmt::ToolCall::kSynchronization);
     gmt::Engine::Get().OnStreamSynchronized(ContextOr(0), stream);
   } else if (scope.Recording()) {
     gmt::NoteStickyResult(name, result);

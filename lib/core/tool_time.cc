@@ -22,6 +22,12 @@ std::atomic<int64_t> g_stack_depot_ns{0};
 thread_local uint32_t t_stack_captures
     __attribute__((tls_model("initial-exec"))) = 0;
 
+constexpr int kCallKinds = static_cast<int>(ToolCall::kCount);
+std::atomic<int64_t> g_call_samples[kCallKinds];
+std::atomic<int64_t> g_call_ns[kCallKinds];
+thread_local uint32_t t_calls[kCallKinds]
+    __attribute__((tls_model("initial-exec"))) = {};
+
 double Ms(ToolPhase phase) {
   return static_cast<double>(ToolTimeNs(phase)) / 1e6;
 }
@@ -66,6 +72,39 @@ std::string StackCaptureText() {
       static_cast<long long>(samples * kStackSampleEvery),
       us(g_stack_native_ns), us(g_stack_python_ns), us(g_stack_depot_ns),
       kStackSampleEvery);
+}
+
+bool CallSampled(ToolCall kind) {
+  return ++t_calls[static_cast<int>(kind)] % kCallSampleEvery == 0;
+}
+
+void AddCallSample(ToolCall kind, int64_t ns) {
+  const int k = static_cast<int>(kind);
+  g_call_samples[k].fetch_add(1, std::memory_order_relaxed);
+  g_call_ns[k].fetch_add(std::max<int64_t>(ns, 0), std::memory_order_relaxed);
+}
+
+std::string ToolCallText() {
+  static constexpr const char* kNames[kCallKinds] = {
+      "allocation", "free", "launch", "synchronization"};
+  std::string parts;
+  for (int k = 0; k < kCallKinds; ++k) {
+    const int64_t samples = g_call_samples[k].load(std::memory_order_relaxed);
+    if (samples == 0) continue;
+    const double us =
+        static_cast<double>(g_call_ns[k].load(std::memory_order_relaxed)) /
+        1e3 / static_cast<double>(samples);
+    const int64_t calls = samples * kCallSampleEvery;
+    absl::StrAppendFormat(&parts, "%s%s %.2f us x ~%lld = %.1f ms",
+                          parts.empty() ? "" : ", ", kNames[k], us,
+                          static_cast<long long>(calls),
+                          us * static_cast<double>(calls) / 1e3);
+  }
+  if (parts.empty()) return "";
+  return absl::StrFormat(
+      "tool time per call: %s (the program's own CUDA calls excluded; 1 in %u "
+      "timed)",
+      parts, kCallSampleEvery);
 }
 
 std::string ToolTimeText() {

@@ -46,6 +46,60 @@ void AddStackCaptureSample(int64_t native_ns, int64_t python_ns,
 // depot 0.12 us (1 in 64 timed)", or "" when none was timed.
 std::string StackCaptureText();
 
+// The tool's own host time per interposed call, by kind: where a framework's
+// step goes when the tool's per-call work, not its start-up, is the cost (a
+// PyTorch step makes hundreds of launches and tens of allocations). One call
+// in kCallSampleEvery of each kind on each thread is timed, less the time of
+// the program's own CUDA call inside it (SampledCallTime::Forward); every call
+// is counted. Launches seen only from CUPTI (injection without the shims) are
+// not timed.
+enum class ToolCall : uint8_t {
+  kAllocation,       // a tracked or guarded allocation
+  kFree,             // a free (held in quarantine or handed to CUDA)
+  kLaunch,           // a kernel or graph launch: fills before, checks after
+  kSynchronization,  // after a synchronizing call: the check it enqueues
+  kCount,
+};
+inline constexpr uint32_t kCallSampleEvery = 64;
+// Whether this call is one to time (counts it).
+bool CallSampled(ToolCall kind);
+void AddCallSample(ToolCall kind, int64_t ns);
+// "tool time per call: allocation 3.10 us x ~6400 = 19.8 ms, free ...,
+// launch ..., synchronization ... (the program's own CUDA calls excluded;
+// 1 in 64 timed)", the kinds with a timed call only; "" when none was timed.
+std::string ToolCallText();
+
+// Times the tool's part of one call of `kind`, when it is a sampled one.
+class SampledCallTime {
+ public:
+  explicit SampledCallTime(ToolCall kind)
+      : kind_(kind),
+        sampled_(CallSampled(kind)),
+        start_(sampled_ ? PreciseNowNs() : 0) {}
+  ~SampledCallTime() {
+    if (sampled_) AddCallSample(kind_, PreciseNowNs() - start_ - forwarded_);
+  }
+  SampledCallTime(const SampledCallTime&) = delete;
+  SampledCallTime& operator=(const SampledCallTime&) = delete;
+
+  // Makes the program's own CUDA call, `call()`, whose time is not the
+  // tool's (for a guarded block, the enlarged call that stands for it).
+  template <typename Call>
+  auto Forward(Call&& call) {
+    if (!sampled_) return call();
+    const int64_t from = PreciseNowNs();
+    auto result = call();
+    forwarded_ += PreciseNowNs() - from;
+    return result;
+  }
+
+ private:
+  ToolCall kind_;
+  bool sampled_;
+  int64_t start_;
+  int64_t forwarded_ = 0;
+};
+
 // Times its scope into `phase`.
 class ScopedToolTime {
  public:

@@ -713,6 +713,9 @@ void Engine::FinalReport() {
     summary = WriteReport("exit");
   }
   LogNote(1, "tool time: %s", ToolTimeText().c_str());
+  if (const std::string calls = ToolCallText(); !calls.empty()) {
+    LogNote(1, "%s", calls.c_str());
+  }
   if (const std::string stacks = StackCaptureText(); !stacks.empty()) {
     LogNote(1, "%s", stacks.c_str());
   }

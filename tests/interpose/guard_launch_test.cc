@@ -1,5 +1,7 @@
 // Kernel launches and synchronizing calls: the tool hears of them and forwards
 // every result unchanged (driver and runtime, plain and per-thread builds).
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -182,6 +184,47 @@ TEST(GuardAsyncQuarantineTest, FreedStreamOrderedBlocksAreHeldAndChecked) {
   ASSERT_TRUE(plain_tool.has_report) << plain_tool.Describe();
   EXPECT_TRUE(plain_tool.report["errors"].empty());
   EXPECT_EQ(plain_tool.report["guard"].value("evicted", -1), 0);
+}
+
+// verbosity=1 logs the tool's own host time per call at exit, by kind, with
+// the program's own CUDA call left out: with every allocation made 2 ms slow
+// by the double, an allocation's part still reads far below 2 ms.
+TEST(ToolCallTimeTest, ExitLogsTheToolsTimePerCallLessTheProgramsCall) {
+  ScopedTempDir tmp;
+  RunOptions options;
+  options.gmt_options = "report=json:report_path=<dir>/r.%p.json:verbosity=1";
+  options.env = {{"FAKE_CUDA_ALLOC_DELAY_US", "2000"}};
+  RunResult r = RunProgram(GMT_GUARD_LAUNCH_PROGRAM, {"loop", "256"},
+                           tmp.path(), options);
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  ASSERT_TRUE(Contains(r.out, "loop rounds 256 failures 0")) << r.Describe();
+  const size_t at = r.err.find("tool time per call: ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const std::string line = r.err.substr(at, r.err.find('\n', at) - at);
+  for (const char* kind : {"allocation", "free", "launch", "synchronization"}) {
+    const size_t k = line.find(std::string(kind) + " ");
+    ASSERT_NE(k, std::string::npos) << kind << ": " << line;
+    double us = -1, total = -1;
+    long long calls = -1;
+    ASSERT_EQ(std::sscanf(line.c_str() + k + std::strlen(kind) + 1,
+                          "%lf us x ~%lld = %lf ms", &us, &calls, &total),
+              3)
+        << kind << ": " << line;
+    // 256 calls of each kind, one in 64 timed: 4 timed, ~256 counted (the
+    // tool's own launches and synchronizations are not the program's calls).
+    EXPECT_EQ(calls, 256) << kind << ": " << line;
+    EXPECT_GE(us, 0.0) << line;
+    EXPECT_LT(us, 1500.0) << kind << " counts the program's call: " << line;
+    EXPECT_NEAR(total, us * 256 / 1e3, 0.1) << line;
+  }
+  // Not at the default verbosity.
+  options.gmt_options = "report=json:report_path=<dir>/q.%p.json";
+  options.env.clear();
+  RunResult quiet =
+      RunProgram(GMT_GUARD_LAUNCH_PROGRAM, {"loop", "64"}, tmp.path(), options);
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.Describe();
+  EXPECT_EQ(quiet.err.find("tool time per call"), std::string::npos)
+      << quiet.err;
 }
 
 }  // namespace

@@ -86,5 +86,60 @@ TEST(ToolTimeTest, StackCapturesAreSampledAndAveraged) {
   EXPECT_EQ(StackCaptureText(), want);
 }
 
+// One call of each kind in kCallSampleEvery on each thread is timed, less
+// the program's own CUDA call it forwards; the text averages by kind, scales
+// the count and gives the total, for the kinds with a timed call only.
+TEST(ToolTimeTest, CallsAreSampledByKindLessTheProgramsOwnCall) {
+  EXPECT_EQ(ToolCallText(), "");  // nothing timed yet
+  int sampled = 0;
+  for (uint32_t i = 0; i < 2 * kCallSampleEvery; ++i) {
+    sampled += CallSampled(ToolCall::kLaunch) ? 1 : 0;
+  }
+  EXPECT_EQ(sampled, 2);
+  // Each kind counts apart: the launches above do not bring a free's turn.
+  for (uint32_t i = 0; i + 1 < kCallSampleEvery; ++i) {
+    EXPECT_FALSE(CallSampled(ToolCall::kFree));
+  }
+  EXPECT_TRUE(CallSampled(ToolCall::kFree));
+  AddCallSample(ToolCall::kLaunch, 1000);
+  AddCallSample(ToolCall::kLaunch, 3000);
+  AddCallSample(ToolCall::kFree, -4);  // a clock step back counts as 0
+  char want[256];
+  std::snprintf(want, sizeof(want),
+                "tool time per call: free 0.00 us x ~%u = 0.0 ms, launch "
+                "2.00 us x ~%u = %.1f ms (the program's own CUDA calls "
+                "excluded; 1 in %u timed)",
+                kCallSampleEvery, 2 * kCallSampleEvery,
+                2.0 * 2 * kCallSampleEvery / 1e3, kCallSampleEvery);
+  EXPECT_EQ(ToolCallText(), want);
+
+  // A timed scope: the forwarded call's sleep is not the tool's.
+  for (uint32_t i = 0; i + 1 < kCallSampleEvery; ++i) {
+    (void)CallSampled(ToolCall::kSynchronization);
+  }
+  {
+    SampledCallTime timed(ToolCall::kSynchronization);  // the sampled one
+    const int r = timed.Forward([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      return 7;
+    });
+    EXPECT_EQ(r, 7);
+  }
+  const std::string text = ToolCallText();
+  const size_t at = text.find("synchronization ");
+  ASSERT_NE(at, std::string::npos) << text;
+  double us = -1;
+  ASSERT_EQ(std::sscanf(text.c_str() + at, "synchronization %lf us", &us), 1)
+      << text;
+  EXPECT_GE(us, 0.0) << text;
+  EXPECT_LT(us, 20000.0) << "the forwarded call was counted: " << text;
+  // An unsampled scope adds nothing and still forwards.
+  {
+    SampledCallTime timed(ToolCall::kSynchronization);
+    EXPECT_EQ(timed.Forward([] { return 3; }), 3);
+  }
+  EXPECT_EQ(ToolCallText(), text);
+}
+
 }  // namespace
 }  // namespace gmt

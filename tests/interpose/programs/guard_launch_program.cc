@@ -6,7 +6,11 @@
 //   gmt_guard_launch_program MODE     MODE: driver | runtime |
 //                                           attribution_runtime |
 //                                           attribution_driver |
-//                                           async_quarantine [write]
+//                                           async_quarantine [write] |
+//                                           loop ROUNDS
+//
+// loop: ROUNDS rounds of what a framework's step does, allocate, launch over
+// the block, synchronize and free (prints one line of totals).
 //
 // The attribution modes overrun a block between two launches of "fill": the
 // double's device memory is host memory, so the program writes one byte past
@@ -21,6 +25,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -240,6 +245,25 @@ NOINLINE void AsyncQuarantine(bool write_after_free) {
   Rt("cudaStreamDestroy", cudaStreamDestroy(s));
 }
 
+NOINLINE void Loop(int rounds) {
+  int failures = 0;
+  for (int i = 0; i < rounds; ++i) {
+    float* out = nullptr;
+    if (cudaMalloc(reinterpret_cast<void**>(&out), 4000 + 100 * (i % 7)) !=
+        cudaSuccess) {
+      ++failures;
+    }
+    void* args[] = {&out, &g_fill_count};
+    if (cudaLaunchKernel(RuntimeFunction(), dim3(1), dim3(32), args, 0,
+                         nullptr) != cudaSuccess) {
+      ++failures;
+    }
+    if (cudaStreamSynchronize(nullptr) != cudaSuccess) ++failures;
+    if (cudaFree(out) != cudaSuccess) ++failures;
+  }
+  std::printf("loop rounds %d failures %d\n", rounds, failures);
+}
+
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "driver") {
@@ -255,6 +279,8 @@ int main(int argc, char** argv) {
     ConcurrentWithACheck(argv[2]);
   } else if (mode == "async_quarantine") {
     AsyncQuarantine(argc > 2 && std::string(argv[2]) == "write");
+  } else if (mode == "loop" && argc > 2) {
+    Loop(std::atoi(argv[2]));
   } else if (mode == "attribution_driver") {
     if (!DriverSetup(0)) return 1;
     AttributionDriver();
