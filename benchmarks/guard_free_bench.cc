@@ -9,6 +9,15 @@
 //   check_waits_per_free  host waits for a zone check's answer: 0 without it
 //   check_launches_per_free  zone-check launches
 // Arg: quarantine_bytes (the default 64 MiB, and 0).
+//
+// BM_KernelCheckedChurn: a framework's pattern without a caching allocator (a
+// kernel after every allocation, its argument the new block) with thousands
+// of small freed blocks held in quarantine: the host cost of filling the new
+// block's redzones before the launch and, with check=kernel, of finding what
+// the launch reaches (a held block too: a kernel can write through a dangling
+// pointer) when the set of blocks changed since the last launch. Args: the
+// quarantine's bytes (256 B .. 64 KiB blocks: ~2000 held at 64 MiB), and
+// check=kernel (1) or the default check=sync (0).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -17,6 +26,7 @@
 #include "benchmarks/bench_util.h"
 #include "lib/engine/engine.h"
 #include "lib/guard/guard_layout.h"
+#include "lib/launch/launch_args.h"
 
 namespace gmt {
 namespace {
@@ -150,6 +160,73 @@ BENCHMARK(BM_GuardedChurnFreePath)
     ->Arg(64 << 20)
     ->Arg(0)
     ->Iterations(200000);
+
+void BM_KernelCheckedChurn(benchmark::State& state) {
+  SetAbslDeadlockDetection(false);
+  Options o;
+  o.stack_depth = 0;
+  o.print_errors = false;
+  o.report = ReportFormats();  // report=none
+  o.check = state.range(1) != 0 ? CheckLevel::kKernel : CheckLevel::kSync;
+  o.quarantine_bytes = state.range(0);
+  CountingDeviceOps ops;
+  Engine engine(o, &ops);
+  constexpr int kWindow = 64;
+  std::vector<uint64_t> window(kWindow, 0);
+  uint64_t next_raw = kBase;
+  uint64_t i = 0;
+  uint64_t sizes = 0x2545F4914F6CDD1Dull;
+  // The kernel's packed parameter buffer: the new block, and a count.
+  struct Params {
+    uint64_t block;
+    uint64_t count;
+  } params{};
+  size_t params_size = sizeof(params);
+  void* extra[] = {reinterpret_cast<void*>(kLaunchParamBufferPointer), &params,
+                   reinterpret_cast<void*>(kLaunchParamBufferSize),
+                   &params_size, reinterpret_cast<void*>(kLaunchParamEnd)};
+  LaunchArgs args;
+  args.extra = extra;
+  const uint64_t launches_before = ops.check_launches;
+  for (auto _ : state) {
+    uint64_t& slot = window[i % kWindow];
+    if (slot != 0) {
+      FreeTicket t = engine.BeginFree(Api::kCudaFree, slot, kNoStack);
+      engine.EndFree(t, true, 0, "cudaSuccess");
+    }
+    sizes ^= sizes << 13;
+    sizes ^= sizes >> 7;
+    sizes ^= sizes << 17;
+    const uint64_t bytes = 256 + sizes % (64 << 10);
+    std::optional<GuardLayout> plan =
+        engine.PlanGuard(Api::kCudaMalloc, bytes, 0);
+    AllocEvent e;
+    e.api = Api::kCudaMalloc;
+    e.bytes = bytes;
+    e.device = 0;
+    e.context = kContext;
+    e.raw_address = next_raw;
+    e.raw_bytes = plan->raw_bytes;
+    e.address = e.raw_address + plan->front;
+    next_raw += (plan->raw_bytes + 4095) / 4096 * 4096;
+    engine.OnAlloc(e);
+    slot = e.address;
+    params = {e.address, bytes / 4};
+    engine.BeforeLaunch(kContext, 0);
+    engine.AfterLaunch(kContext, 0, 1, &args);
+    ++i;
+  }
+  state.counters["check_launches_per_kernel"] =
+      static_cast<double>(ops.check_launches - launches_before) /
+      static_cast<double>(i > 0 ? i : 1);
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_KernelCheckedChurn)
+    ->ArgNames({"quarantine_bytes", "check_kernel"})
+    ->Args({64 << 20, 1})
+    ->Args({0, 1})
+    ->Args({64 << 20, 0})
+    ->Iterations(50000);
 
 }  // namespace
 }  // namespace gmt

@@ -71,9 +71,11 @@ void GuardManager::Arm(const AllocationRecord& record) {
   // is filled there, before the next launch on that stream.
   if (StreamOrdered(record.api)) b.confirmed = false;
   MarkForFillLocked(c, b);
+  if (ChecksEachKernel()) {
+    c.ranges.Add(record.raw_address, record.raw_address + record.raw_bytes);
+  }
   c.blocks[record.raw_address] = std::move(b);
   c.table.reset();
-  c.ranges_stale = true;
   any_armed_.store(true, std::memory_order_relaxed);
 }
 
@@ -118,18 +120,10 @@ std::shared_ptr<const GuardManager::Table> GuardManager::BuildTable(
 
 std::shared_ptr<const GuardManager::Table> GuardManager::BuildReachTable(
     Context& c, uint64_t stream, const std::vector<ArgWord>& arg_words) {
-  if (c.ranges_stale) {
-    c.ranges.Clear();
-    for (const auto& [raw, b] : c.blocks) {
-      c.ranges.Add(raw, raw + b.record.raw_bytes);
-    }
-    c.ranges.Seal();
-    c.ranges_stale = false;
-  }
   auto table = std::make_shared<Table>();
   for (uint64_t raw : ReachedBlocks(arg_words, c.ranges)) {
     auto it = c.blocks.find(raw);
-    if (it == c.blocks.end()) continue;  // gone since the index was built
+    if (it == c.blocks.end()) continue;
     const Block& b = it->second;
     if (b.freeing) continue;  // its memory may be CUDA's again
     if (!b.confirmed && b.record.stream != stream) continue;
@@ -183,18 +177,27 @@ void GuardManager::FilledLocked(absl::Span<Block* const> blocks, bool ok) {
 }
 
 void GuardManager::FlushFillsLocked(uint64_t context, Context& c) {
-  if (!c.fills_pending) return;
-  c.fills_pending = false;
+  if (c.pending_fills.empty()) return;
   contexts_with_fills_.fetch_sub(1, std::memory_order_release);
   std::vector<GmtZone> zones;
   std::vector<Block*> filled;
-  for (auto& [raw, b] : c.blocks) {
+  // A block left out here (gone, or being freed: see AfterRealFree) is marked
+  // again if it ever needs its fill.
+  std::sort(c.pending_fills.begin(), c.pending_fills.end());
+  c.pending_fills.erase(
+      std::unique(c.pending_fills.begin(), c.pending_fills.end()),
+      c.pending_fills.end());
+  for (uint64_t raw : c.pending_fills) {
+    auto it = c.blocks.find(raw);
+    if (it == c.blocks.end()) continue;
+    Block& b = it->second;
     if (!b.canaries_pending && !b.freed_pending) continue;
     if (b.freeing) continue;  // never write into memory CUDA may reuse
     if (StreamOrdered(b.record.api)) continue;  // on its stream, at a launch
     AppendPendingZones(b, &zones);
     filled.push_back(&b);
   }
+  c.pending_fills.clear();
   if (zones.empty()) return;
   uint64_t chunk = 0;
   for (GmtZone& z : zones) {
@@ -211,9 +214,11 @@ void GuardManager::MarkForFillLocked(Context& c, const Block& b) {
       contexts_with_ordered_fills_.fetch_add(1, std::memory_order_release);
     }
     c.ordered_fills.insert(b.record.raw_address);
-  } else if (!c.fills_pending) {
-    c.fills_pending = true;
-    contexts_with_fills_.fetch_add(1, std::memory_order_release);
+  } else {
+    if (c.pending_fills.empty()) {
+      contexts_with_fills_.fetch_add(1, std::memory_order_release);
+    }
+    c.pending_fills.push_back(b.record.raw_address);
   }
 }
 
@@ -526,7 +531,7 @@ void GuardManager::BeforeLaunch(uint64_t context, uint64_t stream) {
   if (it == contexts_.end()) return;
   // The stream's own blocks first, in its order, before the kernel.
   FlushOrderedFillsLocked(context, it->second, stream);
-  if (!it->second.fills_pending) return;
+  if (it->second.pending_fills.empty()) return;
   FlushFillsLocked(context, it->second);
   // The program's kernel must see the canaries in place, or its overrun could
   // land before the fill and be painted over.
@@ -696,7 +701,7 @@ void GuardManager::BeforeTeardown(int device, uint64_t context,
     DrainReleasesLocked(ctx, /*release=*/false, findings);
     auto it = contexts_.find(ctx);
     if (it == contexts_.end()) continue;
-    if (it->second.fills_pending) contexts_with_fills_.fetch_sub(1);
+    if (!it->second.pending_fills.empty()) contexts_with_fills_.fetch_sub(1);
     if (!it->second.ordered_fills.empty()) {
       contexts_with_ordered_fills_.fetch_sub(1);
     }
@@ -911,12 +916,14 @@ uint64_t GuardManager::EvictLocked(uint64_t context, Context& c, size_t count) {
       DropOrderedFillLocked(c, raw);  // its pattern was never written
       ordered.push_back(std::move(b));
       c.blocks.erase(it);
+      if (ChecksEachKernel()) c.ranges.Remove(raw);
       continue;
     }
     AppendArmedZones(b, table.get());
     batch.bytes += b.record.raw_bytes;
     batch.blocks.push_back(std::move(b));
     c.blocks.erase(it);
+    if (ChecksEachKernel()) c.ranges.Remove(raw);
   }
   const uint64_t released =
       ordered.empty() ? 0 : ReleaseOrderedLocked(context, std::move(ordered));
@@ -1190,6 +1197,7 @@ void GuardManager::ReleaseHeldOnStream(uint64_t stream,
         DropOrderedFillLocked(c, raw);
         leaving.push_back(std::move(it->second));
         c.blocks.erase(it);
+        if (ChecksEachKernel()) c.ranges.Remove(raw);
       } else {
         kept.push_back(raw);
       }
@@ -1338,6 +1346,7 @@ void GuardManager::AfterRealFree(const AllocationRecord& block, bool freed) {
           it->second.record.raw_bytes - it->second.record.bytes;
     }
     c.blocks.erase(block.raw_address);
+    if (ChecksEachKernel()) c.ranges.Remove(block.raw_address);
     DropOrderedFillLocked(c, block.raw_address);
   } else if (auto it = c.blocks.find(block.raw_address); it != c.blocks.end()) {
     // CUDA kept the block: guarded again, with any fill it missed.

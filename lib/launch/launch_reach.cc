@@ -73,19 +73,12 @@ bool ReadArgWords(const LaunchArgs& args, const ParamLayout* layout,
   return true;
 }
 
-void BlockRanges::Seal() {
-  std::sort(ranges_.begin(), ranges_.end(),
-            [](const Range& a, const Range& b) { return a.begin < b.begin; });
-}
-
 uint64_t BlockRanges::Find(uint64_t address) const {
   // The last block starting at or before `address`.
-  auto it =
-      std::upper_bound(ranges_.begin(), ranges_.end(), address,
-                       [](uint64_t a, const Range& r) { return a < r.begin; });
+  auto it = ranges_.upper_bound(address);
   if (it == ranges_.begin()) return 0;
   --it;
-  return address <= it->end ? it->begin : 0;
+  return address <= it->second ? it->first : 0;
 }
 
 std::vector<uint64_t> ReachedBlocks(absl::Span<const ArgWord> words,

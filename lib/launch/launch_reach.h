@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/container/btree_map.h"
 #include "absl/types/span.h"
 #include "lib/launch/launch_args.h"
 #include "lib/launch/param_layout.h"
@@ -50,9 +51,13 @@ bool ReadArgWords(const LaunchArgs& args, const ParamLayout* layout,
 class BlockRanges {
  public:
   void Clear() { ranges_.clear(); }
-  // [begin, end): a block's extent (the raw block, redzones included).
-  void Add(uint64_t begin, uint64_t end) { ranges_.push_back({begin, end}); }
-  void Seal();
+  // [begin, end): a block's extent (the raw block, redzones included); a
+  // block already at `begin` is replaced.
+  void Add(uint64_t begin, uint64_t end) {
+    ranges_.insert_or_assign(begin, end);
+  }
+  // Forgets the block at `begin`, if any.
+  void Remove(uint64_t begin) { ranges_.erase(begin); }
   // The begin of the block holding `address`, or 0. An address one past a
   // block's end counts for that block (a loop's end pointer), unless another
   // block starts there.
@@ -60,11 +65,10 @@ class BlockRanges {
   size_t size() const { return ranges_.size(); }
 
  private:
-  struct Range {
-    uint64_t begin;
-    uint64_t end;
-  };
-  std::vector<Range> ranges_;
+  // Kept ordered as blocks come and go: a guarded program adds and removes
+  // one at every allocation and free, and a launch looks up its arguments
+  // in between.
+  absl::btree_map<uint64_t, uint64_t> ranges_;  // begin -> end
 };
 
 // The distinct blocks (their begin in `ranges`) the words point into, in the

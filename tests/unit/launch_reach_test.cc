@@ -87,7 +87,6 @@ TEST(BlockRangesTest, FindsTheBlockIncludingOnePastItsEnd) {
   ranges.Add(kBlock + 0x2000, kBlock + 0x3000);
   ranges.Add(kBlock, kBlock + 0x1000);
   ranges.Add(kBlock + 0x3000, kBlock + 0x4000);
-  ranges.Seal();
   EXPECT_EQ(ranges.Find(kBlock + 10), kBlock);
   EXPECT_EQ(ranges.Find(kBlock + 0x1000), kBlock);  // one past the end
   EXPECT_EQ(ranges.Find(kBlock + 0x1001), 0u);
@@ -100,6 +99,29 @@ TEST(BlockRangesTest, FindsTheBlockIncludingOnePastItsEnd) {
                                 {kBlock + 0x9000, 3, 24}};
   EXPECT_EQ(ReachedBlocks(words, ranges),
             (std::vector<uint64_t>{kBlock + 0x2000, kBlock}));
+}
+
+// The index follows blocks as they come and go: a removed block is found no
+// more (nor one past its end, which then falls in no block), a block added
+// again at the same start takes its new extent, and removing a block nobody
+// added changes nothing.
+TEST(BlockRangesTest, FollowsBlocksAsTheyComeAndGo) {
+  BlockRanges ranges;
+  ranges.Add(kBlock, kBlock + 0x1000);
+  ranges.Add(kBlock + 0x2000, kBlock + 0x3000);
+  ranges.Remove(kBlock + 0x2000);
+  EXPECT_EQ(ranges.size(), 1u);
+  EXPECT_EQ(ranges.Find(kBlock + 0x2100), 0u);
+  EXPECT_EQ(ranges.Find(kBlock + 0x3000), 0u);
+  EXPECT_EQ(ranges.Find(kBlock + 0x10), kBlock);
+  ranges.Remove(kBlock + 0x5000);
+  EXPECT_EQ(ranges.size(), 1u);
+  ranges.Add(kBlock, kBlock + 0x4000);  // the same start, a larger block
+  EXPECT_EQ(ranges.size(), 1u);
+  EXPECT_EQ(ranges.Find(kBlock + 0x3800), kBlock);
+  ranges.Remove(kBlock);
+  EXPECT_EQ(ranges.Find(kBlock + 0x10), 0u);
+  EXPECT_EQ(ranges.size(), 0u);
 }
 
 class CountingSource : public ParamLayoutSource {
