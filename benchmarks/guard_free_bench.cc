@@ -16,8 +16,10 @@
 // block's redzones before the launch and, with check=kernel, of finding what
 // the launch reaches (a held block too: a kernel can write through a dangling
 // pointer) when the set of blocks changed since the last launch. Args: the
-// quarantine's bytes (256 B .. 64 KiB blocks: ~2000 held at 64 MiB), and
-// check=kernel (1) or the default check=sync (0).
+// quarantine's bytes (256 B .. 64 KiB blocks: ~2000 held at 64 MiB),
+// check=kernel (1) or the default check=sync (0), and whether the blocks are
+// stream-ordered and held as tensor mode holds them (cudaMallocAsync,
+// quarantine_async).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -33,6 +35,7 @@ namespace {
 
 constexpr uint64_t kContext = 0x1000;
 constexpr uint64_t kBase = 0x7f0000000000ull;
+constexpr uint64_t kStream = 0x5000;
 
 // The GPU as the engine sees it, without memory: fills and checks are
 // recorded, a check answers once a synchronizing call or a few polls have
@@ -169,6 +172,13 @@ void BM_KernelCheckedChurn(benchmark::State& state) {
   o.report = ReportFormats();  // report=none
   o.check = state.range(1) != 0 ? CheckLevel::kKernel : CheckLevel::kSync;
   o.quarantine_bytes = state.range(0);
+  // Tensor mode's stream-ordered blocks (cudaMallocAsync on one stream),
+  // held in quarantine as torch=1 holds them.
+  const bool ordered = state.range(2) != 0;
+  o.quarantine_async = ordered;
+  const Api alloc_api = ordered ? Api::kCudaMallocAsync : Api::kCudaMalloc;
+  const Api free_api = ordered ? Api::kCudaFreeAsync : Api::kCudaFree;
+  const uint64_t stream = ordered ? kStream : 0;
   CountingDeviceOps ops;
   Engine engine(o, &ops);
   constexpr int kWindow = 64;
@@ -191,7 +201,7 @@ void BM_KernelCheckedChurn(benchmark::State& state) {
   for (auto _ : state) {
     uint64_t& slot = window[i % kWindow];
     if (slot != 0) {
-      FreeTicket t = engine.BeginFree(Api::kCudaFree, slot, kNoStack);
+      FreeTicket t = engine.BeginFree(free_api, slot, kNoStack, stream);
       engine.EndFree(t, true, 0, "cudaSuccess");
     }
     sizes ^= sizes << 13;
@@ -199,9 +209,10 @@ void BM_KernelCheckedChurn(benchmark::State& state) {
     sizes ^= sizes << 17;
     const uint64_t bytes = 256 + sizes % (64 << 10);
     std::optional<GuardLayout> plan =
-        engine.PlanGuard(Api::kCudaMalloc, bytes, 0);
+        engine.PlanGuard(alloc_api, bytes, stream);
     AllocEvent e;
-    e.api = Api::kCudaMalloc;
+    e.api = alloc_api;
+    e.stream = stream;
     e.bytes = bytes;
     e.device = 0;
     e.context = kContext;
@@ -212,8 +223,8 @@ void BM_KernelCheckedChurn(benchmark::State& state) {
     engine.OnAlloc(e);
     slot = e.address;
     params = {e.address, bytes / 4};
-    engine.BeforeLaunch(kContext, 0);
-    engine.AfterLaunch(kContext, 0, 1, &args);
+    engine.BeforeLaunch(kContext, stream);
+    engine.AfterLaunch(kContext, stream, 1, &args);
     ++i;
   }
   state.counters["check_launches_per_kernel"] =
@@ -222,10 +233,12 @@ void BM_KernelCheckedChurn(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_KernelCheckedChurn)
-    ->ArgNames({"quarantine_bytes", "check_kernel"})
-    ->Args({64 << 20, 1})
-    ->Args({0, 1})
-    ->Args({64 << 20, 0})
+    ->ArgNames({"quarantine_bytes", "check_kernel", "stream_ordered"})
+    ->Args({64 << 20, 1, 0})
+    ->Args({0, 1, 0})
+    ->Args({64 << 20, 0, 0})
+    ->Args({64 << 20, 0, 1})
+    ->Args({64 << 20, 1, 1})
     ->Iterations(50000);
 
 }  // namespace
