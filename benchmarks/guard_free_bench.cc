@@ -241,5 +241,62 @@ BENCHMARK(BM_KernelCheckedChurn)
     ->Args({64 << 20, 1, 1})
     ->Iterations(50000);
 
+// BM_SyncCheckWithHeldBlocks: the host cost of one synchronization's check
+// (check=sync, the default: every zone of every block, held ones whole) with
+// ~2000 small blocks held in a 64 MiB quarantine and 64 live: an inference
+// loop that reads a result back every step pays it each time. Arg: 1 when
+// a block is allocated and freed between synchronizations (the zone list
+// changes), 0 when nothing changes.
+void BM_SyncCheckWithHeldBlocks(benchmark::State& state) {
+  SetAbslDeadlockDetection(false);
+  Options o;
+  o.stack_depth = 0;
+  o.print_errors = false;
+  o.report = ReportFormats();  // report=none
+  o.quarantine_bytes = 64 << 20;
+  CountingDeviceOps ops;
+  Engine engine(o, &ops);
+  uint64_t next_raw = kBase;
+  uint64_t sizes = 0x2545F4914F6CDD1Dull;
+  auto alloc = [&] {
+    sizes ^= sizes << 13;
+    sizes ^= sizes >> 7;
+    sizes ^= sizes << 17;
+    const uint64_t bytes = 256 + sizes % (64 << 10);
+    std::optional<GuardLayout> plan =
+        engine.PlanGuard(Api::kCudaMalloc, bytes, 0);
+    AllocEvent e;
+    e.api = Api::kCudaMalloc;
+    e.bytes = bytes;
+    e.device = 0;
+    e.context = kContext;
+    e.raw_address = next_raw;
+    e.raw_bytes = plan->raw_bytes;
+    e.address = e.raw_address + plan->front;
+    next_raw += (plan->raw_bytes + 4095) / 4096 * 4096;
+    engine.OnAlloc(e);
+    return e.address;
+  };
+  auto free = [&](uint64_t address) {
+    FreeTicket t = engine.BeginFree(Api::kCudaFree, address, kNoStack);
+    engine.EndFree(t, true, 0, "cudaSuccess");
+  };
+  for (int i = 0; i < 64; ++i) alloc();
+  for (int i = 0; i < 4000; ++i) free(alloc());  // fills the quarantine
+  engine.BeforeLaunch(kContext, 0);              // their fills
+  engine.OnSynchronized(kContext);
+  const bool churn = state.range(0) != 0;
+  for (auto _ : state) {
+    if (churn) free(alloc());
+    engine.OnStreamSynchronized(kContext, 0);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_SyncCheckWithHeldBlocks)
+    ->ArgName("churn")
+    ->Arg(0)
+    ->Arg(1)
+    ->Iterations(5000);
+
 }  // namespace
 }  // namespace gmt

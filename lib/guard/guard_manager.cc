@@ -75,7 +75,7 @@ void GuardManager::Arm(const AllocationRecord& record) {
     c.ranges.Add(record.raw_address, record.raw_address + record.raw_bytes);
   }
   c.blocks[record.raw_address] = std::move(b);
-  c.table.reset();
+  c.TablesStale();
   any_armed_.store(true, std::memory_order_relaxed);
 }
 
@@ -103,6 +103,11 @@ void GuardManager::AppendArmedZones(const Block& b, Table* table) const {
 std::shared_ptr<const GuardManager::Table> GuardManager::BuildTable(
     const Context& c, uint64_t stream, bool device_wide) const {
   auto table = std::make_shared<Table>();
+  // Two zones a block, and a held one's freed bytes: lists of thousands are
+  // not regrown.
+  const size_t expected = 2 * c.blocks.size() + c.quarantine.size();
+  table->zones.reserve(expected);
+  table->refs.reserve(expected);
   for (const auto& [raw, b] : c.blocks) {
     if (b.freeing) continue;  // its memory may be CUDA's again
     // Held without a quarantine: its own check at its free covers it.
@@ -205,7 +210,7 @@ void GuardManager::FlushFillsLocked(uint64_t context, Context& c) {
     chunk += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
   }
   FilledLocked(filled, ops_->Fill(context, 0, zones));
-  c.table.reset();
+  c.TablesStale();
 }
 
 void GuardManager::MarkForFillLocked(Context& c, const Block& b) {
@@ -264,7 +269,7 @@ void GuardManager::FlushOrderedFillsLocked(uint64_t context, Context& c,
     filled.push_back(&b);
   }
   flush();
-  c.table.reset();
+  c.TablesStale();
 }
 
 // ---- Checks
@@ -359,7 +364,7 @@ void GuardManager::CollectResults(uint64_t context, Context& c,
       }
       MarkForFillLocked(c, *live);
       live->generation = NextGeneration();
-      c.table.reset();
+      c.TablesStale();
     }
   }
 }
@@ -452,16 +457,22 @@ void GuardManager::PollPendingLocked(bool wait,
 std::shared_ptr<const GuardManager::Table> GuardManager::FullTableLocked(
     uint64_t context, Context& c, uint64_t stream, bool device_wide) {
   FlushFillsLocked(context, c);
+  // Nothing changed since it was built, when every block was confirmed: the
+  // same zones, for any stream.
+  if (c.sync_table) return c.sync_table;
   // The synchronization made the blocks it covers (every block, or the
   // stream's) the program's in every stream's order.
-  if (device_wide) {
-    for (auto& [raw, b] : c.blocks) b.confirmed = true;
-  } else {
-    for (auto& [raw, b] : c.blocks) {
-      if (b.record.stream == stream) b.confirmed = true;
+  bool all_confirmed = true;
+  for (auto& [raw, b] : c.blocks) {
+    if (device_wide || b.record.stream == stream) {
+      b.confirmed = true;
+    } else if (!b.confirmed) {
+      all_confirmed = false;
     }
   }
-  return BuildTable(c, stream, device_wide);
+  std::shared_ptr<const Table> table = BuildTable(c, stream, device_wide);
+  if (all_confirmed) c.sync_table = table;
+  return table;
 }
 
 void GuardManager::CheckContextLocked(uint64_t context, Context& c,
@@ -763,7 +774,7 @@ bool GuardManager::TryHold(const AllocationRecord& block,
   c.quarantine.push_back(block.raw_address);
   c.held_bytes += block.raw_bytes;
   c.held_footprint += HeldFootprint(block);
-  c.table.reset();
+  c.TablesStale();
   return true;
 }
 
@@ -801,7 +812,7 @@ bool GuardManager::TryHoldOrdered(const AllocationRecord& block,
   }
   c.quarantine.push_back(block.raw_address);
   c.held_bytes += block.raw_bytes;
-  c.table.reset();
+  c.TablesStale();
   return true;
 }
 
@@ -928,10 +939,10 @@ uint64_t GuardManager::EvictLocked(uint64_t context, Context& c, size_t count) {
   const uint64_t released =
       ordered.empty() ? 0 : ReleaseOrderedLocked(context, std::move(ordered));
   if (batch.blocks.empty()) {
-    c.table.reset();
+    c.TablesStale();
     return released;
   }
-  c.table.reset();
+  c.TablesStale();
   uint64_t chunk = 0;
   for (GmtZone& z : table->zones) {
     z.chunk_begin = chunk;
@@ -1204,7 +1215,7 @@ void GuardManager::ReleaseHeldOnStream(uint64_t stream,
     }
     if (leaving.empty()) continue;
     c.quarantine.swap(kept);
-    c.table.reset();
+    c.TablesStale();
     ReleaseOrderedLocked(context, std::move(leaving));
   }
 }
@@ -1279,7 +1290,7 @@ void GuardManager::BeforeRealFree(const AllocationRecord& block,
   // then calls AfterRealFree: out of other threads' tables and fills from now
   // on (see Block::freeing). This free's own check below still covers it.
   it->second.freeing = true;
-  cit->second.table.reset();
+  cit->second.TablesStale();
   if (level_ == CheckLevel::kNone) return;
   // Canaries never written: nothing to check, and no check in flight can
   // hold it in its table.
@@ -1354,7 +1365,7 @@ void GuardManager::AfterRealFree(const AllocationRecord& block, bool freed) {
     b.freeing = false;
     if (b.canaries_pending || b.freed_pending) MarkForFillLocked(c, b);
   }
-  c.table.reset();
+  c.TablesStale();
 }
 
 // ---- IPC -------------------------------------------------------------------
@@ -1372,7 +1383,7 @@ uint64_t GuardManager::PrepareIpcExport(const AllocationRecord& block) {
     // The header is not canary: out of the front zone's checks before it is
     // written (a check in between only checks fewer bytes).
     it->second.front_begin = block.raw_address + kIpcHeaderBytes;
-    cit->second.table.reset();
+    cit->second.TablesStale();
   }
   // A synchronous copy: without the lock.
   uint64_t header[kIpcHeaderBytes / 8] = {kIpcMagic, front, block.bytes};

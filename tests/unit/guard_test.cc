@@ -826,6 +826,47 @@ TEST_F(GuardTest, SyncFindingSaysItWasFoundAtASynchronization) {
   EXPECT_EQ(FoundBy(errors[0]), "at a synchronization (check=sync)");
 }
 
+// A synchronization's zone list is kept while nothing changes, and every
+// change between two synchronizations is in the second one's check: a new
+// block, a free into quarantine (its freed bytes become a zone), a zone
+// re-armed after a finding, a block given back to CUDA.
+TEST_F(GuardTest, EachSynchronizationSeesWhatChangedSinceTheLast) {
+  uint8_t* a = Alloc(1000);
+  Launch("k");
+  engine_->OnSynchronized(kContext);
+  EXPECT_EQ(ops_->last_tool_zones, 2u);  // a's front and tail
+  engine_->OnSynchronized(kContext);
+  EXPECT_EQ(ops_->last_tool_zones, 2u);
+
+  uint8_t* b = Alloc(1000);
+  Launch("k");
+  b[1000] = 1;
+  engine_->OnSynchronized(kContext);
+  EXPECT_EQ(ops_->last_tool_zones, 4u);
+  engine_->OnSynchronized(kContext);  // collects the finding; re-arms b
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].kind, ErrorKind::kOobWrite);
+  EXPECT_EQ(errors[0].allocation->address, reinterpret_cast<uint64_t>(b));
+
+  ASSERT_FALSE(Free(a));  // held: its bytes are a zone from its fill on
+  Launch("k");            // the freed pattern and b's tail, refilled
+  a[10] = 5;
+  b[1001] = 2;  // b's tail again, after its refill
+  engine_->OnSynchronized(kContext);
+  EXPECT_EQ(ops_->last_tool_zones, 5u);
+  engine_->OnSynchronized(kContext);
+  errors = Errors();
+  ASSERT_EQ(errors.size(), 3u);
+  int uaf = 0, oob = 0;
+  for (const ErrorRecord& e : errors) {
+    uaf += e.kind == ErrorKind::kUafWrite ? 1 : 0;
+    oob += e.kind == ErrorKind::kOobWrite ? 1 : 0;
+  }
+  EXPECT_EQ(uaf, 1);
+  EXPECT_EQ(oob, 2);
+}
+
 // A synchronization costs the program one enqueued check, never a host wait
 // for its answer; the answer is collected at a later poll, and it names the
 // kernels run since the last clean check.

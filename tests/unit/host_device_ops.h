@@ -27,6 +27,7 @@ class HostDeviceOps : public DeviceOps {
   int checks = 0;
   int async_checks = 0;
   size_t last_async_zones = 0;    // zones of the latest program-stream check
+  size_t last_tool_zones = 0;     // zones of the latest tool-stream check
   uint64_t last_async_bytes = 0;  // the bytes of those zones
   int orders = 0;                 // OrderAfterFills calls
   int syncs = 0;
@@ -85,6 +86,7 @@ class HostDeviceOps : public DeviceOps {
   uint64_t CheckAsync(uint64_t, uint64_t stream,
                       absl::Span<const GmtZone> zones) override {
     ++(stream == 0 ? checks : async_checks);
+    if (stream == 0) last_tool_zones = zones.size();
     if (stream != 0) {
       last_async_zones = zones.size();
       last_async_bytes = 0;
