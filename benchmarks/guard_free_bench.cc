@@ -45,8 +45,11 @@ class CountingDeviceOps : public DeviceOps {
   uint64_t syncs = 0;        // SynchronizeContext and Release
   uint64_t check_waits = 0;  // PollCheck with wait, Check
   uint64_t check_launches = 0;
+  uint64_t fill_launches = 0;
+  uint64_t ordered_releases = 0;  // CUDA's stream-ordered frees
 
   bool Fill(uint64_t, uint64_t, absl::Span<const GmtZone>) override {
+    ++fill_launches;
     return true;
   }
   bool OrderAfterFills(uint64_t, uint64_t) override { return true; }
@@ -88,7 +91,10 @@ class CountingDeviceOps : public DeviceOps {
     synced_up_to_ = next_ - 1;
     return 0;
   }
-  int ReleaseOrdered(uint64_t, uint64_t, uint64_t) override { return 0; }
+  int ReleaseOrdered(uint64_t, uint64_t, uint64_t) override {
+    ++ordered_releases;
+    return 0;
+  }
   bool Read(uint64_t, uint64_t, void*, uint64_t) override { return false; }
   bool Write(uint64_t, uint64_t, const void*, uint64_t) override {
     return false;
@@ -198,6 +204,7 @@ void BM_KernelCheckedChurn(benchmark::State& state) {
   LaunchArgs args;
   args.extra = extra;
   const uint64_t launches_before = ops.check_launches;
+  const uint64_t fills_before = ops.fill_launches;
   for (auto _ : state) {
     uint64_t& slot = window[i % kWindow];
     if (slot != 0) {
@@ -227,9 +234,15 @@ void BM_KernelCheckedChurn(benchmark::State& state) {
     engine.AfterLaunch(kContext, stream, 1, &args);
     ++i;
   }
+  // The GPU work each program kernel brings along: the tool's launches and
+  // CUDA frees (what the host side cannot show).
+  const double kernels = static_cast<double>(i > 0 ? i : 1);
   state.counters["check_launches_per_kernel"] =
-      static_cast<double>(ops.check_launches - launches_before) /
-      static_cast<double>(i > 0 ? i : 1);
+      static_cast<double>(ops.check_launches - launches_before) / kernels;
+  state.counters["fill_launches_per_kernel"] =
+      static_cast<double>(ops.fill_launches - fills_before) / kernels;
+  state.counters["releases_per_kernel"] =
+      static_cast<double>(ops.syncs + ops.ordered_releases) / kernels;
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_KernelCheckedChurn)
