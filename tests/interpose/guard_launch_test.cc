@@ -214,7 +214,12 @@ TEST(ToolCallTimeTest, ExitLogsTheToolsTimePerCallLessTheProgramsCall) {
     // tool's own launches and synchronizations are not the program's calls).
     EXPECT_EQ(calls, 256) << kind << ": " << line;
     EXPECT_GE(us, 0.0) << line;
-    EXPECT_LT(us, 1500.0) << kind << " counts the program's call: " << line;
+    // Only allocations were slowed (a synchronization's part is the double's
+    // own check of every zone, on the host, and may take long under a
+    // sanitizer).
+    if (std::strcmp(kind, "allocation") == 0) {
+      EXPECT_LT(us, 1500.0) << "it counts the program's call: " << line;
+    }
     EXPECT_NEAR(total, us * 256 / 1e3, 0.1) << line;
   }
   // Not at the default verbosity.
