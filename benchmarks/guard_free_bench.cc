@@ -110,21 +110,64 @@ class CountingDeviceOps : public DeviceOps {
   absl::flat_hash_map<uint64_t, int> polls_left_;
 };
 
-void BM_GuardedChurnFreePath(benchmark::State& state) {
-  SetAbslDeadlockDetection(false);
+// The engine's work alone: no stacks, nothing printed, no report.
+Options QuietOptions() {
   Options o;
   o.stack_depth = 0;
   o.print_errors = false;
   o.report = ReportFormats();  // report=none
+  return o;
+}
+
+// The program's allocations as the engine hears of them: sizes from a fixed
+// xorshift sequence, 256 B and up, guarded as the engine plans, at addresses
+// never reused (the engine's view only, no memory behind them).
+class Allocations {
+ public:
+  explicit Allocations(Engine& engine) : engine_(engine) {}
+
+  // A block of 256 .. 256 + range - 1 bytes; returns the program's pointer.
+  uint64_t Next(uint64_t range, Api api = Api::kCudaMalloc,
+                uint64_t stream = 0) {
+    sizes_ ^= sizes_ << 13;
+    sizes_ ^= sizes_ >> 7;
+    sizes_ ^= sizes_ << 17;
+    const uint64_t bytes = 256 + sizes_ % range;
+    std::optional<GuardLayout> plan = engine_.PlanGuard(api, bytes, stream);
+    AllocEvent e;
+    e.api = api;
+    e.bytes = bytes;
+    e.device = 0;
+    e.context = kContext;
+    e.stream = stream;
+    e.raw_address = next_raw_;
+    e.raw_bytes = plan->raw_bytes;
+    e.address = e.raw_address + plan->front;
+    next_raw_ += (plan->raw_bytes + 4095) / 4096 * 4096;
+    engine_.OnAlloc(e);
+    last_bytes_ = bytes;
+    return e.address;
+  }
+  uint64_t last_bytes() const { return last_bytes_; }
+
+ private:
+  Engine& engine_;
+  uint64_t next_raw_ = kBase;
+  uint64_t sizes_ = 0x2545F4914F6CDD1Dull;
+  uint64_t last_bytes_ = 0;
+};
+
+void BM_GuardedChurnFreePath(benchmark::State& state) {
+  SetAbslDeadlockDetection(false);
+  Options o = QuietOptions();
   o.quarantine_bytes = state.range(0);
   CountingDeviceOps ops;
   Engine engine(o, &ops);
   constexpr int kWindow = 64;
   std::vector<uint64_t> window(kWindow, 0);
-  uint64_t next_raw = kBase;
+  Allocations allocations(engine);
   uint64_t frees = 0;
   uint64_t i = 0;
-  uint64_t sizes = 0x2545F4914F6CDD1Dull;
   for (auto _ : state) {
     uint64_t& slot = window[i % kWindow];
     if (slot != 0) {
@@ -133,24 +176,7 @@ void BM_GuardedChurnFreePath(benchmark::State& state) {
       if (!t.held) ++ops.syncs;  // CUDA's own free synchronizes
       ++frees;
     }
-    sizes ^= sizes << 13;
-    sizes ^= sizes >> 7;
-    sizes ^= sizes << 17;
-    const uint64_t bytes = 256 + sizes % (1 << 20);
-    std::optional<GuardLayout> plan =
-        engine.PlanGuard(Api::kCudaMalloc, bytes, 0);
-    AllocEvent e;
-    e.api = Api::kCudaMalloc;
-    e.bytes = bytes;
-    e.device = 0;
-    e.context = kContext;
-    // Addresses never reused: the engine's view only, no memory behind them.
-    e.raw_address = next_raw;
-    e.raw_bytes = plan->raw_bytes;
-    e.address = e.raw_address + plan->front;
-    next_raw += (plan->raw_bytes + 4095) / 4096 * 4096;
-    engine.OnAlloc(e);
-    slot = e.address;
+    slot = allocations.Next(1 << 20);
     if (++i % 100 == 0) {
       engine.BeforeLaunch(kContext, 0);
       engine.AfterLaunch(kContext, 0, 1);
@@ -172,10 +198,7 @@ BENCHMARK(BM_GuardedChurnFreePath)
 
 void BM_KernelCheckedChurn(benchmark::State& state) {
   SetAbslDeadlockDetection(false);
-  Options o;
-  o.stack_depth = 0;
-  o.print_errors = false;
-  o.report = ReportFormats();  // report=none
+  Options o = QuietOptions();
   o.check = state.range(1) != 0 ? CheckLevel::kKernel : CheckLevel::kSync;
   o.quarantine_bytes = state.range(0);
   // Tensor mode's stream-ordered blocks (cudaMallocAsync on one stream),
@@ -189,9 +212,8 @@ void BM_KernelCheckedChurn(benchmark::State& state) {
   Engine engine(o, &ops);
   constexpr int kWindow = 64;
   std::vector<uint64_t> window(kWindow, 0);
-  uint64_t next_raw = kBase;
+  Allocations allocations(engine);
   uint64_t i = 0;
-  uint64_t sizes = 0x2545F4914F6CDD1Dull;
   // The kernel's packed parameter buffer: the new block, and a count.
   struct Params {
     uint64_t block;
@@ -211,25 +233,8 @@ void BM_KernelCheckedChurn(benchmark::State& state) {
       FreeTicket t = engine.BeginFree(free_api, slot, kNoStack, stream);
       engine.EndFree(t, true, 0, "cudaSuccess");
     }
-    sizes ^= sizes << 13;
-    sizes ^= sizes >> 7;
-    sizes ^= sizes << 17;
-    const uint64_t bytes = 256 + sizes % (64 << 10);
-    std::optional<GuardLayout> plan =
-        engine.PlanGuard(alloc_api, bytes, stream);
-    AllocEvent e;
-    e.api = alloc_api;
-    e.stream = stream;
-    e.bytes = bytes;
-    e.device = 0;
-    e.context = kContext;
-    e.raw_address = next_raw;
-    e.raw_bytes = plan->raw_bytes;
-    e.address = e.raw_address + plan->front;
-    next_raw += (plan->raw_bytes + 4095) / 4096 * 4096;
-    engine.OnAlloc(e);
-    slot = e.address;
-    params = {e.address, bytes / 4};
+    slot = allocations.Next(64 << 10, alloc_api, stream);
+    params = {slot, allocations.last_bytes() / 4};
     engine.BeforeLaunch(kContext, stream);
     engine.AfterLaunch(kContext, stream, 1, &args);
     ++i;
@@ -262,34 +267,12 @@ BENCHMARK(BM_KernelCheckedChurn)
 // changes), 0 when nothing changes.
 void BM_SyncCheckWithHeldBlocks(benchmark::State& state) {
   SetAbslDeadlockDetection(false);
-  Options o;
-  o.stack_depth = 0;
-  o.print_errors = false;
-  o.report = ReportFormats();  // report=none
+  Options o = QuietOptions();
   o.quarantine_bytes = 64 << 20;
   CountingDeviceOps ops;
   Engine engine(o, &ops);
-  uint64_t next_raw = kBase;
-  uint64_t sizes = 0x2545F4914F6CDD1Dull;
-  auto alloc = [&] {
-    sizes ^= sizes << 13;
-    sizes ^= sizes >> 7;
-    sizes ^= sizes << 17;
-    const uint64_t bytes = 256 + sizes % (64 << 10);
-    std::optional<GuardLayout> plan =
-        engine.PlanGuard(Api::kCudaMalloc, bytes, 0);
-    AllocEvent e;
-    e.api = Api::kCudaMalloc;
-    e.bytes = bytes;
-    e.device = 0;
-    e.context = kContext;
-    e.raw_address = next_raw;
-    e.raw_bytes = plan->raw_bytes;
-    e.address = e.raw_address + plan->front;
-    next_raw += (plan->raw_bytes + 4095) / 4096 * 4096;
-    engine.OnAlloc(e);
-    return e.address;
-  };
+  Allocations allocations(engine);
+  auto alloc = [&] { return allocations.Next(64 << 10); };
   auto free = [&](uint64_t address) {
     FreeTicket t = engine.BeginFree(Api::kCudaFree, address, kNoStack);
     engine.EndFree(t, true, 0, "cudaSuccess");
