@@ -51,8 +51,9 @@ std::string StackCaptureText();
 // PyTorch step makes hundreds of launches and tens of allocations). One call
 // in kCallSampleEvery of each kind on each thread is timed, less the time of
 // the program's own CUDA call inside it (SampledCallTime::Forward); every call
-// is counted. Launches seen only from CUPTI (injection without the shims) are
-// not timed.
+// is counted. What runs inside that call counts as the call's: a CUPTI
+// callback of the tool's there is not in the figure. Launches seen only from
+// CUPTI (injection without the shims) are not timed.
 enum class ToolCall : uint8_t {
   kAllocation,       // a tracked or guarded allocation
   kFree,             // a free (held in quarantine or handed to CUDA)
