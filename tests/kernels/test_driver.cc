@@ -59,6 +59,8 @@ bool TestDriver::Open(std::string* why) {
   Resolve(library, "cuStreamWaitValue32_v2", &stream_wait_value32, nullptr);
   Resolve(library, "cuMemHostGetDevicePointer_v2", &mem_host_get_device_pointer,
           nullptr);
+  Resolve(library, "cuMemsetD8Async", &memset_d8_async, nullptr);
+  Resolve(library, "cuStreamBatchMemOp_v2", &stream_batch_mem_op, nullptr);
 
   CUresult r = init(0);
   if (r != CUDA_SUCCESS) {

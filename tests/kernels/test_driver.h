@@ -58,6 +58,9 @@ struct TestDriver {
   PFN_cuEventDestroy_v4000 event_destroy = nullptr;
   PFN_cuStreamWaitValue32_v11070 stream_wait_value32 = nullptr;
   PFN_cuMemHostGetDevicePointer_v3020 mem_host_get_device_pointer = nullptr;
+  // Other ways to write a redzone's pattern, timed against the fill kernel.
+  PFN_cuMemsetD8Async_v3020 memset_d8_async = nullptr;
+  PFN_cuStreamBatchMemOp_v11070 stream_batch_mem_op = nullptr;
 };
 
 }  // namespace gmt_test

@@ -9,6 +9,7 @@
 // Output, a line for each measurement (parsed by scripts):
 //   scan_rate_gbps=<check GB/s> copy_gbps=<cuMemcpyDtoD GB/s> ratio=<scan/copy>
 //   inline_check_us floor=<us> two_buffers=<us> small_zones=<us> one_32mib=<us>
+//   fill_us kernel=<gpu>/<host> memset=<gpu>/<host> write64=<gpu>/<host>
 // The second: GPU time per inline check (gmt_check_zones_inline) queued back
 // to back on one stream, for the zones of: a 16-byte zone (the launch floor);
 // two 256 MiB buffers, whole (two 512 B front zones and two 1 MiB tails: the
@@ -16,6 +17,13 @@
 // checks read 8 KiB of each); 12 small tensors (24 zones, 512 B fronts and
 // tails of ~4 KiB from unaligned ends: a PyTorch kernel's per-kernel check);
 // one 32 MiB freed tensor (tensor mode's quarantine).
+// The third: what tensor mode writes before a kernel that follows an
+// allocation and a free (a new 1000-byte tensor's 512-byte front and
+// 536-byte tail, and a freed 4 KiB tensor's bytes), queued back to back the
+// same way, GPU and host microseconds per fill: with the tool's fill kernel
+// (one launch), with cuMemsetD8Async (one a zone), and the canaries alone as
+// cuStreamBatchMemOp 64-bit writes (done by the GPU's front end, no kernel;
+// the freed bytes still by one memset).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -214,6 +222,123 @@ bool MeasureInlineChecks(TestDriver& d, gmt::DeviceOps& ops) {
   return true;
 }
 
+// GPU and host time per fill of tensor mode's shape (see the top), three
+// ways; each enqueues `kFills` fills on a stream held back until all are in.
+bool MeasureFills(TestDriver& d, gmt::DeviceOps& ops) {
+  if (d.event_create == nullptr || d.event_record == nullptr ||
+      d.event_elapsed_time == nullptr || d.stream_wait_value32 == nullptr ||
+      d.mem_host_get_device_pointer == nullptr ||
+      d.memset_d8_async == nullptr) {
+    std::printf("fills: not timed (no events, stream waits or memsets)\n");
+    return true;
+  }
+  // Few enough that every operation fits in the stream's queue while it is
+  // held (a launch into a full queue would wait for the held stream).
+  constexpr int kFills = 50;
+  CUdeviceptr block = 0;
+  CUstream stream = nullptr;
+  CUevent start = nullptr, end = nullptr;
+  void* gate_host = nullptr;
+  CUdeviceptr gate = 0;
+  CUresult r = d.mem_alloc(&block, 1 << 20);
+  if (r == CUDA_SUCCESS) r = d.stream_create(&stream, CU_STREAM_NON_BLOCKING);
+  if (r == CUDA_SUCCESS) r = d.event_create(&start, CU_EVENT_DEFAULT);
+  if (r == CUDA_SUCCESS) r = d.event_create(&end, CU_EVENT_DEFAULT);
+  if (r == CUDA_SUCCESS) {
+    r = d.mem_host_alloc(&gate_host, 4, CU_MEMHOSTALLOC_DEVICEMAP);
+  }
+  if (r == CUDA_SUCCESS) r = d.mem_host_get_device_pointer(&gate, gate_host, 0);
+  const uint64_t context = reinterpret_cast<uint64_t>(d.context);
+  const uint64_t s = reinterpret_cast<uint64_t>(stream);
+  // A new 1000-byte tensor at `block` (front, tail) and a freed 4 KiB one.
+  const std::vector<GmtZone> zones = {{block, 512, 0xcb, 0},
+                                      {block + 512 + 1000, 536, 0xcb, 0},
+                                      {block + 65536, 4096, 0xfd, 0}};
+  std::vector<CUstreamBatchMemOpParams> writes;
+  for (int z = 0; z < 2; ++z) {
+    for (uint64_t off = 0; off + 8 <= zones[z].bytes; off += 8) {
+      CUstreamBatchMemOpParams p{};
+      p.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+      p.writeValue.address = zones[z].address + off;
+      p.writeValue.value64 = 0xcbcbcbcbcbcbcbcbull;
+      writes.push_back(p);
+    }
+  }
+  const auto fill = [&](int how) {
+    switch (how) {
+      case 0:
+        return ops.Fill(context, s, zones);
+      case 1:
+        for (const GmtZone& z : zones) {
+          if (d.memset_d8_async(z.address, z.pattern, z.bytes, stream) !=
+              CUDA_SUCCESS) {
+            return false;
+          }
+        }
+        return true;
+      default:
+        // The driver takes at most 256 operations a batch.
+        for (size_t i = 0; i < writes.size(); i += 256) {
+          const auto n =
+              static_cast<unsigned>(std::min<size_t>(256, writes.size() - i));
+          if (d.stream_batch_mem_op(stream, n, writes.data() + i, 0) !=
+              CUDA_SUCCESS) {
+            return false;
+          }
+        }
+        return d.memset_d8_async(zones[2].address, zones[2].pattern,
+                                 zones[2].bytes, stream) == CUDA_SUCCESS;
+    }
+  };
+  std::string line = "fill_us";
+  bool ok = r == CUDA_SUCCESS;
+  const char* const names[] = {"kernel", "memset", "write64"};
+  for (int how = 0; how < 3 && ok; ++how) {
+    if (how == 2 && d.stream_batch_mem_op == nullptr) {
+      line += " write64=n/a";
+      continue;
+    }
+    ok = fill(how) && d.stream_synchronize(stream) == CUDA_SUCCESS;  // warm
+    float best_ms = 0;
+    double best_host_us = 0;
+    for (int round = 0; round < 3 && ok; ++round) {
+      *static_cast<volatile uint32_t*>(gate_host) = 0;
+      ok = d.stream_wait_value32(stream, gate, 1, CU_STREAM_WAIT_VALUE_GEQ) ==
+               CUDA_SUCCESS &&
+           d.event_record(start, stream) == CUDA_SUCCESS;
+      const auto host_start = std::chrono::steady_clock::now();
+      for (int i = 0; i < kFills && ok; ++i) ok = fill(how);
+      const double host_us = Seconds(host_start) * 1e6 / kFills;
+      ok = ok && d.event_record(end, stream) == CUDA_SUCCESS;
+      *static_cast<volatile uint32_t*>(gate_host) = 1;
+      ok = d.stream_synchronize(stream) == CUDA_SUCCESS && ok;
+      float ms = 0;
+      ok = ok && d.event_elapsed_time(&ms, start, end) == CUDA_SUCCESS;
+      if (ok && (round == 0 || ms < best_ms)) best_ms = ms;
+      if (ok && (round == 0 || host_us < best_host_us)) best_host_us = host_us;
+    }
+    char field[64];
+    std::snprintf(field, sizeof(field), " %s=%.2f/%.2f", names[how],
+                  best_ms * 1000.0 / kFills, best_host_us);
+    line += field;
+  }
+  *static_cast<volatile uint32_t*>(gate_host) = 1;  // never leave it held
+  if (stream != nullptr) {
+    d.stream_synchronize(stream);
+    d.stream_destroy(stream);
+  }
+  if (start != nullptr) d.event_destroy(start);
+  if (end != nullptr) d.event_destroy(end);
+  if (gate_host != nullptr) d.mem_free_host(gate_host);
+  if (block != 0) d.mem_free(block);
+  if (!ok) {
+    std::printf("fills: a fill or timing failed\n");
+    return false;
+  }
+  std::printf("%s\n", line.c_str());
+  return true;
+}
+
 int Main() {
   static TestDriver driver;
   std::string why;
@@ -240,8 +365,9 @@ int Main() {
   std::printf("%d of %zu scenarios failed\n", failed, ZoneScenarios().size());
   const bool measured = MeasureScanRate(driver, ops);
   const bool timed = MeasureInlineChecks(driver, ops);
+  const bool fills = MeasureFills(driver, ops);
   std::fflush(stdout);
-  return failed == 0 && measured && timed ? 0 : 1;
+  return failed == 0 && measured && timed && fills ? 0 : 1;
 }
 
 }  // namespace
