@@ -105,34 +105,93 @@ bool MeasureScanRate(TestDriver& d, gmt::DeviceOps& ops) {
   return true;
 }
 
-// GPU time per inline check for the shapes above: the checks are queued on a
-// stream held back by cuStreamWaitValue32 until all are enqueued, so the
-// events around them time the GPU's work and not the host's launches.
+// A stream held back until the host lets it go (cuStreamWaitValue32 on a
+// mapped word), with events around what is queued behind the hold: they time
+// the GPU's work and not the host's enqueueing. Work queued while it is held
+// must fit in the stream's queue (an enqueue into a full queue would wait for
+// the held stream).
+class HeldStream {
+ public:
+  // Whether the driver has what timing needs (the test double has not).
+  static bool Available(const TestDriver& d) {
+    return d.event_create != nullptr && d.event_record != nullptr &&
+           d.event_elapsed_time != nullptr && d.event_destroy != nullptr &&
+           d.stream_wait_value32 != nullptr &&
+           d.mem_host_get_device_pointer != nullptr;
+  }
+
+  explicit HeldStream(TestDriver& d) : d_(d) {
+    r_ = d.stream_create(&stream_, CU_STREAM_NON_BLOCKING);
+    if (r_ == CUDA_SUCCESS) r_ = d.event_create(&start_, CU_EVENT_DEFAULT);
+    if (r_ == CUDA_SUCCESS) r_ = d.event_create(&end_, CU_EVENT_DEFAULT);
+    if (r_ == CUDA_SUCCESS) {
+      r_ = d.mem_host_alloc(&gate_host_, 4, CU_MEMHOSTALLOC_DEVICEMAP);
+    }
+    if (r_ == CUDA_SUCCESS) {
+      r_ = d.mem_host_get_device_pointer(&gate_, gate_host_, 0);
+    }
+  }
+  ~HeldStream() {
+    Let();  // never leave it held
+    if (stream_ != nullptr) {
+      d_.stream_synchronize(stream_);
+      d_.stream_destroy(stream_);
+    }
+    if (start_ != nullptr) d_.event_destroy(start_);
+    if (end_ != nullptr) d_.event_destroy(end_);
+    if (gate_host_ != nullptr) d_.mem_free_host(gate_host_);
+  }
+  HeldStream(const HeldStream&) = delete;
+  HeldStream& operator=(const HeldStream&) = delete;
+
+  bool ok() const { return r_ == CUDA_SUCCESS; }
+  CUresult result() const { return r_; }
+  CUstream stream() const { return stream_; }
+
+  // Holds the stream and records the start behind the hold.
+  bool Hold() {
+    *static_cast<volatile uint32_t*>(gate_host_) = 0;
+    return d_.stream_wait_value32(stream_, gate_, 1,
+                                  CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS &&
+           d_.event_record(start_, stream_) == CUDA_SUCCESS;
+  }
+  // Records the end, lets the stream go, waits for it; `*ms`: the GPU's time
+  // from the start to the end.
+  bool Let(float* ms) {
+    bool ok = d_.event_record(end_, stream_) == CUDA_SUCCESS;
+    Let();
+    ok = d_.stream_synchronize(stream_) == CUDA_SUCCESS && ok;
+    return ok && d_.event_elapsed_time(ms, start_, end_) == CUDA_SUCCESS;
+  }
+
+ private:
+  void Let() {
+    if (gate_host_ != nullptr) *static_cast<volatile uint32_t*>(gate_host_) = 1;
+  }
+
+  TestDriver& d_;
+  CUresult r_ = CUDA_SUCCESS;
+  CUstream stream_ = nullptr;
+  CUevent start_ = nullptr;
+  CUevent end_ = nullptr;
+  void* gate_host_ = nullptr;
+  CUdeviceptr gate_ = 0;
+};
+
+// GPU time per inline check for the shapes above, queued back to back behind
+// a held stream.
 bool MeasureInlineChecks(TestDriver& d, gmt::DeviceOps& ops) {
-  if (d.event_create == nullptr || d.event_record == nullptr ||
-      d.event_elapsed_time == nullptr || d.event_destroy == nullptr ||
-      d.stream_wait_value32 == nullptr ||
-      d.mem_host_get_device_pointer == nullptr) {
-    // The test double: nothing to time.
+  if (!HeldStream::Available(d)) {
     std::printf("inline checks: not timed (no events or stream waits)\n");
     return true;
   }
   constexpr uint64_t kBlockBytes = uint64_t{64} << 20;
   CUdeviceptr block = 0;
-  CUstream stream = nullptr;
-  CUevent start = nullptr, end = nullptr;
-  void* gate_host = nullptr;
-  CUdeviceptr gate = 0;
   CUresult r = d.mem_alloc(&block, kBlockBytes);
-  if (r == CUDA_SUCCESS) r = d.stream_create(&stream, CU_STREAM_NON_BLOCKING);
-  if (r == CUDA_SUCCESS) r = d.event_create(&start, CU_EVENT_DEFAULT);
-  if (r == CUDA_SUCCESS) r = d.event_create(&end, CU_EVENT_DEFAULT);
-  if (r == CUDA_SUCCESS) {
-    r = d.mem_host_alloc(&gate_host, 4, CU_MEMHOSTALLOC_DEVICEMAP);
-  }
-  if (r == CUDA_SUCCESS) r = d.mem_host_get_device_pointer(&gate, gate_host, 0);
+  HeldStream held(d);
+  if (r == CUDA_SUCCESS) r = held.result();
   const uint64_t context = reinterpret_cast<uint64_t>(d.context);
-  const uint64_t s = reinterpret_cast<uint64_t>(stream);
+  const uint64_t s = reinterpret_cast<uint64_t>(held.stream());
   struct Shape {
     const char* name;
     std::vector<GmtZone> zones;
@@ -176,27 +235,21 @@ bool MeasureInlineChecks(TestDriver& d, gmt::DeviceOps& ops) {
     }
     float best_ms = 0;
     for (int round = 0; round < 3 && ok; ++round) {
-      *static_cast<volatile uint32_t*>(gate_host) = 0;
       std::vector<uint64_t> tickets;
-      ok = d.stream_wait_value32(stream, gate, 1, CU_STREAM_WAIT_VALUE_GEQ) ==
-               CUDA_SUCCESS &&
-           d.event_record(start, stream) == CUDA_SUCCESS;
+      ok = held.Hold();
       for (int i = 0; i < checks && ok; ++i) {
         const uint64_t t = ops.CheckAfterKernel(context, s, shape.zones, true);
         ok = t != 0;
         tickets.push_back(t);
       }
-      ok = ok && d.event_record(end, stream) == CUDA_SUCCESS;
-      *static_cast<volatile uint32_t*>(gate_host) = 1;
-      ok = d.stream_synchronize(stream) == CUDA_SUCCESS && ok;
+      float ms = 0;
+      ok = held.Let(&ms) && ok;
       std::vector<GmtZoneResult> results;
       for (uint64_t t : tickets) {
         ok = ok && t != 0 &&
              ops.PollCheck(t, true, &results) == gmt::DeviceOps::Poll::kDone;
         for (const GmtZoneResult& z : results) ok = ok && z.changed_bytes == 0;
       }
-      float ms = 0;
-      ok = ok && d.event_elapsed_time(&ms, start, end) == CUDA_SUCCESS;
       if (ok && (round == 0 || ms < best_ms)) best_ms = ms;
     }
     char field[64];
@@ -204,15 +257,10 @@ bool MeasureInlineChecks(TestDriver& d, gmt::DeviceOps& ops) {
                   best_ms * 1000.0 / checks);
     line += field;
   }
-  *static_cast<volatile uint32_t*>(gate_host) = 1;  // never leave it held
-  if (stream != nullptr) {
-    d.stream_synchronize(stream);
-    d.stream_destroy(stream);
+  if (block != 0) {
+    d.ctx_synchronize();
+    d.mem_free(block);
   }
-  if (start != nullptr) d.event_destroy(start);
-  if (end != nullptr) d.event_destroy(end);
-  if (gate_host != nullptr) d.mem_free_host(gate_host);
-  if (block != 0) d.mem_free(block);
   if (!ok) {
     std::printf("inline checks: a fill, check or timing failed (%s)\n",
                 d.Name(r).c_str());
@@ -223,32 +271,20 @@ bool MeasureInlineChecks(TestDriver& d, gmt::DeviceOps& ops) {
 }
 
 // GPU and host time per fill of tensor mode's shape (see the top), three
-// ways; each enqueues `kFills` fills on a stream held back until all are in.
+// ways, queued back to back behind a held stream.
 bool MeasureFills(TestDriver& d, gmt::DeviceOps& ops) {
-  if (d.event_create == nullptr || d.event_record == nullptr ||
-      d.event_elapsed_time == nullptr || d.stream_wait_value32 == nullptr ||
-      d.mem_host_get_device_pointer == nullptr ||
-      d.memset_d8_async == nullptr) {
+  if (!HeldStream::Available(d) || d.memset_d8_async == nullptr) {
     std::printf("fills: not timed (no events, stream waits or memsets)\n");
     return true;
   }
-  // Few enough that every operation fits in the stream's queue while it is
-  // held (a launch into a full queue would wait for the held stream).
+  // Few enough that every operation fits in the held stream's queue.
   constexpr int kFills = 50;
   CUdeviceptr block = 0;
-  CUstream stream = nullptr;
-  CUevent start = nullptr, end = nullptr;
-  void* gate_host = nullptr;
-  CUdeviceptr gate = 0;
   CUresult r = d.mem_alloc(&block, 1 << 20);
-  if (r == CUDA_SUCCESS) r = d.stream_create(&stream, CU_STREAM_NON_BLOCKING);
-  if (r == CUDA_SUCCESS) r = d.event_create(&start, CU_EVENT_DEFAULT);
-  if (r == CUDA_SUCCESS) r = d.event_create(&end, CU_EVENT_DEFAULT);
-  if (r == CUDA_SUCCESS) {
-    r = d.mem_host_alloc(&gate_host, 4, CU_MEMHOSTALLOC_DEVICEMAP);
-  }
-  if (r == CUDA_SUCCESS) r = d.mem_host_get_device_pointer(&gate, gate_host, 0);
+  HeldStream held(d);
+  if (r == CUDA_SUCCESS) r = held.result();
   const uint64_t context = reinterpret_cast<uint64_t>(d.context);
+  CUstream stream = held.stream();
   const uint64_t s = reinterpret_cast<uint64_t>(stream);
   // A new 1000-byte tensor at `block` (front, tail) and a freed 4 KiB one.
   const std::vector<GmtZone> zones = {{block, 512, 0xcb, 0},
@@ -302,18 +338,12 @@ bool MeasureFills(TestDriver& d, gmt::DeviceOps& ops) {
     float best_ms = 0;
     double best_host_us = 0;
     for (int round = 0; round < 3 && ok; ++round) {
-      *static_cast<volatile uint32_t*>(gate_host) = 0;
-      ok = d.stream_wait_value32(stream, gate, 1, CU_STREAM_WAIT_VALUE_GEQ) ==
-               CUDA_SUCCESS &&
-           d.event_record(start, stream) == CUDA_SUCCESS;
+      ok = held.Hold();
       const auto host_start = std::chrono::steady_clock::now();
       for (int i = 0; i < kFills && ok; ++i) ok = fill(how);
       const double host_us = Seconds(host_start) * 1e6 / kFills;
-      ok = ok && d.event_record(end, stream) == CUDA_SUCCESS;
-      *static_cast<volatile uint32_t*>(gate_host) = 1;
-      ok = d.stream_synchronize(stream) == CUDA_SUCCESS && ok;
       float ms = 0;
-      ok = ok && d.event_elapsed_time(&ms, start, end) == CUDA_SUCCESS;
+      ok = held.Let(&ms) && ok;
       if (ok && (round == 0 || ms < best_ms)) best_ms = ms;
       if (ok && (round == 0 || host_us < best_host_us)) best_host_us = host_us;
     }
@@ -322,17 +352,12 @@ bool MeasureFills(TestDriver& d, gmt::DeviceOps& ops) {
                   best_ms * 1000.0 / kFills, best_host_us);
     line += field;
   }
-  *static_cast<volatile uint32_t*>(gate_host) = 1;  // never leave it held
-  if (stream != nullptr) {
-    d.stream_synchronize(stream);
-    d.stream_destroy(stream);
+  if (block != 0) {
+    d.ctx_synchronize();
+    d.mem_free(block);
   }
-  if (start != nullptr) d.event_destroy(start);
-  if (end != nullptr) d.event_destroy(end);
-  if (gate_host != nullptr) d.mem_free_host(gate_host);
-  if (block != 0) d.mem_free(block);
   if (!ok) {
-    std::printf("fills: a fill or timing failed\n");
+    std::printf("fills: a fill or timing failed (%s)\n", d.Name(r).c_str());
     return false;
   }
   std::printf("%s\n", line.c_str());
