@@ -157,7 +157,14 @@ GpuFaultExplanation ExplainGpuFaults(const GpuCoreDump& dump,
       out.warps.push_back(std::move(f));
       any = true;
     }
-    if (!any) out.sm_only.push_back({e.device, e.sm, e.exception, e.error_pc});
+    if (!any) {
+      SmOnlyFault s;
+      s.device = e.device;
+      s.sm = e.sm;
+      s.exception = e.exception;
+      s.error_pc = e.error_pc;
+      out.sm_only.push_back(std::move(s));
+    }
   }
 
   // 3. Kernel, line and address of each, module facts read once.
@@ -286,6 +293,39 @@ GpuFaultExplanation ExplainGpuFaults(const GpuCoreDump& dump,
     if (!f.lanes.empty() && f.lanes.front().address) {
       f.address = f.lanes.front().address;
       f.address_not_derived.clear();
+    }
+  }
+
+  // 4. Kernel and line of each SM-only record: the function that covers its
+  // errorPC among the device's modules (no grid is left to name the module).
+  for (SmOnlyFault& s : out.sm_only) {
+    if (out.device_name.empty()) {
+      if (const DumpDevice* d = dump.FindDevice(s.device)) {
+        out.device_name = d->name;
+      }
+    }
+    if (!s.error_pc) continue;
+    for (const DumpModule& module : dump.modules()) {
+      if (module.device != s.device || module.image.empty()) continue;
+      std::unique_ptr<ModuleFacts>& facts = modules[&module];
+      if (!facts)
+        facts = std::make_unique<ModuleFacts>(ReadModuleFacts(module));
+      const ElfSymbol* function = FunctionAt(*facts, *s.error_pc);
+      if (function == nullptr) continue;
+      s.kernel_symbol = function->name;
+      s.kernel = Demangle(function->name);
+      s.pc_offset = *s.error_pc - function->value;
+      if (!facts->debug_line.empty()) {
+        absl::StatusOr<std::optional<SourceLine>> line =
+            LookUpSourceLine(facts->debug_line, *s.error_pc);
+        if (line.ok()) {
+          s.source = *line;
+        } else {
+          out.notes.push_back(absl::StrCat("line table of ", s.kernel_symbol,
+                                           ": ", line.status().message()));
+        }
+      }
+      break;
     }
   }
   return out;

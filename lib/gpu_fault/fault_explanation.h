@@ -55,12 +55,19 @@ struct WarpFault {
   std::vector<uint8_t> params;
 };
 
-// An SM that recorded an exception without any warp to show for it.
+// An SM that recorded an exception without any warp to show for it (the
+// faulting warps exited before the dump was taken). Its errorPC still names
+// the kernel and the line: the function that covers it in a module of the
+// SM's device.
 struct SmOnlyFault {
   uint32_t device = 0;
   uint32_t sm = 0;
   uint32_t exception = 0;
   std::optional<uint64_t> error_pc;
+  std::string kernel;         // demangled, empty when no function covers it
+  std::string kernel_symbol;  // as in the cubin
+  std::optional<uint64_t> pc_offset;  // error_pc - the kernel's first byte
+  std::optional<SourceLine> source;
 };
 
 struct GpuFaultExplanation {

@@ -23,7 +23,10 @@ std::string ThreadsText(const std::vector<FaultingLane>& lanes) {
                          DimText(lanes.back().thread_idx), lanes.size());
 }
 
-std::string WhereText(const WarpFault& f) {
+// "scatter(float*, int const*, int) at _Z7scatterPfPKii+0xf0 (PC 0x...)
+// (wild_write.cu:5)", of a faulting warp or an SM-only record.
+template <typename Fault>
+std::string WhereText(const Fault& f) {
   std::string where = f.kernel.empty() ? "an unknown kernel" : f.kernel;
   if (f.error_pc) {
     if (f.pc_offset && !f.kernel_symbol.empty()) {
@@ -154,11 +157,38 @@ std::string RenderGpuFaultText(const GpuFaultExplanation& e,
             : ")",
         "\n");
   }
-  for (const SmOnlyFault& s : e.sm_only) {
-    absl::StrAppendFormat(&out, "  SM %d of device %d: %s", s.sm, s.device,
-                          GpuExceptionName(s.exception));
-    if (s.error_pc) absl::StrAppendFormat(&out, " at PC 0x%x", *s.error_pc);
-    absl::StrAppend(&out, " (no warp left to show: they exited)\n");
+  // The SM kept the exception and its errorPC, but its warps exited before
+  // the dump: the kernel and line are known, the block, threads and address
+  // are not.
+  // SMs that recorded the same exception at the same PC read as one fault.
+  for (size_t i = 0; i < e.sm_only.size();) {
+    const SmOnlyFault& s = e.sm_only[i];
+    std::vector<uint32_t> sms;
+    size_t j = i;
+    for (; j < e.sm_only.size(); ++j) {
+      const SmOnlyFault& t = e.sm_only[j];
+      if (t.device != s.device || t.exception != s.exception ||
+          t.error_pc != s.error_pc) {
+        break;
+      }
+      sms.push_back(t.sm);
+    }
+    i = j;
+    absl::StrAppendFormat(&out, "  %s: %s\n", GpuExceptionName(s.exception),
+                          GpuExceptionMeaning(s.exception));
+    absl::StrAppend(&out, "    in ", WhereText(s), "\n");
+    const size_t listed = std::min<size_t>(sms.size(), 4);
+    std::string by =
+        absl::StrCat(sms.size() == 1 ? "SM " : "SMs ",
+                     absl::StrJoin(sms.begin(), sms.begin() + listed, ", "),
+                     sms.size() > listed
+                         ? absl::StrCat(" and ", sms.size() - listed, " more")
+                         : "");
+    absl::StrAppendFormat(&out,
+                          "    recorded by %s of device %d; no warp left to "
+                          "show (they exited), so the block, threads and "
+                          "address are not known\n",
+                          by, s.device);
   }
   for (const std::string& note : e.notes) {
     absl::StrAppend(&out, "  note: ", note, "\n");

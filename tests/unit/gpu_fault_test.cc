@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 #include "lib/gpu_fault/address_place.h"
 #include "lib/gpu_fault/elf_reader.h"
@@ -195,6 +197,59 @@ TEST(GpuCoreDumpTest, NullMemberFaultsAreInferredFromTheSmTable) {
   EXPECT_EQ(e.warps.size(), 112u);
   EXPECT_TRUE(e.sm_only.empty());
   for (const WarpFault& f : e.warps) EXPECT_TRUE(f.inferred_from_sm);
+}
+
+// The null_member dump with each SM's errorPC moved 64 bytes back, where no
+// warp stands: as when the faulting warps exited before the dump was taken.
+// The SMs' records alone must still name the kernel and the line.
+TEST(GpuCoreDumpTest, SmRecordsWithoutWarpsStillNameTheKernelAndLine) {
+  std::vector<uint8_t> bytes = ReadFixture("null_member");
+  ASSERT_FALSE(bytes.empty());
+  constexpr uint64_t kErrorPc = 0x7f0cbb7a0100;
+  constexpr uint64_t kMovedPc = kErrorPc - 64;
+  int moved = 0;
+  for (size_t i = 0; i + 8 <= bytes.size(); ++i) {
+    uint64_t v = 0;
+    std::memcpy(&v, &bytes[i], 8);
+    if (v != kErrorPc) continue;
+    std::memcpy(&bytes[i], &kMovedPc, 8);
+    ++moved;
+  }
+  ASSERT_GT(moved, 0);
+  absl::StatusOr<GpuCoreDump> dump = ReadGpuCoreDump(std::move(bytes));
+  ASSERT_TRUE(dump.ok()) << dump.status();
+  const GpuFaultExplanation e = ExplainGpuFaults(*dump, NoDisassembly());
+  EXPECT_TRUE(e.warps.empty());
+  ASSERT_EQ(e.sm_only.size(), 16u);
+  for (const SmOnlyFault& s : e.sm_only) {
+    EXPECT_EQ(s.exception,
+              static_cast<uint32_t>(GpuException::kWarpIllegalAddress));
+    EXPECT_EQ(s.kernel, "scale_kernel(Params)");
+    EXPECT_EQ(s.kernel_symbol, "_Z12scale_kernel6Params");
+    ASSERT_TRUE(s.pc_offset.has_value());
+    EXPECT_EQ(*s.pc_offset, 256u - 64u);
+    ASSERT_TRUE(s.source.has_value());
+    EXPECT_EQ(s.source->file, "null_member.cu");
+  }
+  EXPECT_EQ(e.device_name, "NVIDIA H200");
+  const std::string text = RenderGpuFaultText(e, FaultTextOptions{});
+  EXPECT_TRUE(
+      absl::StrContains(text, absl::StrFormat("Warp Illegal Address: ")))
+      << text;
+  EXPECT_TRUE(absl::StrContains(
+      text, absl::StrFormat("in scale_kernel(Params) at "
+                            "_Z12scale_kernel6Params+0xc0 (PC 0x%x) (",
+                            kMovedPc)))
+      << text;
+  EXPECT_TRUE(absl::StrContains(text, "null_member.cu:")) << text;
+  // Sixteen SMs, one fault: said once.
+  EXPECT_TRUE(absl::StrContains(text,
+                                " and 12 more of device 0; no warp left "
+                                "to show (they exited)"))
+      << text;
+  EXPECT_EQ(text.find("Warp Illegal Address:"),
+            text.rfind("Warp Illegal Address:"))
+      << text;
 }
 
 TEST(GpuCoreDumpTest, TritonDumpFindsTheKernelAmongElevenModules) {
