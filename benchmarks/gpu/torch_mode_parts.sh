@@ -15,6 +15,11 @@
 #   q256, q1024    torch=1 with a 256 MiB / 1 GiB quarantine (fewer, larger
 #                  evictions against more reserved memory)
 #   checkexit      torch=1:check=exit: no zone checks at synchronizations
+#   default        the tool's default options without tensor mode (redzones
+#                  around PyTorch's cached segments, checks at
+#                  synchronizations)
+#   checkkernel    check=kernel without tensor mode (a check after each
+#                  kernel that reaches a guarded segment)
 #
 # Usage: torch_mode_parts.sh LIB [SCRIPT] [WORK_DIR]
 #   LIB     libgpumemtrace.so
@@ -48,6 +53,8 @@ options() {  # the GMT_OPTIONS of a set; "-" for a run without the tool
   case "$1" in
     plain | plain_async) echo - ;;
     torch) echo "torch=1" ;;
+    default) echo "check=sync" ;;
+    checkkernel) echo "check=kernel" ;;
     guard0) echo "torch=1:guard=0" ;;
     nostacks) echo "torch=1:stack_depth=0:python_stacks=0" ;;
     nopython) echo "torch=1:python_stacks=0" ;;
