@@ -78,8 +78,9 @@ typedef struct GmtCheckSummary {
 //     interleave over, several loads in flight per thread); then, for each
 //     zone where it found changed bytes, block b writes a GmtFinding into the
 //     region of check id check_id + b in the finding ring, and last writes
-//     done[(check_id + b) % GMT_REPORT_DONE_SLOTS]. A launch of B blocks
-//     takes the ids check_id .. check_id + B - 1; the host merges what they
+//     done[(check_id + b) % GMT_REPORT_DONE_SLOTS] with one 64-bit store. A
+//     launch of B blocks takes the ids check_id .. check_id + B - 1; the
+//     host merges what they
 //     found per zone (changed bytes add, first is the least, last the most).
 //
 // Each block publishes its own answer, on purpose: a block's threads merge
@@ -108,14 +109,14 @@ typedef struct GmtCheckSummary {
 #define GMT_INLINE_MAX_BLOCKS 512
 // Block answers (check ids) that may be in flight in one context at once
 // (the host never has more; past it a check takes the table path): done[]
-// is indexed by check id modulo this. 64 KiB of pinned host memory.
+// is indexed by check id modulo this. 32 KiB of pinned host memory.
 #define GMT_REPORT_DONE_SLOTS 4096
 // The finding ring: one region of GMT_INLINE_MAX_ZONES records per check id
 // (a block's answer), by id modulo this; 512 KiB of pinned host memory. A
 // region is written again GMT_REPORT_RING_CHECKS ids later, and only by a
 // block that found something; findings the host had not read by then are
-// lost, which it detects (fewer records carry the id than done[].findings
-// says).
+// lost, which it detects (fewer records carry the id than the findings
+// count in done[] says).
 #define GMT_REPORT_RING_CHECKS 512
 
 // The launch's only parameter (1,048 bytes, within the 4 KiB a classic
@@ -144,10 +145,15 @@ typedef struct GmtFinding {
   unsigned long long first_last;  // first offset (low 32) | last (high 32)
 } GmtFinding;
 
-// A check's completion: `findings` first, then check_id.
+// A block's completion, one word written by one store:
+// check_id << GMT_DONE_FINDINGS_BITS | findings (zones with changed bytes,
+// at most GMT_INLINE_MAX_ZONES). One store needs no order of its own: a
+// clean block (the common case) writes nothing else to host memory and so
+// needs no system-wide fence; a block with findings fences once, after its
+// records and before this word.
+#define GMT_DONE_FINDINGS_BITS 8
 typedef struct GmtCheckDone {
-  unsigned long long check_id;
-  unsigned long long findings;  // zones with changed bytes
+  unsigned long long word;
 } GmtCheckDone;
 
 typedef struct GmtCheckReport {

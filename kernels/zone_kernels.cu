@@ -316,7 +316,8 @@ __device__ __forceinline__ void InlineScan(const GmtInlineCheck& check,
 
 // Thread 0, after every thread's scan: the findings into the check's region
 // of the ring, then the completion. The fences make the host see a record
-// whole before its check id, and every record before the completion.
+// whole before its check id, and every record before the completion (a
+// block without findings needs none).
 // `block`: the block's index in the grid; it answers as check id
 // check.check_id + block.
 __device__ __forceinline__ void InlinePublish(const GmtInlineCheck& check,
@@ -342,10 +343,11 @@ __device__ __forceinline__ void InlinePublish(const GmtInlineCheck& check,
     __threadfence_system();
     f->check_id = id;
   }
+  // A clean block writes one word, with no fence: it has no record the word
+  // must follow, and a system-wide fence costs more than the store.
+  if (findings != 0) __threadfence_system();
   volatile GmtCheckDone* done = &report->done[id % GMT_REPORT_DONE_SLOTS];
-  done->findings = findings;
-  __threadfence_system();
-  done->check_id = id;
+  done->word = (id << GMT_DONE_FINDINGS_BITS) | findings;
 }
 
 }  // namespace

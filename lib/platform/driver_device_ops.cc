@@ -668,8 +668,11 @@ DeviceOps::Poll DriverDeviceOps::ReadInlineAnswer(
   for (uint64_t b = 0; b < ticket.blocks; ++b) {
     const uint64_t id = ticket.check_id + b;
     const GmtCheckDone& done = state.report->done[id % GMT_REPORT_DONE_SLOTS];
-    // The device wrote `findings` and its records before the id (fenced).
-    if (__atomic_load_n(&done.check_id, __ATOMIC_ACQUIRE) != id) {
+    // The device wrote its records before the word (fenced), and the word
+    // in one store.
+    if (__atomic_load_n(&done.word, __ATOMIC_ACQUIRE) >>
+            GMT_DONE_FINDINGS_BITS !=
+        id) {
       return Poll::kPending;
     }
   }
@@ -678,7 +681,8 @@ DeviceOps::Poll DriverDeviceOps::ReadInlineAnswer(
   for (uint64_t b = 0; b < ticket.blocks; ++b) {
     const uint64_t id = ticket.check_id + b;
     const GmtCheckDone& done = state.report->done[id % GMT_REPORT_DONE_SLOTS];
-    const uint64_t findings = __atomic_load_n(&done.findings, __ATOMIC_RELAXED);
+    const uint64_t findings = __atomic_load_n(&done.word, __ATOMIC_RELAXED) &
+                              ((uint64_t{1} << GMT_DONE_FINDINGS_BITS) - 1);
     if (findings == 0) continue;
     const GmtFinding* region =
         &state.report

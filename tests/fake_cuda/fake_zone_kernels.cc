@@ -240,8 +240,8 @@ void RunInline(const InlineLaunch& launch) {
       __atomic_store_n(&f.check_id, id, __ATOMIC_RELEASE);
     }
     GmtCheckDone& done = report->done[id % GMT_REPORT_DONE_SLOTS];
-    done.findings = findings;
-    __atomic_store_n(&done.check_id, id, __ATOMIC_RELEASE);
+    __atomic_store_n(&done.word, (id << GMT_DONE_FINDINGS_BITS) | findings,
+                     __ATOMIC_RELEASE);
   }
 }
 

@@ -240,10 +240,12 @@ std::vector<GmtZoneResult> ResultsOf(const GmtCheckReport& report,
   for (unsigned b = 0; b < blocks; ++b) {
     const uint64_t id = check_id + b;
     const GmtCheckDone& done = report.done[id % GMT_REPORT_DONE_SLOTS];
-    EXPECT_EQ(done.check_id, id);
+    EXPECT_EQ(done.word >> GMT_DONE_FINDINGS_BITS, id);
+    const uint64_t findings =
+        done.word & ((uint64_t{1} << GMT_DONE_FINDINGS_BITS) - 1);
     const GmtFinding* region =
         &report.ring[(id % GMT_REPORT_RING_CHECKS) * GMT_INLINE_MAX_ZONES];
-    for (uint64_t k = 0; k < done.findings; ++k) {
+    for (uint64_t k = 0; k < findings; ++k) {
       EXPECT_EQ(region[k].check_id, id);
       GmtZoneResult& r = out.at(region[k].zone);
       const uint64_t first = region[k].first_last & 0xffffffffull;
