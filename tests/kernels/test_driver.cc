@@ -61,6 +61,7 @@ bool TestDriver::Open(std::string* why) {
           nullptr);
   Resolve(library, "cuMemsetD8Async", &memset_d8_async, nullptr);
   Resolve(library, "cuStreamBatchMemOp_v2", &stream_batch_mem_op, nullptr);
+  Resolve(library, "cuKernelGetFunction", &kernel_get_function, nullptr);
 
   CUresult r = init(0);
   if (r != CUDA_SUCCESS) {

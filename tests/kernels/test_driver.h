@@ -61,6 +61,8 @@ struct TestDriver {
   // Other ways to write a redzone's pattern, timed against the fill kernel.
   PFN_cuMemsetD8Async_v3020 memset_d8_async = nullptr;
   PFN_cuStreamBatchMemOp_v11070 stream_batch_mem_op = nullptr;
+  // A CUkernel's function in the current context, to time launching that.
+  PFN_cuKernelGetFunction_v12000 kernel_get_function = nullptr;
 };
 
 }  // namespace gmt_test

@@ -8,10 +8,14 @@
 //
 // Output, a line for each measurement (parsed by scripts):
 //   scan_rate_gbps=<check GB/s> copy_gbps=<cuMemcpyDtoD GB/s> ratio=<scan/copy>
-//   inline_check_us floor=<us> two_buffers=<us> small_zones=<us> one_32mib=<us>
+//   inline_check_us floor=<gpu>/<host> two_buffers=... small_zones=...
+//     one_32mib=...
 //   fill_us kernel=<gpu>/<host> memset=<gpu>/<host> write64=<gpu>/<host>
-// The second: GPU time per inline check (gmt_check_zones_inline) queued back
-// to back on one stream, for the zones of: a 16-byte zone (the launch floor);
+//   launch_us table_fill=<gpu>/<host> inline_fill=... inline_fill_function=...
+//     inline_check=...
+// The second: GPU and host microseconds per inline check
+// (gmt_check_zones_inline) queued back to back on one stream, for the zones
+// of: a 16-byte zone (the launch floor);
 // two 256 MiB buffers, whole (two 512 B front zones and two 1 MiB tails: the
 // check at a synchronization of the perf suite's kernel_loop; its per-kernel
 // checks read 8 KiB of each); 12 small tensors (24 zones, 512 B fronts and
@@ -24,13 +28,23 @@
 // (one launch), with cuMemsetD8Async (one a zone), and the canaries alone as
 // cuStreamBatchMemOp 64-bit writes (done by the GPU's front end, no kernel;
 // the freed bytes still by one memset).
+// The fourth: GPU and host microseconds per launch of a guard kernel given
+// no zones (it does nothing but start and end), by how it is launched: what
+// any launch of the tool costs the program's stream and thread, apart from
+// its work. table_fill: gmt_fill_zones (24 bytes of parameters); inline_fill:
+// gmt_fill_zones_inline (1,040 bytes), as a CUkernel, as the tool launches
+// it; inline_fill_function: the same through the context's CUfunction
+// (cuKernelGetFunction); inline_check: gmt_check_zones_inline (1,048 bytes),
+// whose block still writes its completion word to mapped host memory.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "kernels/zone_kernels_image.h"
 #include "lib/platform/driver_device_ops.h"
 #include "tests/kernels/zone_scenarios.h"
 
@@ -234,14 +248,22 @@ bool MeasureInlineChecks(TestDriver& d, gmt::DeviceOps& ops) {
            ops.PollCheck(t, true, &warm) == gmt::DeviceOps::Poll::kDone;
     }
     float best_ms = 0;
+    double best_host_us = 0;
     for (int round = 0; round < 3 && ok; ++round) {
       std::vector<uint64_t> tickets;
+      tickets.reserve(checks);
       ok = held.Hold();
+      const auto host_start = std::chrono::steady_clock::now();
       for (int i = 0; i < checks && ok; ++i) {
         const uint64_t t = ops.CheckAfterKernel(context, s, shape.zones, true);
         ok = t != 0;
         tickets.push_back(t);
       }
+      const double host_us = std::chrono::duration<double, std::micro>(
+                                 std::chrono::steady_clock::now() - host_start)
+                                 .count() /
+                             checks;
+      if (round == 0 || host_us < best_host_us) best_host_us = host_us;
       float ms = 0;
       ok = held.Let(&ms) && ok;
       std::vector<GmtZoneResult> results;
@@ -253,8 +275,8 @@ bool MeasureInlineChecks(TestDriver& d, gmt::DeviceOps& ops) {
       if (ok && (round == 0 || ms < best_ms)) best_ms = ms;
     }
     char field[64];
-    std::snprintf(field, sizeof(field), " %s=%.2f", shape.name,
-                  best_ms * 1000.0 / checks);
+    std::snprintf(field, sizeof(field), " %s=%.2f/%.2f", shape.name,
+                  best_ms * 1000.0 / checks, best_host_us);
     line += field;
   }
   if (block != 0) {
@@ -272,6 +294,120 @@ bool MeasureInlineChecks(TestDriver& d, gmt::DeviceOps& ops) {
 
 // GPU and host time per fill of tensor mode's shape (see the top), three
 // ways, queued back to back behind a held stream.
+bool MeasureLaunches(TestDriver& d) {
+  if (!HeldStream::Available(d) || d.kernel_get_function == nullptr) {
+    std::printf(
+        "launches: not timed (no events, stream waits or "
+        "cuKernelGetFunction)\n");
+    return true;
+  }
+  constexpr int kLaunches = 100;
+  CUlibrary library = nullptr;
+  CUkernel table_fill = nullptr, inline_fill = nullptr, inline_check = nullptr;
+  CUfunction inline_fill_function = nullptr;
+  void* report = nullptr;
+  CUdeviceptr report_device = 0;
+  CUresult r = d.library_load_data(&library, gmt_zone_kernels_fatbin, nullptr,
+                                   nullptr, 0, nullptr, nullptr, 0);
+  if (r == CUDA_SUCCESS) {
+    r = d.library_get_kernel(&table_fill, library, GMT_FILL_KERNEL_NAME);
+  }
+  if (r == CUDA_SUCCESS) {
+    r = d.library_get_kernel(&inline_fill, library,
+                             GMT_INLINE_FILL_KERNEL_NAME);
+  }
+  if (r == CUDA_SUCCESS) {
+    r = d.library_get_kernel(&inline_check, library,
+                             GMT_INLINE_CHECK_KERNEL_NAME);
+  }
+  if (r == CUDA_SUCCESS) {
+    r = d.kernel_get_function(&inline_fill_function, inline_fill);
+  }
+  if (r == CUDA_SUCCESS) {
+    r = d.mem_host_alloc(&report, sizeof(GmtCheckReport),
+                         CU_MEMHOSTALLOC_DEVICEMAP);
+  }
+  if (r == CUDA_SUCCESS) {
+    std::memset(report, 0, sizeof(GmtCheckReport));
+    r = d.mem_host_get_device_pointer(&report_device, report, 0);
+  }
+  HeldStream held(d);
+  if (r == CUDA_SUCCESS) r = held.result();
+  CUstream stream = held.stream();
+  // Arguments with no zones: each kernel returns at once (the check after
+  // writing its completion word).
+  CUdeviceptr no_table = 0;
+  uint64_t zero = 0;
+  void* table_params[] = {&no_table, &zero, &zero};
+  GmtInlineFill fill{};
+  void* fill_params[] = {&fill};
+  GmtInlineCheck check{};
+  check.report = report_device;
+  void* check_params[] = {&check};
+  uint64_t next_id = 1;
+  const auto launch = [&](int how) {
+    switch (how) {
+      case 0:
+        return d.launch_kernel(reinterpret_cast<CUfunction>(table_fill), 1, 1,
+                               1, 256, 1, 1, 0, stream, table_params, nullptr);
+      case 1:
+        return d.launch_kernel(reinterpret_cast<CUfunction>(inline_fill), 1, 1,
+                               1, 256, 1, 1, 0, stream, fill_params, nullptr);
+      case 2:
+        return d.launch_kernel(inline_fill_function, 1, 1, 1, 256, 1, 1, 0,
+                               stream, fill_params, nullptr);
+      default:
+        check.check_id = next_id++;
+        return d.launch_kernel(reinterpret_cast<CUfunction>(inline_check), 1, 1,
+                               1, GMT_INLINE_CHECK_THREADS, 1, 1, 0, stream,
+                               check_params, nullptr);
+    }
+  };
+  std::string line = "launch_us";
+  bool ok = r == CUDA_SUCCESS;
+  const char* const names[] = {"table_fill", "inline_fill",
+                               "inline_fill_function", "inline_check"};
+  for (int how = 0; how < 4 && ok; ++how) {
+    ok = launch(how) == CUDA_SUCCESS &&
+         d.stream_synchronize(stream) == CUDA_SUCCESS;  // warm
+    float best_ms = 0;
+    double best_host_us = 0;
+    for (int round = 0; round < 3 && ok; ++round) {
+      ok = held.Hold();
+      const auto host_start = std::chrono::steady_clock::now();
+      for (int i = 0; i < kLaunches && ok; ++i) {
+        ok = launch(how) == CUDA_SUCCESS;
+      }
+      const double host_us = Seconds(host_start) * 1e6 / kLaunches;
+      float ms = 0;
+      ok = held.Let(&ms) && ok;
+      if (ok && (round == 0 || ms < best_ms)) best_ms = ms;
+      if (ok && (round == 0 || host_us < best_host_us)) best_host_us = host_us;
+    }
+    char field[64];
+    std::snprintf(field, sizeof(field), " %s=%.2f/%.2f", names[how],
+                  best_ms * 1000.0 / kLaunches, best_host_us);
+    line += field;
+  }
+  if (ok) {
+    // Every check answered clean, in its slot.
+    const auto* answers = static_cast<const GmtCheckReport*>(report);
+    const uint64_t last = next_id - 1;
+    ok = answers->done[last % GMT_REPORT_DONE_SLOTS].word ==
+         last << GMT_DONE_FINDINGS_BITS;
+    if (!ok) std::printf("launches: the last empty check did not answer\n");
+  }
+  d.ctx_synchronize();
+  if (report != nullptr) d.mem_free_host(report);
+  if (!ok) {
+    std::printf("launches: a launch or timing failed (%s)\n",
+                d.Name(r).c_str());
+    return false;
+  }
+  std::printf("%s\n", line.c_str());
+  return true;
+}
+
 bool MeasureFills(TestDriver& d, gmt::DeviceOps& ops) {
   if (!HeldStream::Available(d) || d.memset_d8_async == nullptr) {
     std::printf("fills: not timed (no events, stream waits or memsets)\n");
@@ -391,8 +527,9 @@ int Main() {
   const bool measured = MeasureScanRate(driver, ops);
   const bool timed = MeasureInlineChecks(driver, ops);
   const bool fills = MeasureFills(driver, ops);
+  const bool launches = MeasureLaunches(driver);
   std::fflush(stdout);
-  return failed == 0 && measured && timed && fills ? 0 : 1;
+  return failed == 0 && measured && timed && fills && launches ? 0 : 1;
 }
 
 }  // namespace
