@@ -96,6 +96,15 @@ typedef struct GmtCheckSummary {
 //     (chunk_begin as for gmt_fill_zones, which the grid strides over): a
 //     fill of a few zones is one launch, with no table to copy first.
 #define GMT_INLINE_CHECK_KERNEL_NAME "gmt_check_zones_inline"
+//
+//   gmt_check_zones_inline_small(GmtInlineCheck check)
+//     the same answer, in one block (id check_id), for a check of at most
+//     GMT_INLINE_SMALL_GRANULES 16-byte granules: a kernel's reach (a few
+//     redzone ends). Its code is a few hundred bytes where the large
+//     kernel's is ~35 KiB, which an SM that has not run a check lately must
+//     fetch first; two loads in flight per thread are enough for that size.
+#define GMT_INLINE_SMALL_CHECK_KERNEL_NAME "gmt_check_zones_inline_small"
+#define GMT_INLINE_SMALL_GRANULES 4096
 #define GMT_INLINE_MAX_ZONES 32
 #define GMT_INLINE_CHECK_THREADS 512
 // Bytes one block covers: a step of its threads has 64 KiB of loads in

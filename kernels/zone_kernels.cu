@@ -19,7 +19,8 @@
 //
 // gmt_check_zones_inline (zone_abi.h) is the same compare over zones passed by
 // value, answering in mapped host memory: its grid takes the zones as one run
-// of 16-byte granules, 8 loads in flight per thread.
+// of 16-byte granules, 8 loads in flight per thread. gmt_check_zones_inline_
+// small answers the same for a check of a few KiB, from compact code.
 #include <stdint.h>
 
 #include "kernels/zone_abi.h"
@@ -314,6 +315,91 @@ __device__ __forceinline__ void InlineScan(const GmtInlineCheck& check,
   InlineFlush(t, tally_zone, tallies);
 }
 
+// ---- The small per-kernel check (gmt_check_zones_inline_small) ------------
+//
+// A check after a program's kernel reads a few KiB (the redzone ends of the
+// blocks its arguments reach), from an SM that has likely not run a check
+// lately, so its instructions come from L2. The large scan above (eight
+// loads in flight per thread, each with its own zone lookup, unrolled) is
+// ~35 KiB of code: fetching it costs more than reading the zones. This scan
+// keeps two loads in flight, in a loop that is not unrolled further, and
+// sends a changed granule out of line straight into its zone's shared tally
+// (a clean check never goes there). Its loads keep the usual L2 policy: the
+// same few lines are read after every kernel, and hold only KiBs.
+
+// All threads: the tallies of the check's zones to zero.
+__device__ __forceinline__ void SmallClear(const GmtInlineCheck& check,
+                                           unsigned tid, unsigned threads,
+                                           InlineTally* tallies) {
+  const uint64_t count = check.zone_count < GMT_INLINE_MAX_ZONES
+                             ? check.zone_count
+                             : GMT_INLINE_MAX_ZONES;
+  for (uint64_t z = tid; z < count; z += threads) {
+    tallies[z] = InlineTally{0, 0, 0};
+  }
+}
+
+// Out of line: one changed granule of a zone into the zone's tally.
+__device__ __noinline__ void TallyGranule(uint4 v, uint32_t pattern,
+                                          uint64_t offset,
+                                          InlineTally* tally) {
+  const Tally t = CountVector(v, pattern, offset);
+  if (t.changed == 0) return;
+  atomicAdd(&tally->changed, t.changed);
+  atomicMax(&tally->first_inverted, ~t.first);
+  atomicMax(&tally->last_plus1, t.last + 1);
+}
+
+// Thread `tid` of `threads` (one block): granules tid, tid + threads, ...
+// of the run, two at a time.
+__device__ __forceinline__ void SmallScan(const GmtInlineCheck& check,
+                                          unsigned tid, unsigned threads,
+                                          InlineTally* tallies) {
+  const uint64_t count = check.zone_count < GMT_INLINE_MAX_ZONES
+                             ? check.zone_count
+                             : GMT_INLINE_MAX_ZONES;
+  if (count == 0) return;
+  GranuleCursor cursor{0, 0, GranulesOf(check.zones[0])};
+#pragma unroll 1
+  for (uint64_t g = tid;; g += 2 * uint64_t{threads}) {
+    uint64_t zone[2];
+    uint64_t address[2];
+#pragma unroll
+    for (unsigned k = 0; k < 2; ++k) {
+      const uint64_t granule = g + uint64_t{k} * threads;
+      SeekGranule(check, count, granule, &cursor);
+      zone[k] = cursor.zone;
+      address[k] = cursor.zone < count
+                       ? (check.zones[cursor.zone].address & ~uint64_t{15}) +
+                             (granule - cursor.begin) * 16
+                       : 0;
+    }
+    if (zone[0] >= count) break;  // the second granule lies further on
+    uint4 w[2];
+#pragma unroll
+    for (unsigned k = 0; k < 2; ++k) {
+      if (zone[k] < count) {
+        w[k] = __ldcg(reinterpret_cast<const uint4*>(address[k]));
+      }
+    }
+#pragma unroll
+    for (unsigned k = 0; k < 2; ++k) {
+      if (zone[k] >= count) continue;
+      const GmtZone& z = check.zones[zone[k]];
+      const uint32_t pattern =
+          static_cast<uint32_t>(z.pattern & 0xffu) * 0x01010101u;
+      uint4 v = w[k];
+      if (address[k] < z.address || address[k] + 16 > z.address + z.bytes) {
+        v = MaskOutside(v, pattern, address[k], z.address, z.address + z.bytes);
+      }
+      if (((v.x ^ pattern) | (v.y ^ pattern) | (v.z ^ pattern) |
+           (v.w ^ pattern)) != 0) {
+        TallyGranule(v, pattern, address[k] - z.address, &tallies[zone[k]]);
+      }
+    }
+  }
+}
+
 // Thread 0, after every thread's scan: the findings into the check's region
 // of the ring, then the completion. The fences make the host see a record
 // whole before its check id, and every record before the completion (a
@@ -351,6 +437,16 @@ __device__ __forceinline__ void InlinePublish(const GmtInlineCheck& check,
 }
 
 }  // namespace
+
+extern "C" __global__ void __launch_bounds__(GMT_INLINE_CHECK_THREADS)
+    gmt_check_zones_inline_small(GmtInlineCheck check) {
+  __shared__ InlineTally tallies[GMT_INLINE_MAX_ZONES];
+  SmallClear(check, threadIdx.x, blockDim.x, tallies);
+  __syncthreads();
+  SmallScan(check, threadIdx.x, blockDim.x, tallies);
+  __syncthreads();
+  if (threadIdx.x == 0) InlinePublish(check, 0, tallies);
+}
 
 extern "C" __global__ void __launch_bounds__(GMT_INLINE_CHECK_THREADS)
     gmt_check_zones_inline(GmtInlineCheck check) {

@@ -73,6 +73,19 @@ uint64_t InlineBlocks(absl::Span<const GmtZone> zones) {
   return blocks <= GMT_INLINE_MAX_BLOCKS ? blocks : 0;
 }
 
+// The 16-byte granules holding the zones' bytes, as the inline checks read
+// them (a zone's unaligned edges whole).
+uint64_t InlineGranules(absl::Span<const GmtZone> zones) {
+  uint64_t granules = 0;
+  for (const GmtZone& z : zones) {
+    if (z.bytes == 0) continue;
+    granules += (((z.address + z.bytes + 15) & ~uint64_t{15}) -
+                 (z.address & ~uint64_t{15})) /
+                16;
+  }
+  return granules;
+}
+
 // Results the driver gives for an image it cannot run on this GPU or parse.
 bool IsImageError(CUresult r) {
   return r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_INVALID_IMAGE ||
@@ -151,7 +164,7 @@ void DriverDeviceOps::Prepare(uint64_t context) {
   // first launch; load both here (cuFuncLoad: drivers of CUDA 12.4 on).
   if (d->kernel_get_function == nullptr || d->func_load == nullptr) return;
   for (CUkernel kernel : {fill_kernel_, check_kernel_, inline_check_kernel_,
-                          inline_fill_kernel_}) {
+                          small_check_kernel_, inline_fill_kernel_}) {
     if (kernel == nullptr) continue;
     CUfunction function = nullptr;
     if (d->kernel_get_function(&function, kernel) == CUDA_SUCCESS) {
@@ -641,14 +654,18 @@ DriverDeviceOps::InlineOutcome DriverDeviceOps::EnqueueInlineCheck(
   check.check_id = id;
   check.report = state->report_device;
   void* params[] = {&check};
-  const CUresult r =
-      d->launch_kernel(reinterpret_cast<CUfunction>(inline_check_kernel_),
-                       static_cast<unsigned>(blocks), 1, 1,
-                       GMT_INLINE_CHECK_THREADS, 1, 1, 0, s, params, nullptr);
+  // A kernel's reach (a few KiB) takes the compact kernel, whose code an SM
+  // fetches faster than it would the large one's.
+  const bool small = blocks == 1 && small_check_kernel_ != nullptr &&
+                     InlineGranules(zones) <= GMT_INLINE_SMALL_GRANULES;
+  CUkernel kernel = small ? small_check_kernel_ : inline_check_kernel_;
+  const CUresult r = d->launch_kernel(
+      reinterpret_cast<CUfunction>(kernel), static_cast<unsigned>(blocks), 1, 1,
+      GMT_INLINE_CHECK_THREADS, 1, 1, 0, s, params, nullptr);
   if (r != CUDA_SUCCESS) {
     if (IsImageError(r)) {
       // This kernel cannot run here; the others may still.
-      inline_check_kernel_ = nullptr;
+      (small ? small_check_kernel_ : inline_check_kernel_) = nullptr;
       return InlineOutcome::kNotApplicable;
     }
     Failed(d, "guard-zone check", r);
@@ -788,6 +805,12 @@ bool DriverDeviceOps::EnsureKernels(const ToolDriver& d) {
       d.library_get_kernel(&inline_check_kernel_, library,
                            GMT_INLINE_CHECK_KERNEL_NAME) != CUDA_SUCCESS) {
     inline_check_kernel_ = nullptr;  // per-kernel checks take the slots
+  }
+  if (r == CUDA_SUCCESS && inline_check_kernel_ != nullptr &&
+      d.library_get_kernel(&small_check_kernel_, library,
+                           GMT_INLINE_SMALL_CHECK_KERNEL_NAME) !=
+          CUDA_SUCCESS) {
+    small_check_kernel_ = nullptr;  // small checks take the large kernel
   }
   if (r == CUDA_SUCCESS &&
       d.library_get_kernel(&inline_fill_kernel_, library,

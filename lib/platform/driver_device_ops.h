@@ -196,6 +196,8 @@ class DriverDeviceOps : public DeviceOps {
   CUkernel fill_kernel_ ABSL_GUARDED_BY(mu_) = nullptr;
   CUkernel check_kernel_ ABSL_GUARDED_BY(mu_) = nullptr;
   CUkernel inline_check_kernel_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // The same check for a few KiB in compact code (null: the large one).
+  CUkernel small_check_kernel_ ABSL_GUARDED_BY(mu_) = nullptr;
   CUkernel inline_fill_kernel_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool driver_missing_logged_ ABSL_GUARDED_BY(mu_) = false;
   bool failure_logged_ ABSL_GUARDED_BY(mu_) = false;

@@ -32,6 +32,9 @@ FakeCudaRunDeferredChecks();
 // work.
 extern "C" __attribute__((visibility("default"))) unsigned long long
 FakeCudaInlineCheckLaunches();
+// Of those, the ones of gmt_check_zones_inline_small.
+extern "C" __attribute__((visibility("default"))) unsigned long long
+FakeCudaSmallCheckLaunches();
 
 // Defines an exported driver entry point under its real symbol name. The C++
 // name is Fake_<name>, so the macros in cuda.h (cuMemAlloc -> cuMemAlloc_v2,

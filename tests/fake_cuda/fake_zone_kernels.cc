@@ -38,6 +38,7 @@ constexpr uint32_t kFatbinMagic = 0xBA55ED50u;
 constexpr char kFillName[] = GMT_FILL_KERNEL_NAME;
 constexpr char kCheckName[] = GMT_CHECK_KERNEL_NAME;
 constexpr char kInlineCheckName[] = GMT_INLINE_CHECK_KERNEL_NAME;
+constexpr char kSmallCheckName[] = GMT_INLINE_SMALL_CHECK_KERNEL_NAME;
 constexpr char kInlineFillName[] = GMT_INLINE_FILL_KERNEL_NAME;
 
 struct Library {
@@ -252,13 +253,21 @@ bool g_defer_inline = [] {
 }();
 std::deque<InlineLaunch>* g_deferred = new std::deque<InlineLaunch>();
 std::atomic<unsigned long long> g_inline_launches{0};
+std::atomic<unsigned long long> g_small_launches{0};
 
-CUresult LaunchInline(void** params, uint64_t blocks, const void* caller) {
+CUresult LaunchInline(void** params, uint64_t blocks, bool small,
+                      const void* caller) {
   InlineLaunch launch;
   std::memcpy(&launch.check, params[0], sizeof(launch.check));
   launch.blocks = blocks;
   if (CUresult r = ValidateInline(launch.check, blocks); r != CUDA_SUCCESS) {
     return r;
+  }
+  // The small check's every block scans everything and answers as block 0
+  // (it reads no block index): ids after check_id never answer.
+  if (small) {
+    launch.blocks = 1;
+    g_small_launches.fetch_add(1);
   }
   g_inline_launches.fetch_add(1);
   if (ClaimToolWaitHold(caller)) {
@@ -307,6 +316,10 @@ void FakeCudaRunDeferredChecks() { fake_cuda::RunDeferredChecks(); }
 
 unsigned long long FakeCudaInlineCheckLaunches() {
   return fake_cuda::g_inline_launches.load();
+}
+
+unsigned long long FakeCudaSmallCheckLaunches() {
+  return fake_cuda::g_small_launches.load();
 }
 
 FAKE_CU_API(cuLibraryLoadData,
@@ -362,7 +375,8 @@ FAKE_CU_API(cuLibraryGetKernel,
   if (!fake_cuda::IsLiveLibrary(library)) return CUDA_ERROR_INVALID_HANDLE;
   for (const char* known :
        {fake_cuda::kFillName, fake_cuda::kCheckName,
-        fake_cuda::kInlineCheckName, fake_cuda::kInlineFillName}) {
+        fake_cuda::kInlineCheckName, fake_cuda::kSmallCheckName,
+        fake_cuda::kInlineFillName}) {
     if (std::strcmp(known, name) == 0) {
       *kernel = reinterpret_cast<CUkernel>(const_cast<char*>(known));
       return CUDA_SUCCESS;
@@ -414,7 +428,9 @@ FAKE_CU_API(cuLaunchKernel,
   if (CUresult r = fake_cuda::StickyError(); r != CUDA_SUCCESS) return r;
   const auto* name = reinterpret_cast<const char*>(f);
   const bool fill = name == fake_cuda::kFillName;
-  const bool inline_check = name == fake_cuda::kInlineCheckName;
+  // The small check answers as the inline one does, in its one block.
+  const bool small_check = name == fake_cuda::kSmallCheckName;
+  const bool inline_check = name == fake_cuda::kInlineCheckName || small_check;
   const bool inline_fill = name == fake_cuda::kInlineFillName;
   const bool guard_kernel =
       fill || inline_check || inline_fill || name == fake_cuda::kCheckName;
@@ -460,7 +476,8 @@ FAKE_CU_API(cuLaunchKernel,
   const void* caller = __builtin_return_address(0);  // of this entry point
   return fake_cuda::WithCuptiCallbacks(
       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", &cupti_params,
-      name, [fill, inline_check, inline_fill, params, caller, grid_x] {
+      name,
+      [fill, inline_check, small_check, inline_fill, params, caller, grid_x] {
         // Reliability tests: FAKE_CUDA_FAIL_LAUNCH (fake_tool_faults.h).
         if (CUresult r = fake_cuda::InjectToolFailure(
                 fill || inline_fill ? fake_cuda::ToolCall::kFillLaunch
@@ -471,7 +488,7 @@ FAKE_CU_API(cuLaunchKernel,
         }
         if (fill || inline_fill) fake_cuda::HoldFillIfAsked();
         if (inline_check) {
-          return fake_cuda::LaunchInline(params, grid_x, caller);
+          return fake_cuda::LaunchInline(params, grid_x, small_check, caller);
         }
         if (inline_fill) return fake_cuda::RunInlineFill(params);
         return fill ? fake_cuda::RunFill(params) : fake_cuda::RunCheck(params);

@@ -42,6 +42,7 @@ inline HostDim3 threadIdx, blockIdx, blockDim, gridDim;
 
 inline unsigned long long __ldg(const unsigned long long* p) { return *p; }
 inline uint4 __ldcs(const uint4* p) { return *p; }
+inline uint4 __ldcg(const uint4* p) { return *p; }
 inline void __stcs(uint4* p, uint4 v) { *p = v; }
 
 // 0xff in each byte lane where a and b differ.

@@ -155,6 +155,48 @@ TEST_F(InlineCheckTest, AWaitLetsTheDeviceFinish) {
   EXPECT_EQ(results[1].changed_bytes, 1u);
 }
 
+// A kernel's reach (a few KiB) takes the compact kernel; a check of more
+// granules, or of more than one block, the large one; both answer the same.
+TEST_F(InlineCheckTest, AFewKiBTakeTheSmallKernel) {
+  CUdeviceptr big = 0;
+  const uint64_t bytes = 2 * GMT_INLINE_MAX_BYTES;
+  ASSERT_EQ(cuMemAlloc(&big, bytes), CUDA_SUCCESS);
+  const uint64_t limit = uint64_t{GMT_INLINE_SMALL_GRANULES} * 16;
+  struct Case {
+    std::vector<GmtZone> zones;
+    bool small;
+  };
+  const std::vector<Case> cases = {
+      {zones_, true},
+      // From 8 bytes into a granule: exactly the limit's granules, then one
+      // granule more.
+      {{{big + 8, limit - 8, 0xfd, 0}}, true},
+      {{{big + 8, limit - 7, 0xfd, 0}}, false},
+      {{{big, bytes, 0xfd, 0}}, false},  // two blocks
+  };
+  for (const Case& c : cases) {
+    ASSERT_TRUE(P().ops.Fill(ctx(), 0, c.zones));
+    unsigned char* last = reinterpret_cast<unsigned char*>(
+        c.zones.back().address + c.zones.back().bytes - 1);
+    *last = 0;  // the kernel's write
+    const unsigned long long inline_launches = FakeCudaInlineCheckLaunches();
+    const unsigned long long small_launches = FakeCudaSmallCheckLaunches();
+    const uint64_t ticket =
+        P().ops.CheckAfterKernel(ctx(), stream(), c.zones, true);
+    ASSERT_NE(ticket, 0u);
+    EXPECT_EQ(FakeCudaInlineCheckLaunches(), inline_launches + 1);
+    EXPECT_EQ(FakeCudaSmallCheckLaunches(), small_launches + (c.small ? 1 : 0))
+        << c.zones.back().bytes << " bytes";
+    std::vector<GmtZoneResult> results;
+    ASSERT_EQ(P().ops.PollCheck(ticket, true, &results),
+              gmt::DeviceOps::Poll::kDone);
+    ASSERT_EQ(results.size(), c.zones.size());
+    EXPECT_EQ(results.back().changed_bytes, 1u);
+    EXPECT_EQ(~results.back().first_inverted, c.zones.back().bytes - 1);
+  }
+  cuMemFree(big);
+}
+
 TEST_F(InlineCheckTest, ManyZonesTakeTheTable) {
   std::vector<GmtZone> many;
   for (uint64_t i = 0; i < GMT_INLINE_MAX_ZONES + 1; ++i) {

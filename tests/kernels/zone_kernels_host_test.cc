@@ -6,9 +6,11 @@
 // independent emulation.
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -211,15 +213,30 @@ TEST(ZoneKernelsOnHostTest, EveryAlignmentAndLength) {
 
 // Runs the inline check as the GPU would, barriers between the phases, block
 // after block: thread 0 clears, every thread scans its share of the grid's,
-// thread 0 publishes block b's answer as check_id + b into `report`.
+// thread 0 publishes block b's answer as check_id + b into `report`. With
+// `small`, gmt_check_zones_inline_small's phases in one block instead: every
+// thread clears, every thread scans, thread 0 publishes check_id.
 void RunInlineCheck(const std::vector<GmtZone>& zones, uint64_t check_id,
                     GmtCheckReport* report, unsigned threads,
-                    unsigned blocks = 1) {
+                    unsigned blocks = 1, bool small = false) {
   GmtInlineCheck check{};
   std::copy(zones.begin(), zones.end(), check.zones);
   check.zone_count = zones.size();
   check.check_id = check_id;
   check.report = reinterpret_cast<uint64_t>(report);
+  if (small) {
+    InlineTally tallies[GMT_INLINE_MAX_ZONES];
+    // What an earlier check left in shared memory: the clear must undo it.
+    std::memset(tallies, 0x5c, sizeof(tallies));
+    for (unsigned tid = 0; tid < threads; ++tid) {
+      SmallClear(check, tid, threads, tallies);
+    }
+    for (unsigned tid = 0; tid < threads; ++tid) {
+      SmallScan(check, tid, threads, tallies);
+    }
+    InlinePublish(check, 0, tallies);
+    return;
+  }
   for (unsigned b = 0; b < blocks; ++b) {
     InlineTally tallies[GMT_INLINE_MAX_ZONES];
     InlineClear(tallies);
@@ -301,18 +318,23 @@ TEST(ZoneKernelsOnHostTest, InlineCheckMatchesTheModel) {
     }
     Apply(writes);
     const auto want = ExpectedResults(zones, writes);
-    for (auto [threads, blocks] :
-         {std::pair{unsigned{GMT_INLINE_CHECK_THREADS}, 1u}, std::pair{3u, 1u},
-          std::pair{unsigned{GMT_INLINE_CHECK_THREADS}, 3u},
-          std::pair{5u, 7u}}) {
+    // (threads, blocks, small kernel): the small one runs in one block.
+    for (auto [threads, blocks, small] :
+         {std::tuple{unsigned{GMT_INLINE_CHECK_THREADS}, 1u, false},
+          std::tuple{3u, 1u, false},
+          std::tuple{unsigned{GMT_INLINE_CHECK_THREADS}, 3u, false},
+          std::tuple{5u, 7u, false},
+          std::tuple{unsigned{GMT_INLINE_CHECK_THREADS}, 1u, true},
+          std::tuple{3u, 1u, true}}) {
       check_id += blocks;
-      RunInlineCheck(zones, check_id, report.get(), threads, blocks);
+      RunInlineCheck(zones, check_id, report.get(), threads, blocks, small);
       uint64_t findings = 0;
       const auto got =
           ResultsOf(*report, check_id, zones.size(), &findings, blocks);
       const std::string what = "round " + std::to_string(round) + ", " +
                                std::to_string(threads) + " threads, " +
-                               std::to_string(blocks) + " blocks";
+                               std::to_string(blocks) + " blocks" +
+                               (small ? ", small kernel" : "");
       EXPECT_EQ(
           findings,
           static_cast<uint64_t>(std::count_if(
@@ -347,15 +369,18 @@ TEST(ZoneKernelsOnHostTest, InlineCheckEveryAlignmentAndLength) {
   auto check = [&](const std::vector<GmtZone>& zones,
                    const std::vector<Write>& writes, const std::string& what) {
     const auto want = ExpectedResults(zones, writes);
-    for (auto [threads, blocks] : {std::pair{1u, 1u}, std::pair{37u, 2u}}) {
+    for (auto [threads, blocks, small] :
+         {std::tuple{1u, 1u, false}, std::tuple{37u, 2u, false},
+          std::tuple{1u, 1u, true}, std::tuple{37u, 1u, true}}) {
       check_id += blocks;
-      RunInlineCheck(zones, check_id, report.get(), threads, blocks);
+      RunInlineCheck(zones, check_id, report.get(), threads, blocks, small);
       uint64_t findings = 0;
       const auto got =
           ResultsOf(*report, check_id, zones.size(), &findings, blocks);
       for (size_t i = 0; i < want.size(); ++i) {
         ASSERT_EQ(got[i].changed_bytes, want[i].changed_bytes)
-            << what << " zone " << i << ", " << threads << " threads";
+            << what << " zone " << i << ", " << threads << " threads"
+            << (small ? ", small kernel" : "");
         ASSERT_EQ(got[i].first_inverted, want[i].first_inverted)
             << what << " zone " << i;
         ASSERT_EQ(got[i].last_plus1, want[i].last_plus1)
