@@ -12,7 +12,8 @@
 //     one_32mib=...
 //   fill_us kernel=<gpu>/<host> memset=<gpu>/<host> write64=<gpu>/<host>
 //   launch_us table_fill=<gpu>/<host> inline_fill=... inline_fill_function=...
-//     inline_check=...
+//     inline_check=... small_check=... inline_check_16b=...
+//     small_check_16b=...
 // The second: GPU and host microseconds per inline check
 // (gmt_check_zones_inline) queued back to back on one stream, for the zones
 // of: a 16-byte zone (the launch floor);
@@ -35,7 +36,9 @@
 // gmt_fill_zones_inline (1,040 bytes), as a CUkernel, as the tool launches
 // it; inline_fill_function: the same through the context's CUfunction
 // (cuKernelGetFunction); inline_check: gmt_check_zones_inline (1,048 bytes),
-// whose block still writes its completion word to mapped host memory.
+// whose block still writes its completion word to mapped host memory;
+// small_check: gmt_check_zones_inline_small, the same; then both checks
+// given one clean 16-byte zone (one load, the code of a clean scan).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -303,7 +306,8 @@ bool MeasureLaunches(TestDriver& d) {
   }
   constexpr int kLaunches = 100;
   CUlibrary library = nullptr;
-  CUkernel table_fill = nullptr, inline_fill = nullptr, inline_check = nullptr;
+  CUkernel table_fill = nullptr, inline_fill = nullptr, inline_check = nullptr,
+           small_check = nullptr;
   CUfunction inline_fill_function = nullptr;
   void* report = nullptr;
   CUdeviceptr report_device = 0;
@@ -321,8 +325,15 @@ bool MeasureLaunches(TestDriver& d) {
                              GMT_INLINE_CHECK_KERNEL_NAME);
   }
   if (r == CUDA_SUCCESS) {
+    r = d.library_get_kernel(&small_check, library,
+                             GMT_INLINE_SMALL_CHECK_KERNEL_NAME);
+  }
+  if (r == CUDA_SUCCESS) {
     r = d.kernel_get_function(&inline_fill_function, inline_fill);
   }
+  CUdeviceptr zone = 0;
+  if (r == CUDA_SUCCESS) r = d.mem_alloc(&zone, 4096);
+  if (r == CUDA_SUCCESS) r = d.memset_d8(zone, 0xa5, 4096);
   if (r == CUDA_SUCCESS) {
     r = d.mem_host_alloc(&report, sizeof(GmtCheckReport),
                          CU_MEMHOSTALLOC_DEVICEMAP);
@@ -344,6 +355,11 @@ bool MeasureLaunches(TestDriver& d) {
   GmtInlineCheck check{};
   check.report = report_device;
   void* check_params[] = {&check};
+  GmtInlineCheck check_16b{};
+  check_16b.report = report_device;
+  check_16b.zones[0] = GmtZone{zone, 16, 0xa5, 0};
+  check_16b.zone_count = 1;
+  void* check_16b_params[] = {&check_16b};
   uint64_t next_id = 1;
   const auto launch = [&](int how) {
     switch (how) {
@@ -356,18 +372,24 @@ bool MeasureLaunches(TestDriver& d) {
       case 2:
         return d.launch_kernel(inline_fill_function, 1, 1, 1, 256, 1, 1, 0,
                                stream, fill_params, nullptr);
-      default:
-        check.check_id = next_id++;
-        return d.launch_kernel(reinterpret_cast<CUfunction>(inline_check), 1, 1,
-                               1, GMT_INLINE_CHECK_THREADS, 1, 1, 0, stream,
-                               check_params, nullptr);
+      default: {
+        // 3, 4: empty; 5, 6: one zone; odd: the large kernel.
+        GmtInlineCheck& c = how >= 5 ? check_16b : check;
+        c.check_id = next_id++;
+        return d.launch_kernel(
+            reinterpret_cast<CUfunction>(how % 2 == 1 ? inline_check
+                                                      : small_check),
+            1, 1, 1, GMT_INLINE_CHECK_THREADS, 1, 1, 0, stream,
+            how >= 5 ? check_16b_params : check_params, nullptr);
+      }
     }
   };
   std::string line = "launch_us";
   bool ok = r == CUDA_SUCCESS;
-  const char* const names[] = {"table_fill", "inline_fill",
-                               "inline_fill_function", "inline_check"};
-  for (int how = 0; how < 4 && ok; ++how) {
+  const char* const names[] = {
+      "table_fill",  "inline_fill",      "inline_fill_function", "inline_check",
+      "small_check", "inline_check_16b", "small_check_16b"};
+  for (int how = 0; how < 7 && ok; ++how) {
     ok = launch(how) == CUDA_SUCCESS &&
          d.stream_synchronize(stream) == CUDA_SUCCESS;  // warm
     float best_ms = 0;
@@ -399,6 +421,7 @@ bool MeasureLaunches(TestDriver& d) {
   }
   d.ctx_synchronize();
   if (report != nullptr) d.mem_free_host(report);
+  if (zone != 0) d.mem_free(zone);
   if (!ok) {
     std::printf("launches: a launch or timing failed (%s)\n",
                 d.Name(r).c_str());
