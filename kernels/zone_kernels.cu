@@ -200,6 +200,14 @@ __device__ __forceinline__ uint64_t GranulesOf(const GmtZone& z) {
   return (end - first) / 16;
 }
 
+// The zones an inline check or fill holds (a count past the array's size
+// reads as its size).
+template <typename ZonesByValue>
+__device__ __forceinline__ uint64_t ZoneCount(const ZonesByValue& zones) {
+  return zones.zone_count < GMT_INLINE_MAX_ZONES ? zones.zone_count
+                                                 : GMT_INLINE_MAX_ZONES;
+}
+
 // Granules [begin, end) of the run belong to zone `zone` (== count: past the
 // last zone).
 struct GranuleCursor {
@@ -218,6 +226,13 @@ __device__ __forceinline__ void SeekGranule(const GmtInlineCheck& check,
     c->begin = c->end;
     if (c->zone < count) c->end = c->begin + GranulesOf(check.zones[c->zone]);
   }
+}
+
+// The address of granule `g` of the run, which `c` (moved to it) holds.
+__device__ __forceinline__ uint64_t GranuleAddress(const GmtInlineCheck& check,
+                                                   const GranuleCursor& c,
+                                                   uint64_t g) {
+  return (check.zones[c.zone].address & ~uint64_t{15}) + (g - c.begin) * 16;
 }
 
 // `w` (the granule at `address`) with its bytes outside [lo, hi) replaced by
@@ -245,12 +260,37 @@ __device__ __noinline__ uint4 MaskOutside(uint4 w, uint32_t pattern,
   return w;
 }
 
+// A thread's tally into a zone's shared one.
+__device__ __forceinline__ void AddTally(const Tally& t, InlineTally* tally) {
+  atomicAdd(&tally->changed, t.changed);
+  atomicMax(&tally->first_inverted, ~t.first);
+  atomicMax(&tally->last_plus1, t.last + 1);
+}
+
 __device__ __forceinline__ void InlineFlush(const Tally& t, uint64_t zone,
                                             InlineTally* tallies) {
-  if (t.changed == 0) return;
-  atomicAdd(&tallies[zone].changed, t.changed);
-  atomicMax(&tallies[zone].first_inverted, ~t.first);
-  atomicMax(&tallies[zone].last_plus1, t.last + 1);
+  if (t.changed != 0) AddTally(t, &tallies[zone]);
+}
+
+// Zone `z`'s pattern byte repeated in a word.
+__device__ __forceinline__ uint32_t PatternWord(const GmtZone& z) {
+  return static_cast<uint32_t>(z.pattern & 0xffu) * 0x01010101u;
+}
+
+// The granule at `address` as loaded (`w`), with the bytes outside zone `z`
+// (its unaligned edges' neighbours) set to the pattern: never counted.
+__device__ __forceinline__ uint4 WithinZone(uint4 w, uint32_t pattern,
+                                            uint64_t address,
+                                            const GmtZone& z) {
+  if (address < z.address || address + 16 > z.address + z.bytes) {
+    return MaskOutside(w, pattern, address, z.address, z.address + z.bytes);
+  }
+  return w;
+}
+
+__device__ __forceinline__ bool Differs(uint4 v, uint32_t pattern) {
+  return ((v.x ^ pattern) | (v.y ^ pattern) | (v.z ^ pattern) |
+          (v.w ^ pattern)) != 0;
 }
 
 // Thread `tid` of `threads` (the grid's): its granules of the run, each
@@ -259,9 +299,7 @@ __device__ __forceinline__ void InlineFlush(const Tally& t, uint64_t zone,
 __device__ __forceinline__ void InlineScan(const GmtInlineCheck& check,
                                            unsigned tid, unsigned threads,
                                            InlineTally* tallies) {
-  const uint64_t count = check.zone_count < GMT_INLINE_MAX_ZONES
-                             ? check.zone_count
-                             : GMT_INLINE_MAX_ZONES;
+  const uint64_t count = ZoneCount(check);
   if (count == 0) return;
   GranuleCursor cursor{0, 0, GranulesOf(check.zones[0])};
   Tally t;  // changed bytes of zone `tally_zone` so far
@@ -277,8 +315,7 @@ __device__ __forceinline__ void InlineScan(const GmtInlineCheck& check,
       zone[k] = static_cast<uint32_t>(cursor.zone);
       address[k] = 0;
       if (cursor.zone < count) {
-        address[k] = (check.zones[cursor.zone].address & ~uint64_t{15}) +
-                     (g - cursor.begin) * 16;
+        address[k] = GranuleAddress(check, cursor, g);
         any = true;
       }
     }
@@ -293,15 +330,9 @@ __device__ __forceinline__ void InlineScan(const GmtInlineCheck& check,
     for (unsigned k = 0; k < kInlineUnroll; ++k) {
       if (zone[k] >= count) continue;
       const GmtZone& z = check.zones[zone[k]];
-      const uint32_t pattern =
-          static_cast<uint32_t>(z.pattern & 0xffu) * 0x01010101u;
-      uint4 v = w[k];
-      if (address[k] < z.address || address[k] + 16 > z.address + z.bytes) {
-        v = MaskOutside(v, pattern, address[k], z.address, z.address + z.bytes);
-      }
-      const uint32_t differs =
-          (v.x ^ pattern) | (v.y ^ pattern) | (v.z ^ pattern) | (v.w ^ pattern);
-      if (differs == 0) continue;
+      const uint32_t pattern = PatternWord(z);
+      const uint4 v = WithinZone(w[k], pattern, address[k], z);
+      if (!Differs(v, pattern)) continue;
       if (zone[k] != tally_zone) {
         InlineFlush(t, tally_zone, tallies);
         t = Tally();
@@ -331,9 +362,7 @@ __device__ __forceinline__ void InlineScan(const GmtInlineCheck& check,
 __device__ __forceinline__ void SmallClear(const GmtInlineCheck& check,
                                            unsigned tid, unsigned threads,
                                            InlineTally* tallies) {
-  const uint64_t count = check.zone_count < GMT_INLINE_MAX_ZONES
-                             ? check.zone_count
-                             : GMT_INLINE_MAX_ZONES;
+  const uint64_t count = ZoneCount(check);
   for (uint64_t z = tid; z < count; z += threads) {
     tallies[z] = InlineTally{0, 0, 0};
   }
@@ -341,13 +370,9 @@ __device__ __forceinline__ void SmallClear(const GmtInlineCheck& check,
 
 // Out of line: one changed granule of a zone into the zone's tally.
 __device__ __noinline__ void TallyGranule(uint4 v, uint32_t pattern,
-                                          uint64_t offset,
-                                          InlineTally* tally) {
+                                          uint64_t offset, InlineTally* tally) {
   const Tally t = CountVector(v, pattern, offset);
-  if (t.changed == 0) return;
-  atomicAdd(&tally->changed, t.changed);
-  atomicMax(&tally->first_inverted, ~t.first);
-  atomicMax(&tally->last_plus1, t.last + 1);
+  if (t.changed != 0) AddTally(t, tally);
 }
 
 // Thread `tid` of `threads` (one block): granules tid, tid + threads, ...
@@ -355,9 +380,7 @@ __device__ __noinline__ void TallyGranule(uint4 v, uint32_t pattern,
 __device__ __forceinline__ void SmallScan(const GmtInlineCheck& check,
                                           unsigned tid, unsigned threads,
                                           InlineTally* tallies) {
-  const uint64_t count = check.zone_count < GMT_INLINE_MAX_ZONES
-                             ? check.zone_count
-                             : GMT_INLINE_MAX_ZONES;
+  const uint64_t count = ZoneCount(check);
   if (count == 0) return;
   GranuleCursor cursor{0, 0, GranulesOf(check.zones[0])};
 #pragma unroll 1
@@ -369,10 +392,8 @@ __device__ __forceinline__ void SmallScan(const GmtInlineCheck& check,
       const uint64_t granule = g + uint64_t{k} * threads;
       SeekGranule(check, count, granule, &cursor);
       zone[k] = cursor.zone;
-      address[k] = cursor.zone < count
-                       ? (check.zones[cursor.zone].address & ~uint64_t{15}) +
-                             (granule - cursor.begin) * 16
-                       : 0;
+      address[k] =
+          cursor.zone < count ? GranuleAddress(check, cursor, granule) : 0;
     }
     if (zone[0] >= count) break;  // the second granule lies further on
     uint4 w[2];
@@ -386,14 +407,9 @@ __device__ __forceinline__ void SmallScan(const GmtInlineCheck& check,
     for (unsigned k = 0; k < 2; ++k) {
       if (zone[k] >= count) continue;
       const GmtZone& z = check.zones[zone[k]];
-      const uint32_t pattern =
-          static_cast<uint32_t>(z.pattern & 0xffu) * 0x01010101u;
-      uint4 v = w[k];
-      if (address[k] < z.address || address[k] + 16 > z.address + z.bytes) {
-        v = MaskOutside(v, pattern, address[k], z.address, z.address + z.bytes);
-      }
-      if (((v.x ^ pattern) | (v.y ^ pattern) | (v.z ^ pattern) |
-           (v.w ^ pattern)) != 0) {
+      const uint32_t pattern = PatternWord(z);
+      const uint4 v = WithinZone(w[k], pattern, address[k], z);
+      if (Differs(v, pattern)) {
         TallyGranule(v, pattern, address[k] - z.address, &tallies[zone[k]]);
       }
     }
@@ -411,9 +427,7 @@ __device__ __forceinline__ void InlinePublish(const GmtInlineCheck& check,
                                               const InlineTally* tallies) {
   const uint64_t id = check.check_id + block;
   auto* report = reinterpret_cast<GmtCheckReport*>(check.report);
-  const uint64_t count = check.zone_count < GMT_INLINE_MAX_ZONES
-                             ? check.zone_count
-                             : GMT_INLINE_MAX_ZONES;
+  const uint64_t count = ZoneCount(check);
   GmtFinding* region =
       &report->ring[(id % GMT_REPORT_RING_CHECKS) * GMT_INLINE_MAX_ZONES];
   unsigned long long findings = 0;
@@ -488,9 +502,7 @@ __device__ __forceinline__ void FillRange(uint64_t lo, uint64_t hi,
 __device__ __forceinline__ void InlineFillChunk(const GmtInlineFill& fill,
                                                 uint64_t chunk, uint64_t* from,
                                                 unsigned tid, unsigned stride) {
-  const uint64_t count = fill.zone_count < GMT_INLINE_MAX_ZONES
-                             ? fill.zone_count
-                             : GMT_INLINE_MAX_ZONES;
+  const uint64_t count = ZoneCount(fill);
   uint64_t z = *from;
   while (z + 1 < count && fill.zones[z + 1].chunk_begin <= chunk) ++z;
   *from = z;
@@ -500,8 +512,7 @@ __device__ __forceinline__ void InlineFillChunk(const GmtInlineFill& fill,
   if (start >= zone.bytes) return;
   const uint64_t end =
       start + kChunk < zone.bytes ? start + kChunk : zone.bytes;
-  const uint32_t pattern =
-      static_cast<uint32_t>(zone.pattern & 0xffu) * 0x01010101u;
+  const uint32_t pattern = PatternWord(zone);
   FillRange(zone.address + start, zone.address + end, pattern, tid, stride);
 }
 

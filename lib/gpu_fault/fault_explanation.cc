@@ -74,6 +74,20 @@ const ElfSymbol* FunctionAt(const ModuleFacts& facts, uint64_t pc) {
   return nullptr;
 }
 
+// The source line at `pc` from the module's line table, if it has one; a
+// damaged table is a note.
+std::optional<SourceLine> LineAt(const ModuleFacts& facts, uint64_t pc,
+                                 const std::string& symbol,
+                                 std::vector<std::string>* notes) {
+  if (facts.debug_line.empty()) return std::nullopt;
+  absl::StatusOr<std::optional<SourceLine>> line =
+      LookUpSourceLine(facts.debug_line, pc);
+  if (line.ok()) return *line;
+  notes->push_back(
+      absl::StrCat("line table of ", symbol, ": ", line.status().message()));
+  return std::nullopt;
+}
+
 uint64_t FaultKey(uint32_t device, uint32_t sm) {
   return (static_cast<uint64_t>(device) << 32) | sm;
 }
@@ -217,15 +231,8 @@ GpuFaultExplanation ExplainGpuFaults(const GpuCoreDump& dump,
       f.kernel = Demangle(function->name);
       if (f.error_pc) f.pc_offset = *f.error_pc - function->value;
     }
-    if (f.error_pc && !facts->debug_line.empty()) {
-      absl::StatusOr<std::optional<SourceLine>> line =
-          LookUpSourceLine(facts->debug_line, *f.error_pc);
-      if (line.ok()) {
-        f.source = *line;
-      } else {
-        out.notes.push_back(absl::StrCat("line table of ", f.kernel_symbol,
-                                         ": ", line.status().message()));
-      }
+    if (f.error_pc) {
+      f.source = LineAt(*facts, *f.error_pc, f.kernel_symbol, &out.notes);
     }
 
     // The address: the instruction at errorPC and this warp's registers.
@@ -315,16 +322,7 @@ GpuFaultExplanation ExplainGpuFaults(const GpuCoreDump& dump,
       s.kernel_symbol = function->name;
       s.kernel = Demangle(function->name);
       s.pc_offset = *s.error_pc - function->value;
-      if (!facts->debug_line.empty()) {
-        absl::StatusOr<std::optional<SourceLine>> line =
-            LookUpSourceLine(facts->debug_line, *s.error_pc);
-        if (line.ok()) {
-          s.source = *line;
-        } else {
-          out.notes.push_back(absl::StrCat("line table of ", s.kernel_symbol,
-                                           ": ", line.status().message()));
-        }
-      }
+      s.source = LineAt(*facts, *s.error_pc, s.kernel_symbol, &out.notes);
       break;
     }
   }

@@ -44,6 +44,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -163,6 +164,34 @@ class HeldStream {
 
   bool ok() const { return r_ == CUDA_SUCCESS; }
   CUresult result() const { return r_; }
+
+  // `n` calls of `enqueue` queued behind the hold, in three rounds, each
+  // round let go and then `after_round` run (null: nothing); appends
+  // " name=<gpu>/<host>", the best round's GPU and host microseconds per
+  // call, to *line. False when a call, `after_round` or the timing failed.
+  bool TimePerCall(const char* name, int n,
+                   const std::function<bool()>& enqueue, std::string* line,
+                   const std::function<bool()>& after_round = nullptr) {
+    float best_ms = 0;
+    double best_host_us = 0;
+    bool ok = true;
+    for (int round = 0; round < 3 && ok; ++round) {
+      ok = Hold();
+      const auto host_start = std::chrono::steady_clock::now();
+      for (int i = 0; i < n && ok; ++i) ok = enqueue();
+      const double host_us = Seconds(host_start) * 1e6 / n;
+      float ms = 0;
+      ok = Let(&ms) && ok;
+      if (ok && after_round) ok = after_round();
+      if (ok && (round == 0 || ms < best_ms)) best_ms = ms;
+      if (ok && (round == 0 || host_us < best_host_us)) best_host_us = host_us;
+    }
+    char field[96];
+    std::snprintf(field, sizeof(field), " %s=%.2f/%.2f", name,
+                  best_ms * 1000.0 / n, best_host_us);
+    *line += field;
+    return ok;
+  }
   CUstream stream() const { return stream_; }
 
   // Holds the stream and records the start behind the hold.
@@ -250,37 +279,27 @@ bool MeasureInlineChecks(TestDriver& d, gmt::DeviceOps& ops) {
       ok = t != 0 &&
            ops.PollCheck(t, true, &warm) == gmt::DeviceOps::Poll::kDone;
     }
-    float best_ms = 0;
-    double best_host_us = 0;
-    for (int round = 0; round < 3 && ok; ++round) {
-      std::vector<uint64_t> tickets;
-      tickets.reserve(checks);
-      ok = held.Hold();
-      const auto host_start = std::chrono::steady_clock::now();
-      for (int i = 0; i < checks && ok; ++i) {
-        const uint64_t t = ops.CheckAfterKernel(context, s, shape.zones, true);
-        ok = t != 0;
-        tickets.push_back(t);
-      }
-      const double host_us = std::chrono::duration<double, std::micro>(
-                                 std::chrono::steady_clock::now() - host_start)
-                                 .count() /
-                             checks;
-      if (round == 0 || host_us < best_host_us) best_host_us = host_us;
-      float ms = 0;
-      ok = held.Let(&ms) && ok;
+    // Each round's checks answered clean.
+    std::vector<uint64_t> tickets;
+    tickets.reserve(checks);
+    const auto enqueue = [&] {
+      tickets.push_back(ops.CheckAfterKernel(context, s, shape.zones, true));
+      return tickets.back() != 0;
+    };
+    const auto answered = [&] {
+      bool clean = true;
       std::vector<GmtZoneResult> results;
       for (uint64_t t : tickets) {
-        ok = ok && t != 0 &&
-             ops.PollCheck(t, true, &results) == gmt::DeviceOps::Poll::kDone;
-        for (const GmtZoneResult& z : results) ok = ok && z.changed_bytes == 0;
+        clean = clean &&
+                ops.PollCheck(t, true, &results) == gmt::DeviceOps::Poll::kDone;
+        for (const GmtZoneResult& z : results) {
+          clean = clean && z.changed_bytes == 0;
+        }
       }
-      if (ok && (round == 0 || ms < best_ms)) best_ms = ms;
-    }
-    char field[64];
-    std::snprintf(field, sizeof(field), " %s=%.2f/%.2f", shape.name,
-                  best_ms * 1000.0 / checks, best_host_us);
-    line += field;
+      tickets.clear();
+      return clean;
+    };
+    ok = ok && held.TimePerCall(shape.name, checks, enqueue, &line, answered);
   }
   if (block != 0) {
     d.ctx_synchronize();
@@ -392,24 +411,9 @@ bool MeasureLaunches(TestDriver& d) {
   for (int how = 0; how < 7 && ok; ++how) {
     ok = launch(how) == CUDA_SUCCESS &&
          d.stream_synchronize(stream) == CUDA_SUCCESS;  // warm
-    float best_ms = 0;
-    double best_host_us = 0;
-    for (int round = 0; round < 3 && ok; ++round) {
-      ok = held.Hold();
-      const auto host_start = std::chrono::steady_clock::now();
-      for (int i = 0; i < kLaunches && ok; ++i) {
-        ok = launch(how) == CUDA_SUCCESS;
-      }
-      const double host_us = Seconds(host_start) * 1e6 / kLaunches;
-      float ms = 0;
-      ok = held.Let(&ms) && ok;
-      if (ok && (round == 0 || ms < best_ms)) best_ms = ms;
-      if (ok && (round == 0 || host_us < best_host_us)) best_host_us = host_us;
-    }
-    char field[64];
-    std::snprintf(field, sizeof(field), " %s=%.2f/%.2f", names[how],
-                  best_ms * 1000.0 / kLaunches, best_host_us);
-    line += field;
+    ok = ok && held.TimePerCall(
+                   names[how], kLaunches,
+                   [&] { return launch(how) == CUDA_SUCCESS; }, &line);
   }
   if (ok) {
     // Every check answered clean, in its slot.
@@ -494,22 +498,8 @@ bool MeasureFills(TestDriver& d, gmt::DeviceOps& ops) {
       continue;
     }
     ok = fill(how) && d.stream_synchronize(stream) == CUDA_SUCCESS;  // warm
-    float best_ms = 0;
-    double best_host_us = 0;
-    for (int round = 0; round < 3 && ok; ++round) {
-      ok = held.Hold();
-      const auto host_start = std::chrono::steady_clock::now();
-      for (int i = 0; i < kFills && ok; ++i) ok = fill(how);
-      const double host_us = Seconds(host_start) * 1e6 / kFills;
-      float ms = 0;
-      ok = held.Let(&ms) && ok;
-      if (ok && (round == 0 || ms < best_ms)) best_ms = ms;
-      if (ok && (round == 0 || host_us < best_host_us)) best_host_us = host_us;
-    }
-    char field[64];
-    std::snprintf(field, sizeof(field), " %s=%.2f/%.2f", names[how],
-                  best_ms * 1000.0 / kFills, best_host_us);
-    line += field;
+    ok = ok && held.TimePerCall(
+                   names[how], kFills, [&] { return fill(how); }, &line);
   }
   if (block != 0) {
     d.ctx_synchronize();
