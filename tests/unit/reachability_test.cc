@@ -160,6 +160,72 @@ TEST(FloodFill, FatBinaryHandleIsNotFollowed) {
   EXPECT_EQ(r.reachable, (std::vector<bool>{true, true, false}));
 }
 
+// A heap whose interior pointers are costly to answer (as glibc's main
+// arena, which must be walked): FloodFill sets them aside, and asks only
+// when the rest leaves a block unmarked.
+class DeferringHeap : public FakeHeap {
+ public:
+  explicit DeferringHeap(std::vector<AddressRange> starts_only)
+      : starts_only_(std::move(starts_only)) {}
+  bool Deferrable(uint64_t address) override {
+    for (const AddressRange& o : starts_only_) {
+      if (o.Contains(address) && address != o.begin) return true;
+    }
+    return false;
+  }
+  std::optional<AddressRange> ObjectAt(uint64_t address) override {
+    if (Deferrable(address)) ++deferred_asked_;
+    return FakeHeap::ObjectAt(address);
+  }
+  int deferred_asked_ = 0;
+
+ private:
+  std::vector<AddressRange> starts_only_;
+};
+
+TEST(FloodFill, InteriorPointersWaitUntilTheRestLeavesABlockUnmarked) {
+  // global -> A (at its start) -> block 0; global -> B (inside) -> C (at its
+  // start) -> block 1.
+  FakeMemory memory;
+  std::vector<uint64_t>& globals = memory.Map(kGlobals, 4);
+  globals[0] = kHeap + 0x108;  // inside B: deferrable
+  globals[1] = kHeap;          // A
+  memory.Map(kHeap, 4)[2] = kDevice + 16;
+  memory.Map(kHeap + 0x100, 4)[3] = kHeap + 0x200;
+  memory.Map(kHeap + 0x200, 4)[1] = kDevice + 8192;
+  DeferringHeap heap({{kHeap, kHeap + 32},
+                      {kHeap + 0x100, kHeap + 0x120},
+                      {kHeap + 0x200, kHeap + 0x220}});
+  heap.Add(kHeap, kHeap + 32);
+  heap.Add(kHeap + 0x100, kHeap + 0x120);
+  heap.Add(kHeap + 0x200, kHeap + 0x220);
+  const std::vector<AddressRange> three = ThreeBlocks();
+  // Block 0 alone: found through A; B's interior pointer is never asked.
+  ReachResult r =
+      FloodFill({{kGlobals, kGlobals + 32}}, {three[0]}, memory, heap, {});
+  EXPECT_EQ(r.reachable, (std::vector<bool>{true}));
+  EXPECT_EQ(heap.deferred_asked_, 0);
+  EXPECT_EQ(r.heap_objects, 1u);
+  // Blocks 0 and 1: block 1 needs B, asked once the rest is read, and the
+  // fill goes on from it (C) with its chain whole.
+  r = FloodFill({{kGlobals, kGlobals + 32}}, {three[0], three[1]}, memory, heap,
+                {});
+  EXPECT_EQ(r.reachable, (std::vector<bool>{true, true}));
+  EXPECT_EQ(heap.deferred_asked_, 1);
+  ASSERT_EQ(r.via_chain[1].size(), 2u);
+  EXPECT_EQ(r.via_chain[1][0].word, kGlobals);
+  EXPECT_EQ(r.via_chain[1][0].object, kHeap + 0x100);
+  EXPECT_EQ(r.via_chain[1][1].word, kHeap + 0x118);
+  EXPECT_EQ(r.via_chain[1][1].object, kHeap + 0x200);
+  EXPECT_EQ(r.via_word[1], kHeap + 0x208);
+  // A block nothing holds: every deferred word is asked, the verdict stays.
+  heap.deferred_asked_ = 0;
+  r = FloodFill({{kGlobals, kGlobals + 32}}, three, memory, heap, {});
+  EXPECT_EQ(r.reachable, (std::vector<bool>{true, true, false}));
+  EXPECT_EQ(heap.deferred_asked_, 1);
+  EXPECT_FALSE(r.truncated);
+}
+
 TEST(FloodFill, HeapObjectsNotReachedAreNotScanned) {
   FakeMemory memory;
   FakeHeap heap;
@@ -813,6 +879,75 @@ TEST(ScanProcess, HeapListedAsSeveralMappingsIsOneArena) {
   if (heap_mappings < 2) GTEST_SKIP() << "[heap] stayed one mapping";
   ProcessReach scan = ScanFromHere();
   EXPECT_TRUE(scan.result.reachable[1]) << heap_mappings << " [heap] mappings";
+}
+
+// Whether `address` lies in this process's brk heap (glibc's main arena).
+bool InBrkHeap(uint64_t address) {
+  FILE* f = std::fopen("/proc/self/maps", "re");
+  if (f == nullptr) return false;
+  char line[512];
+  bool in = false;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    unsigned long long b = 0, e = 0;
+    if (std::strstr(line, "[heap]") != nullptr &&
+        std::sscanf(line, "%llx-%llx", &b, &e) == 2 && address >= b &&
+        address < e) {
+      in = true;
+    }
+  }
+  std::fclose(f);
+  return in;
+}
+
+__attribute__((noinline)) ProcessReach ScanForHeldInHeap() {
+  std::vector<AddressRange> blocks = {{kInHeap, kInHeap + kBlockBytes}};
+  ReachLimits limits;
+  limits.max_bytes = uint64_t{1} << 36;
+  return ScanProcess(blocks,
+                     reinterpret_cast<uint64_t>(__builtin_frame_address(0)), {},
+                     limits);
+}
+
+// A framework's allocator holds its blocks through pointers to its objects'
+// starts: the scan finds them without walking the main arena (a Python
+// process that imported PyTorch has 100 MB or more there; the walk was the
+// whole of its exit scan).
+TEST(ScanProcess, AnObjectHeldByItsStartIsFoundWithoutWalkingTheHeap) {
+  g_pointer = 0;
+  g_holder = new HeapHolder{};
+  g_holder->pointer = kInHeap;
+  if (!InBrkHeap(reinterpret_cast<uint64_t>(g_holder))) {
+    delete g_holder;
+    g_holder = nullptr;
+    GTEST_SKIP() << "the holder is not in [heap]";
+  }
+  ProcessReach scan = ScanForHeldInHeap();
+  delete g_holder;
+  g_holder = nullptr;
+  EXPECT_TRUE(scan.result.reachable[0]);
+  EXPECT_EQ(scan.heap_walked_bytes, 0u);
+}
+
+// Kept apart from its start pointer so that only the interior one exists.
+volatile uint64_t g_hidden_holder;
+constexpr uint64_t kHide = 0x5a5a5a5a5a5a5a5a;
+
+TEST(ScanProcess, AnInteriorPointerIntoTheHeapIsStillFollowed) {
+  g_holder = nullptr;
+  auto* holder = new HeapHolder{};
+  holder->pointer = kInHeap;
+  const uint64_t start = reinterpret_cast<uint64_t>(holder);
+  g_hidden_holder = start ^ kHide;
+  g_pointer = start + 24;  // inside: only the walk can tell whose it is
+  holder = nullptr;
+  const bool in_heap = InBrkHeap(start);
+  ProcessReach scan;
+  if (in_heap) scan = ScanForHeldInHeap();
+  g_pointer = 0;
+  delete reinterpret_cast<HeapHolder*>(g_hidden_holder ^ kHide);
+  if (!in_heap) GTEST_SKIP() << "the holder is not in [heap]";
+  EXPECT_TRUE(scan.result.reachable[0]);
+  EXPECT_GT(scan.heap_walked_bytes, 0u);
 }
 
 }  // namespace
