@@ -178,29 +178,48 @@ class SelfReader : public MemoryReader {
     }
     std::sort(lines.begin(), lines.end());
     lines.erase(std::unique(lines.begin(), lines.end()), lines.end());
-    // Two lines of one batch may share a slot: the later one stays.
+    // One span per page, from its first wanted line to its last (the lines
+    // between come along): the kernel pins a page per range it is given, and
+    // that, not the bytes, is what a read of a line costs. Consecutive lines
+    // sit in consecutive slots, so a span is one range of the cache too
+    // (split where the slots wrap around).
+    spans_.clear();
+    for (size_t i = 0; i < lines.size();) {
+      const uint64_t first = lines[i];
+      uint64_t last = first;
+      while (++i < lines.size() &&
+             lines[i] / kLinesPerPage == first / kLinesPerPage &&
+             lines[i] % kLineSlots > first % kLineSlots) {
+        last = lines[i];
+      }
+      spans_.push_back({first, last - first + 1});
+    }
+    // Two spans of one batch may share a slot: the later one stays.
     constexpr size_t kBatch = 1024;  // IOV_MAX
     iovec local[kBatch];
     iovec remote[kBatch];
-    for (size_t i = 0; i < lines.size();) {
-      const size_t n = std::min(kBatch, lines.size() - i);
+    for (size_t i = 0; i < spans_.size();) {
+      const size_t n = std::min(kBatch, spans_.size() - i);
       for (size_t k = 0; k < n; ++k) {
-        const uint64_t line = lines[i + k];
-        local[k] = {lines_ + (line % kLineSlots) * kLine, kLine};
-        remote[k] = {reinterpret_cast<void*>(line * kLine), kLine};
+        const auto [line, count] = spans_[i + k];
+        local[k] = {lines_ + (line % kLineSlots) * kLine, count * kLine};
+        remote[k] = {reinterpret_cast<void*>(line * kLine), count * kLine};
       }
       const ssize_t got = process_vm_readv(pid_, local, n, remote, n, 0);
-      // The lines read whole are in; the first one that was not is left to
-      // a read of its own (it may be unreadable), and the batch goes on
-      // after it.
-      const size_t whole =
-          got > 0 ? static_cast<size_t>(got) / kLine : size_t{0};
-      for (size_t k = 0; k < whole; ++k) {
-        const uint64_t line = lines[i + k];
-        line_tags_[line % kLineSlots] = line;
-        line_readable_[line % kLineSlots] = true;
+      // The spans read whole are in; the first one that was not is left to
+      // reads of its own lines (it may be unreadable), and the batch goes
+      // on after it.
+      size_t left = got > 0 ? static_cast<size_t>(got) : size_t{0};
+      size_t k = 0;
+      for (; k < n && left >= local[k].iov_len; ++k) {
+        left -= local[k].iov_len;
+        const auto [line, count] = spans_[i + k];
+        for (uint64_t l = line; l < line + count; ++l) {
+          line_tags_[l % kLineSlots] = l;
+          line_readable_[l % kLineSlots] = true;
+        }
       }
-      i += whole < n ? whole + 1 : n;
+      i += k < n ? k + 1 : n;
     }
   }
 
@@ -210,6 +229,7 @@ class SelfReader : public MemoryReader {
   static constexpr size_t kSmallObject = 16 * 1024;
   static constexpr size_t kPageSlots = 1024;   // 4 MiB
   static constexpr size_t kLineSlots = 65536;  // 4 MiB
+  static constexpr uint64_t kLinesPerPage = kPage / kLine;
 
   size_t ReadUncached(uint64_t address, void* out, size_t bytes) {
     if (use_syscall_) {
@@ -289,6 +309,7 @@ class SelfReader : public MemoryReader {
   std::vector<bool> page_readable_;
   std::vector<uint64_t> line_tags_;
   std::vector<bool> line_readable_;
+  std::vector<std::pair<uint64_t, uint64_t>> spans_;  // first line, count
 };
 
 // glibc chunk header bits (malloc/malloc.c).
