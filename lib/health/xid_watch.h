@@ -26,7 +26,7 @@ void DeclineXidWatch(const std::string& why);
 void RequestXidWatchStop();
 
 // Asks the watcher to stop and waits at most `wait_ms` for it to leave NVML
-// (it checks between waits of 100 ms). Returns whether it stopped.
+// (it checks between waits of 20 ms). Returns whether it stopped.
 bool StopXidWatch(int wait_ms);
 
 // At a GPU fault the program learns of first (a sticky CUDA error), the
