@@ -1,6 +1,5 @@
 #include "lib/leaks/cuda_runtime_globals.h"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -16,53 +15,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "lib/core/optional_library.h"
+#include "lib/stacks/elf_symbols.h"
 
 namespace gmt {
 namespace {
-
-// The libelf entry points used, resolved from libelf.so.1 at run time (as
-// the symbolizer does for libdw): the library must load where it is absent.
-struct ElfApi {
-  decltype(&elf_version) version;
-  decltype(&elf_begin) begin;
-  decltype(&elf_end) end;
-  decltype(&elf_nextscn) nextscn;
-  decltype(&gelf_getshdr) getshdr;
-  decltype(&elf_getdata) getdata;
-  decltype(&gelf_getsym) getsym;
-  decltype(&elf_strptr) strptr;
-};
-
-template <typename F>
-bool Load(void* handle, const char* name, F* out) {
-  *out = reinterpret_cast<F>(dlsym(handle, name));
-  return *out != nullptr;
-}
-
-// Loaded once; nullptr when libelf is missing. Never unloaded: the scan may
-// run again after a fork.
-const ElfApi* Api() {
-  static const ElfApi* api = []() -> const ElfApi* {
-    void* handle = OpenOptionalLibrary("libelf.so.1");
-    if (handle == nullptr) return nullptr;
-    auto* a = new ElfApi;
-    if (!(Load(handle, "elf_version", &a->version) &&
-          Load(handle, "elf_begin", &a->begin) &&
-          Load(handle, "elf_end", &a->end) &&
-          Load(handle, "elf_nextscn", &a->nextscn) &&
-          Load(handle, "gelf_getshdr", &a->getshdr) &&
-          Load(handle, "elf_getdata", &a->getdata) &&
-          Load(handle, "gelf_getsym", &a->getsym) &&
-          Load(handle, "elf_strptr", &a->strptr)) ||
-        a->version(EV_CURRENT) == EV_NONE) {
-      delete a;
-      return nullptr;
-    }
-    return a;
-  }();
-  return api;
-}
 
 std::vector<AddressRange> Merge(std::vector<AddressRange> ranges) {
   std::sort(ranges.begin(), ranges.end(),
@@ -174,7 +130,7 @@ namespace {
 RuntimeGlobals ReadRuntimeGlobals(const std::string& path) {
   const uint64_t load_bias = 0;
   RuntimeGlobals out;
-  const ElfApi* api = Api();
+  const ElfApi* api = LoadElfApi();
   if (api == nullptr) {
     out.note = "libelf.so.1 not found";
     return out;

@@ -180,10 +180,17 @@ SymbolizedFrame Symbolizer::Resolve(uintptr_t return_address) {
   // The return address points after the call; the call itself is one byte back.
   const uintptr_t pc = return_address > 0 ? return_address - 1 : 0;
 
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(pc), &info) != 0) {
-    frame.module = Basename(info.dli_fname);
-    if (frame.module.empty()) frame.module = MainProgramName();
+  // Where the module's own table was read, its answer is final: an address
+  // no function of it covers (code between functions) gets no name, and
+  // libdw's and absl's lookups, which walk the whole table (tens of ms in a
+  // framework's module), are not asked to find none either.
+  const LoadedModule* loaded = modules_.At(pc);
+  bool table_read = false;
+  if (loaded != nullptr) {
+    frame.module = loaded->name;
+    if (const char* name = FunctionNameAt(*loaded, pc, &table_read)) {
+      frame.function = Demangle(name);
+    }
   }
 
   if (EnsureDwfl()) {
@@ -198,8 +205,10 @@ SymbolizedFrame Symbolizer::Resolve(uintptr_t return_address) {
       module = dwfl_api_->addrmodule(dwfl, pc);
     }
     if (module != nullptr) {
-      if (const char* name = dwfl_api_->module_addrname(module, pc)) {
-        frame.function = Demangle(name);
+      if (frame.function.empty() && !table_read) {
+        if (const char* name = dwfl_api_->module_addrname(module, pc)) {
+          frame.function = Demangle(name);
+        }
       }
       if (Dwfl_Line* line = dwfl_api_->module_getsrc(module, pc)) {
         int lineno = 0;
@@ -215,15 +224,35 @@ SymbolizedFrame Symbolizer::Resolve(uintptr_t return_address) {
       }
     }
   }
-  if (frame.function.empty()) {
+  if ((frame.function.empty() && !table_read) || frame.module.empty()) {
     char buffer[1024];
-    if (absl::Symbolize(reinterpret_cast<void*>(pc), buffer, sizeof(buffer))) {
-      frame.function = buffer;
-    } else if (info.dli_sname != nullptr) {
-      frame.function = Demangle(info.dli_sname);
+    Dl_info info{};
+    const bool found = dladdr(reinterpret_cast<void*>(pc), &info) != 0;
+    if (frame.module.empty() && found) {
+      frame.module = Basename(info.dli_fname);
+      if (frame.module.empty()) frame.module = MainProgramName();
+    }
+    if (frame.function.empty() && !table_read) {
+      if (absl::Symbolize(reinterpret_cast<void*>(pc), buffer,
+                          sizeof(buffer))) {
+        frame.function = buffer;
+      } else if (found && info.dli_sname != nullptr) {
+        frame.function = Demangle(info.dli_sname);
+      }
     }
   }
   return frame;
+}
+
+const char* Symbolizer::FunctionNameAt(const LoadedModule& module, uintptr_t pc,
+                                       bool* table_read) {
+  auto it = symbols_.find(module.path);
+  if (it == symbols_.end()) {
+    it =
+        symbols_.emplace(module.path, FunctionSymbols::Read(module.path)).first;
+  }
+  *table_read = it->second != nullptr;
+  return *table_read ? it->second->NameAt(pc - module.bias) : nullptr;
 }
 
 void Symbolizer::LeaveRuntimeHeaders(void* dwfl_module, uintptr_t pc,

@@ -1,14 +1,17 @@
 // Symbolizer: return addresses -> function, file:line, module. Late and cached.
 //
-// Runs only when a report or snapshot needs names, never inside a wrapper. Uses
-// elfutils' libdwfl for file:line and function names when libdw.so.1 can be
-// loaded (dlopen: the library does not depend on it), and falls back to the ELF
-// symbol tables (absl::Symbolize) and dladdr otherwise, so a machine without
-// libdw still gets function and module names.
+// Runs only when a report or snapshot needs names, never inside a wrapper.
+// Function names come from each module's symbol table, sorted once
+// (lib/stacks/elf_symbols.h; libdw's own lookup walks the whole table per
+// address); file:line from elfutils' libdwfl when libdw.so.1 can be loaded
+// (dlopen: the library does not depend on it). Without libelf/libdw it falls
+// back to absl::Symbolize and dladdr, so a machine without them still gets
+// function and module names.
 #ifndef GMT_LIB_STACKS_SYMBOLIZER_H_
 #define GMT_LIB_STACKS_SYMBOLIZER_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "lib/stacks/elf_symbols.h"
 #include "lib/stacks/stack_depot.h"
 
 namespace gmt {
@@ -70,8 +74,19 @@ class Symbolizer {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool EnsureDwfl() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // The module's function name at `pc`, from its own sorted table (read
+  // once per module); nullptr when it has none there. `table_read`: whether
+  // the module has a table the tool could read.
+  const char* FunctionNameAt(const LoadedModule& module, uintptr_t pc,
+                             bool* table_read)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   absl::Mutex mu_;
   absl::flat_hash_map<uintptr_t, SymbolizedFrame> cache_ ABSL_GUARDED_BY(mu_);
+  LoadedModules modules_ ABSL_GUARDED_BY(mu_);
+  // By file path; nullptr where the file has no table the tool can read.
+  absl::flat_hash_map<std::string, std::unique_ptr<FunctionSymbols>> symbols_
+      ABSL_GUARDED_BY(mu_);
   DwflApi* dwfl_api_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool dwfl_tried_ ABSL_GUARDED_BY(mu_) = false;
   void* dwfl_ ABSL_GUARDED_BY(mu_) = nullptr;
