@@ -155,32 +155,18 @@ RuntimeGlobals ReadRuntimeGlobals(const std::string& path) {
       out.symbols_read = true;
       Elf_Data* data = api->getdata(scn, nullptr);
       if (data == nullptr) continue;
-      const size_t count = shdr.sh_size / shdr.sh_entsize;
-      // A 64-bit table in memory form is read in place: a framework's module
-      // holds millions of symbols, and a library call per symbol cost a
-      // noticeable part of the exit scan. Other forms go through gelf.
-      const bool native64 =
-          data->d_type == ELF_T_SYM && shdr.sh_entsize == sizeof(Elf64_Sym) &&
-          data->d_size >= count * sizeof(Elf64_Sym) && data->d_buf != nullptr;
-      const auto* syms64 = static_cast<const Elf64_Sym*>(data->d_buf);
-      for (size_t i = 0; i < count; ++i) {
-        GElf_Sym sym;
-        if (native64) {
-          sym = syms64[i];  // GElf_Sym is Elf64_Sym
-        } else if (api->getsym(data, static_cast<int>(i), &sym) == nullptr) {
-          break;
-        }
+      ForEachSymbol(*api, data, shdr, [&](const GElf_Sym& sym) {
         // Objects with an extent only: TLS symbols' values are offsets in
         // the TLS block, not addresses.
         if (GELF_ST_TYPE(sym.st_info) != STT_OBJECT || sym.st_size == 0 ||
             sym.st_shndx == SHN_UNDEF) {
-          continue;
+          return;
         }
         const char* name = api->strptr(elf, shdr.sh_link, sym.st_name);
-        if (name == nullptr || !IsCudaRuntimeGlobalName(name)) continue;
+        if (name == nullptr || !IsCudaRuntimeGlobalName(name)) return;
         found.push_back(AddressRange{load_bias + sym.st_value,
                                      load_bias + sym.st_value + sym.st_size});
-      }
+      });
     }
     if (!out.symbols_read) out.note = absl::StrCat(path, " has no .symtab");
     api->end(elf);

@@ -104,45 +104,36 @@ std::unique_ptr<FunctionSymbols> FunctionSymbols::Read(
   Elf_Scn* strings = api->getscn(out->elf_, table_header.sh_link);
   Elf_Data* string_data =
       strings != nullptr ? api->getdata(strings, nullptr) : nullptr;
+  // Names are read up to their NUL: a table whose string section does not
+  // end in one is not read (a damaged file).
   if (data == nullptr || string_data == nullptr ||
-      string_data->d_buf == nullptr) {
+      string_data->d_buf == nullptr || string_data->d_size == 0 ||
+      static_cast<const char*>(string_data->d_buf)[string_data->d_size - 1] !=
+          '\0') {
     return nullptr;
   }
   out->strings_ = static_cast<const char*>(string_data->d_buf);
   out->strings_size_ = string_data->d_size;
   g_tables_read.fetch_add(1, std::memory_order_relaxed);
 
-  const size_t count = table_header.sh_size / table_header.sh_entsize;
-  // A 64-bit table in memory form is read in place (a call per symbol of a
-  // table this size costs milliseconds); other forms through gelf.
-  const bool native64 = data->d_type == ELF_T_SYM &&
-                        table_header.sh_entsize == sizeof(Elf64_Sym) &&
-                        data->d_size >= count * sizeof(Elf64_Sym) &&
-                        data->d_buf != nullptr;
-  const auto* syms64 = static_cast<const Elf64_Sym*>(data->d_buf);
   // The binding's rank rides in the size's top two bits while sorting.
   constexpr uint32_t kRankShift = 30;
   constexpr uint32_t kSizeMask = (uint32_t{1} << kRankShift) - 1;
   std::vector<Entry>& entries = out->entries_;
-  for (size_t i = 0; i < count; ++i) {
-    GElf_Sym sym;
-    if (native64) {
-      sym = syms64[i];  // GElf_Sym is Elf64_Sym
-    } else if (api->getsym(data, static_cast<int>(i), &sym) == nullptr) {
-      break;
-    }
+  const size_t strings_size = out->strings_size_;
+  ForEachSymbol(*api, data, table_header, [&](const GElf_Sym& sym) {
     const int type = GELF_ST_TYPE(sym.st_info);
     if ((type != STT_FUNC && type != STT_GNU_IFUNC) ||
         sym.st_shndx == SHN_UNDEF || sym.st_value == 0 ||
-        sym.st_name >= out->strings_size_) {
-      continue;
+        sym.st_name >= strings_size) {
+      return;
     }
     const uint32_t size =
         static_cast<uint32_t>(std::min<uint64_t>(sym.st_size, kSizeMask));
     entries.push_back(Entry{sym.st_value,
                             size | BindingRank(sym.st_info) << kRankShift,
                             static_cast<uint32_t>(sym.st_name)});
-  }
+  });
   // By start, and at one start the best-ranked name first; then one entry
   // per start.
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {

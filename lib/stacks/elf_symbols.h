@@ -44,6 +44,30 @@ struct ElfApi {
 };
 const ElfApi* LoadElfApi();
 
+// Calls `take(const GElf_Sym&)` for each entry of a symbol table section
+// (`header`, its `data`). A 64-bit table in memory form is read in place: a
+// framework's module holds hundreds of thousands of symbols, and a libelf
+// call per symbol costs milliseconds. Other forms go through gelf_getsym.
+template <typename Take>
+void ForEachSymbol(const ElfApi& api, Elf_Data* data, const GElf_Shdr& header,
+                   Take&& take) {
+  if (data == nullptr || header.sh_entsize == 0) return;
+  const size_t count = header.sh_size / header.sh_entsize;
+  const bool native64 =
+      data->d_type == ELF_T_SYM && header.sh_entsize == sizeof(Elf64_Sym) &&
+      data->d_size >= count * sizeof(Elf64_Sym) && data->d_buf != nullptr;
+  const auto* syms64 = static_cast<const Elf64_Sym*>(data->d_buf);
+  for (size_t i = 0; i < count; ++i) {
+    GElf_Sym sym;
+    if (native64) {
+      sym = syms64[i];  // GElf_Sym is Elf64_Sym
+    } else if (api.getsym(data, static_cast<int>(i), &sym) == nullptr) {
+      return;
+    }
+    take(sym);
+  }
+}
+
 class FunctionSymbols {
  public:
   // The function symbols (STT_FUNC, STT_GNU_IFUNC, defined, non-zero) of the
