@@ -287,14 +287,12 @@ __attribute__((noinline)) void Engine::ScanReachability() {
   }
   LogNote(1,
           "reachability: %zu blocks, %.1f ms (symbol tables of %llu modules "
-          "%.1f ms, flood fill %.1f ms), %llu bytes scanned, %llu bytes of "
-          "the heap walked%s",
+          "%.1f ms, flood fill %.1f ms), %llu bytes scanned%s",
           live.size(), s.ms,
           static_cast<unsigned long long>(scan.modules_with_symbols),
           static_cast<double>(scan.symbols_ns) * 1e-6,
           static_cast<double>(scan.flood_ns) * 1e-6,
           static_cast<unsigned long long>(s.bytes_scanned),
-          static_cast<unsigned long long>(scan.heap_walked_bytes),
           s.truncated ? " (truncated)" : "");
 }
 

@@ -210,43 +210,6 @@ ReachResult FloodFill(const std::vector<AddressRange>& roots,
     }
     return w;
   };
-  // Words the oracle could answer only after a costly step
-  // (HeapOracle::Deferrable), with where they were read: asked about once
-  // the fill runs out of everything else with a block still unmarked.
-  // Bounded: past kMaxDeferred the step is taken and nothing more waits.
-  struct Deferred {
-    uint64_t value;
-    uint64_t word_at;
-    Window win;
-  };
-  constexpr size_t kMaxDeferred = size_t{1} << 18;
-  std::vector<Deferred> deferred;
-  bool defer = true;
-  // Follows `value` (read at `word_at` of `win`) to the heap object it
-  // points into, queued once.
-  auto follow = [&](uint64_t value, uint64_t word_at, const Window& win) {
-    std::optional<AddressRange> object = heap.ObjectAt(value);
-    // The scan's own heap arrays hold copies of block addresses (and
-    // words just read); a stale pointer to them must not count.
-    if (object && object->size() >= sizeof(uint64_t) && !index.Owns(*object) &&
-        !object->Contains(reinterpret_cast<uint64_t>(buffer.data())) &&
-        !object->Contains(reinterpret_cast<uint64_t>(batch_words.data())) &&
-        !object->Contains(reinterpret_cast<uint64_t>(deferred.data())) &&
-        visited
-            .try_emplace(
-                object->begin,
-                Found{win.is_heap ? win.range.begin : 0, word_at,
-                      object->size(), 0, win.depth,
-                      win.depth == kHalf ? object->begin : win.root_side})
-            .second) {
-      ++result.heap_objects;
-      if (near_phase && win.depth < kNearLinks) {
-        near.push_back(Item{*object, win.root, true});
-      } else {
-        work.push_back(Item{*object, win.root, true});
-      }
-    }
-  };
   // Checks `count` words read at `win.at`; true when every block is marked.
   auto check_words = [&](const Window& win, const uint64_t* words,
                          size_t count) {
@@ -267,15 +230,27 @@ ReachResult FloodFill(const std::vector<AddressRange>& roots,
         }
         continue;
       }
-      if (defer && heap.Deferrable(value)) {
-        if (deferred.empty()) deferred.reserve(kMaxDeferred);
-        if (deferred.size() < kMaxDeferred) {
-          deferred.push_back(Deferred{value, word_at, win});
-          continue;
+      std::optional<AddressRange> object = heap.ObjectAt(value);
+      // The scan's own heap arrays hold copies of block addresses (and
+      // words just read); a stale pointer to them must not count.
+      if (object && object->size() >= sizeof(uint64_t) &&
+          !index.Owns(*object) &&
+          !object->Contains(reinterpret_cast<uint64_t>(buffer.data())) &&
+          !object->Contains(reinterpret_cast<uint64_t>(batch_words.data())) &&
+          visited
+              .try_emplace(
+                  object->begin,
+                  Found{win.is_heap ? win.range.begin : 0, word_at,
+                        object->size(), 0, win.depth,
+                        win.depth == kHalf ? object->begin : win.root_side})
+              .second) {
+        ++result.heap_objects;
+        if (near_phase && win.depth < kNearLinks) {
+          near.push_back(Item{*object, win.root, true});
+        } else {
+          work.push_back(Item{*object, win.root, true});
         }
-        defer = false;
       }
-      follow(value, word_at, win);
     }
     return false;
   };
@@ -362,63 +337,50 @@ ReachResult FloodFill(const std::vector<AddressRange>& roots,
     near.pop_front();
     if (scan_item(item)) return result;
   }
-  // The depth-first fill of `work`; true when the fill is over (every
-  // block marked, or a limit hit).
-  auto fill_work = [&]() {
-    while (!work.empty() && unmarked > 0) {
-      if (over_budget()) {
-        result.truncated = true;
-        return true;
-      }
-      const bool small =
-          work.back().heap && work.back().range.size() <= kSmallObject;
-      if (!small) {
-        const Item item = work.back();
-        work.pop_back();
-        if (scan_item(item)) return true;
-        continue;
-      }
-      batch.clear();
-      batch_spans.clear();
-      batch_words.clear();
-      while (!work.empty() && work.back().heap &&
-             work.back().range.size() <= kSmallObject &&
-             batch_words.size() * sizeof(uint64_t) < kBatchBytes) {
-        const Item item = work.back();
-        work.pop_back();
-        parts.clear();
-        reader.PointerHoldingParts(item.range, &parts);
-        for (const AddressRange& part : parts) {
-          const bool followed =
-              read_part(item, part, [&](uint64_t at, size_t words) {
-                batch.push_back(window_of(item, at));
-                batch_spans.emplace_back(batch_words.size(), words);
-                batch_words.insert(batch_words.end(), buffer.begin(),
-                                   buffer.begin() + words);
-                return true;
-              });
-          if (!followed) break;
-        }
-      }
-      heap.Prefetch(batch_words.data(), batch_words.size());
-      for (size_t i = 0; i < batch.size(); ++i) {
-        if (check_words(batch[i], batch_words.data() + batch_spans[i].first,
-                        batch_spans[i].second)) {
-          return true;
-        }
+  while (!work.empty() && unmarked > 0) {
+    if (over_budget()) {
+      result.truncated = true;
+      return result;
+    }
+    const bool small =
+        work.back().heap && work.back().range.size() <= kSmallObject;
+    if (!small) {
+      const Item item = work.back();
+      work.pop_back();
+      if (scan_item(item)) return result;
+      continue;
+    }
+    batch.clear();
+    batch_spans.clear();
+    batch_words.clear();
+    while (!work.empty() && work.back().heap &&
+           work.back().range.size() <= kSmallObject &&
+           batch_words.size() * sizeof(uint64_t) < kBatchBytes) {
+      const Item item = work.back();
+      work.pop_back();
+      parts.clear();
+      reader.PointerHoldingParts(item.range, &parts);
+      for (const AddressRange& part : parts) {
+        const bool followed =
+            read_part(item, part, [&](uint64_t at, size_t words) {
+              batch.push_back(window_of(item, at));
+              batch_spans.emplace_back(batch_words.size(), words);
+              batch_words.insert(batch_words.end(), buffer.begin(),
+                                 buffer.begin() + words);
+              return true;
+            });
+        if (!followed) break;
       }
     }
-    return false;
-  };
-  for (;;) {
-    if (fill_work()) return result;
-    if (unmarked == 0 || deferred.empty()) return result;
-    // Everything else is read and a block is still unmarked: the words set
-    // aside now, which may lead further.
-    defer = false;
-    for (const Deferred& d : deferred) follow(d.value, d.word_at, d.win);
-    deferred.clear();
+    heap.Prefetch(batch_words.data(), batch_words.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (check_words(batch[i], batch_words.data() + batch_spans[i].first,
+                      batch_spans[i].second)) {
+        return result;
+      }
+    }
   }
+  return result;
 }
 
 }  // namespace gmt

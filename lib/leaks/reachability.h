@@ -74,17 +74,6 @@ class HeapOracle {
     (void)words;
     (void)count;
   }
-  // Whether ObjectAt can answer for `address` only after a costly step of
-  // its own (a walk of a whole heap arena to find the chunk around an
-  // interior pointer). FloodFill sets such words aside and asks about them
-  // only when what it reaches without them leaves a block unmarked: a
-  // clean exit, where every block is held through pointers to objects'
-  // starts, then never pays for the walk. Once FloodFill asks ObjectAt
-  // about one of them, the step is taken and Deferrable answers false.
-  virtual bool Deferrable(uint64_t address) {
-    (void)address;
-    return false;
-  }
 };
 
 // When to give up: a scan that hits either bound stops and is "truncated".

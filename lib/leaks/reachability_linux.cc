@@ -359,18 +359,12 @@ class GlibcHeap : public HeapOracle {
 
   // The chunk headers that ObjectAt will read for these words (pointers
   // into anonymous read-write memory other than [heap]), in a few calls.
-  // Before the walk of [heap], its chunks' headers too, and then the next
-  // chunks' headers that those name.
   void Prefetch(const uint64_t* words, size_t count) override {
     headers_.clear();
     const Mapping* last = nullptr;
     for (size_t i = 0; i < count; ++i) {
       const uint64_t a = words[i];
-      if (a < 4096 || (a & 15) != 0) continue;
-      if (heap_.Contains(a)) {
-        if (!walked_ && a - 16 >= heap_.begin) headers_.push_back(a - 16);
-        continue;
-      }
+      if (a < 4096 || (a & 15) != 0 || heap_.Contains(a)) continue;
       if (last == nullptr || !last->Contains(a)) {
         last = FindMapping(maps_, a);
         if (last == nullptr) continue;
@@ -378,41 +372,14 @@ class GlibcHeap : public HeapOracle {
       if (!last->readable || !last->writable || !last->path.empty()) continue;
       if (a - 16 >= last->begin) headers_.push_back(a - 16);
     }
-    if (headers_.empty()) return;
-    reader_.PrefetchLines(headers_);
-    if (walked_) return;
-    next_headers_.clear();
-    for (uint64_t chunk : headers_) {
-      if (!heap_.Contains(chunk)) continue;
-      const std::optional<uint64_t> size_field = reader_.Word(chunk + 8);
-      if (!size_field) continue;
-      const uint64_t next = chunk + (*size_field & kSizeMask);
-      if (next > chunk && next + 16 <= heap_.end) {
-        next_headers_.push_back(next + 8);
-      }
-    }
-    if (!next_headers_.empty()) reader_.PrefetchLines(next_headers_);
+    if (!headers_.empty()) reader_.PrefetchLines(headers_);
   }
-
-  bool Deferrable(uint64_t address) override {
-    return !walked_ && heap_.Contains(address) &&
-           MainArenaStart(address).kind == StartKind::kUnknown;
-  }
-
-  // Bytes of [heap] the walk went through (0: no walk).
-  uint64_t walked_bytes() const { return walked_bytes_; }
 
   std::optional<AddressRange> ObjectAt(uint64_t address) override {
     std::optional<AddressRange> object;
     const bool main_arena = heap_.Contains(address);
     if (main_arena) {
-      if (!walked_) {
-        const Start start = MainArenaStart(address);
-        if (start.kind == StartKind::kFreed) return std::nullopt;
-        if (start.kind == StartKind::kObject) object = start.object;
-      }
-      // tcache'd chunks left out already
-      if (!object) object = MainArenaChunk(address);
+      object = MainArenaChunk(address);  // tcache'd chunks left out already
     } else {
       object = ChunkStartingAt(address);
     }
@@ -433,57 +400,6 @@ class GlibcHeap : public HeapOracle {
   }
 
  private:
-  // What the headers around `address` say, without the walk: whether it is
-  // where the user data of an in-use main-arena chunk starts.
-  enum class StartKind {
-    kObject,   // yes: `object` is the chunk's user range
-    kFreed,    // a chunk freed into the tcache (its key in the second word)
-    kUnknown,  // no chunk starts there, or the headers do not agree: an
-               // interior pointer, or none; only the walk can tell
-  };
-  struct Start {
-    StartKind kind = StartKind::kUnknown;
-    AddressRange object;
-  };
-  // The chunk's header and the next chunk's must agree: sizes multiples of
-  // 16, at least a chunk's minimum, inside the arena; neither flagged as
-  // mmapped or of another arena; the next one's PREV_INUSE set. A pointer
-  // into the middle of an object whose bytes happen to read so is taken
-  // for an object of its own (documented in reachability_linux.h); every
-  // other answer is the walk's.
-  Start MainArenaStart(uint64_t address) {
-    if (address == last_start_query_) return last_start_;
-    last_start_query_ = address;
-    last_start_ = Start{};
-    constexpr uint64_t kFlags = kIsMmapped | kNonMainArena;
-    if ((address & 15) != 0 || address < heap_.begin + 16) return last_start_;
-    const uint64_t chunk = address - 16;
-    const std::optional<uint64_t> size_field = reader_.Word(chunk + 8);
-    if (!size_field || (*size_field & kFlags) != 0) return last_start_;
-    const uint64_t size = *size_field & kSizeMask;
-    if (size < kMinChunk || (size & 15) != 0 || size > heap_.end - chunk) {
-      return last_start_;
-    }
-    const uint64_t next = chunk + size;
-    if (next + 16 > heap_.end) return last_start_;
-    const std::optional<uint64_t> next_field = reader_.Word(next + 8);
-    if (!next_field || (*next_field & kFlags) != 0 ||
-        (*next_field & kPrevInUse) == 0) {
-      return last_start_;
-    }
-    const uint64_t next_size = *next_field & kSizeMask;
-    if (next_size < kMinChunk || (next_size & 15) != 0 ||
-        next_size > heap_.end - next) {
-      return last_start_;
-    }
-    if (tcache_key_ && reader_.Word(address + 8) == tcache_key_) {
-      last_start_.kind = StartKind::kFreed;
-      return last_start_;
-    }
-    last_start_ = Start{StartKind::kObject, AddressRange{address, next + 8}};
-    return last_start_;
-  }
-
   // The in-use main-arena chunk holding `address` (interior too).
   std::optional<AddressRange> MainArenaChunk(uint64_t address) {
     if (!walked_) Walk();
@@ -535,7 +451,6 @@ class GlibcHeap : public HeapOracle {
       }
       p = next;
     }
-    walked_bytes_ = p - heap_.begin;
   }
 
   // The chunk whose user data starts at `address` in an anonymous mapping
@@ -579,10 +494,6 @@ class GlibcHeap : public HeapOracle {
   std::vector<AddressRange> chunks_;
   std::vector<uint64_t> window_;
   std::vector<uint64_t> headers_;  // Prefetch's, kept for its capacity
-  std::vector<uint64_t> next_headers_;
-  uint64_t walked_bytes_ = 0;
-  uint64_t last_start_query_ = 0;
-  Start last_start_;
   uint64_t window_begin_ = 0;
   uint64_t window_end_ = 0;
   std::optional<uint64_t> tcache_key_;
@@ -969,7 +880,6 @@ ProcessReach ScanProcess(const std::vector<AddressRange>& blocks,
     out.result = FloodFill(roots, blocks, reader, heap, limits, modules.runtime,
                            near_roots);
     out.flood_ns += PreciseNowNs() - flood_start;
-    out.heap_walked_bytes = heap.walked_bytes();
 
     // Where each found chain begins. One that begins in the globals of a
     // module whose table was not read yet: read it now; if the chain begins

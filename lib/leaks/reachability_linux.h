@@ -29,17 +29,6 @@
 //    PREV_INUSE bit is set. Pointers anywhere inside an in-use chunk count.
 //    Freed chunks in tcache/fastbins keep PREV_INUSE set, so a dangling
 //    pointer to one can make a block look reachable (never lost wrongly).
-//    The walk reads the whole arena (a Python process that imported PyTorch
-//    has 100 MB or more there), so it waits: a pointer to where a chunk's
-//    user data starts is taken at once when that chunk's header and the
-//    next one's agree (sizes multiples of 16 inside the arena, no mmapped or
-//    other-arena flag, the next one's PREV_INUSE set); interior pointers
-//    are set aside (HeapOracle::Deferrable) and the arena is walked only if
-//    the fill ends without them with a block unmarked. An allocator's
-//    blocks are held through pointers to its objects' starts, so a clean
-//    exit does not walk. A pointer into the middle of an object whose bytes
-//    happen to read as two such headers is taken for an object of its own
-//    (can only make a block look reachable).
 //  * Other anonymous read-write mappings (mmapped chunks, thread arenas):
 //    only a pointer to the start of a chunk's user data is followed; the chunk
 //    header before it must be consistent (size a multiple of 16, inside the
@@ -134,9 +123,6 @@ struct ProcessReach {
   // read.
   uint64_t runtime_globals_bytes = 0;
   uint64_t modules_with_symbols = 0;
-  // Bytes of the main arena ([heap]) walked chunk by chunk to find objects
-  // around interior pointers: 0 when the fill did not need it.
-  uint64_t heap_walked_bytes = 0;
   // What each root is ("globals of libfoo.so", "stack of thread 1234"), in
   // the order of result.via_root's indices.
   std::vector<std::string> root_labels;
