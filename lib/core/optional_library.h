@@ -8,12 +8,22 @@
 #ifndef GMT_LIB_CORE_OPTIONAL_LIBRARY_H_
 #define GMT_LIB_CORE_OPTIONAL_LIBRARY_H_
 
+#include <dlfcn.h>
+
 namespace gmt {
 
 // dlopen(RTLD_NOW | RTLD_LOCAL) of `soname` ("libunwind.so.8"); null when
 // neither copy loads. A copy beside the tool loads only if what it needs
 // does (load its companions beside the tool first: libelf before libdw).
 void* OpenOptionalLibrary(const char* soname);
+
+// Sets `*out` to the entry point `name` of a library OpenOptionalLibrary
+// opened; whether it has one.
+template <typename F>
+bool LoadEntryPoint(void* handle, const char* name, F* out) {
+  *out = reinterpret_cast<F>(dlsym(handle, name));
+  return *out != nullptr;
+}
 
 }  // namespace gmt
 

@@ -14,12 +14,6 @@
 namespace gmt {
 namespace {
 
-template <typename F>
-bool Load(void* handle, const char* name, F* out) {
-  *out = reinterpret_cast<F>(dlsym(handle, name));
-  return *out != nullptr;
-}
-
 std::atomic<uint64_t> g_tables_read{0};
 
 // Of several functions at one address, the name a reader expects: a global
@@ -54,15 +48,15 @@ const ElfApi* LoadElfApi() {
     void* handle = OpenOptionalLibrary("libelf.so.1");
     if (handle == nullptr) return nullptr;
     auto* a = new ElfApi;
-    if (!(Load(handle, "elf_version", &a->version) &&
-          Load(handle, "elf_begin", &a->begin) &&
-          Load(handle, "elf_end", &a->end) &&
-          Load(handle, "elf_nextscn", &a->nextscn) &&
-          Load(handle, "elf_getscn", &a->getscn) &&
-          Load(handle, "gelf_getshdr", &a->getshdr) &&
-          Load(handle, "elf_getdata", &a->getdata) &&
-          Load(handle, "gelf_getsym", &a->getsym) &&
-          Load(handle, "elf_strptr", &a->strptr)) ||
+    if (!(LoadEntryPoint(handle, "elf_version", &a->version) &&
+          LoadEntryPoint(handle, "elf_begin", &a->begin) &&
+          LoadEntryPoint(handle, "elf_end", &a->end) &&
+          LoadEntryPoint(handle, "elf_nextscn", &a->nextscn) &&
+          LoadEntryPoint(handle, "elf_getscn", &a->getscn) &&
+          LoadEntryPoint(handle, "gelf_getshdr", &a->getshdr) &&
+          LoadEntryPoint(handle, "elf_getdata", &a->getdata) &&
+          LoadEntryPoint(handle, "gelf_getsym", &a->getsym) &&
+          LoadEntryPoint(handle, "elf_strptr", &a->strptr)) ||
         a->version(EV_CURRENT) == EV_NONE) {
       delete a;
       return nullptr;

@@ -87,12 +87,6 @@ std::string MainProgramName() {
   return Basename(buffer);
 }
 
-template <typename T>
-bool Load(void* handle, const char* name, T* out) {
-  *out = reinterpret_cast<T>(dlsym(handle, name));
-  return *out != nullptr;
-}
-
 }  // namespace
 
 bool Symbolizer::EnsureDwfl() {
@@ -104,31 +98,33 @@ bool Symbolizer::EnsureDwfl() {
   if (handle == nullptr) return false;
   auto* api = new DwflApi();
   bool ok =
-      Load(handle, "dwfl_begin", &api->begin) &&
-      Load(handle, "dwfl_linux_proc_report", &api->linux_proc_report) &&
-      Load(handle, "dwfl_report_begin", &api->report_begin) &&
-      Load(handle, "dwfl_report_end", &api->report_end) &&
-      Load(handle, "dwfl_addrmodule", &api->addrmodule) &&
-      Load(handle, "dwfl_module_getsrc", &api->module_getsrc) &&
-      Load(handle, "dwfl_lineinfo", &api->lineinfo) &&
-      Load(handle, "dwfl_module_addrname", &api->module_addrname) &&
-      Load(handle, "dwfl_linux_proc_find_elf", &api->linux_proc_find_elf) &&
-      Load(handle, "dwfl_standard_find_debuginfo",
-           &api->standard_find_debuginfo) &&
-      Load(handle, "dwfl_offline_section_address",
-           &api->offline_section_address) &&
-      Load(handle, "dwfl_end", &api->end);
+      LoadEntryPoint(handle, "dwfl_begin", &api->begin) &&
+      LoadEntryPoint(handle, "dwfl_linux_proc_report",
+                     &api->linux_proc_report) &&
+      LoadEntryPoint(handle, "dwfl_report_begin", &api->report_begin) &&
+      LoadEntryPoint(handle, "dwfl_report_end", &api->report_end) &&
+      LoadEntryPoint(handle, "dwfl_addrmodule", &api->addrmodule) &&
+      LoadEntryPoint(handle, "dwfl_module_getsrc", &api->module_getsrc) &&
+      LoadEntryPoint(handle, "dwfl_lineinfo", &api->lineinfo) &&
+      LoadEntryPoint(handle, "dwfl_module_addrname", &api->module_addrname) &&
+      LoadEntryPoint(handle, "dwfl_linux_proc_find_elf",
+                     &api->linux_proc_find_elf) &&
+      LoadEntryPoint(handle, "dwfl_standard_find_debuginfo",
+                     &api->standard_find_debuginfo) &&
+      LoadEntryPoint(handle, "dwfl_offline_section_address",
+                     &api->offline_section_address) &&
+      LoadEntryPoint(handle, "dwfl_end", &api->end);
   if (ok) {
-    Load(handle, "dwfl_module_addrdie", &api->module_addrdie);
-    Load(handle, "dwarf_getscopes", &api->getscopes);
-    Load(handle, "dwarf_tag", &api->tag);
-    Load(handle, "dwarf_attr", &api->attr);
-    Load(handle, "dwarf_formudata", &api->formudata);
-    Load(handle, "dwarf_getsrcfiles", &api->getsrcfiles);
-    Load(handle, "dwarf_filesrc", &api->filesrc);
-    Load(handle, "dwarf_attr_integrate", &api->attr_integrate);
-    Load(handle, "dwarf_formstring", &api->formstring);
-    Load(handle, "dwarf_getscopes_die", &api->getscopes_die);
+    LoadEntryPoint(handle, "dwfl_module_addrdie", &api->module_addrdie);
+    LoadEntryPoint(handle, "dwarf_getscopes", &api->getscopes);
+    LoadEntryPoint(handle, "dwarf_tag", &api->tag);
+    LoadEntryPoint(handle, "dwarf_attr", &api->attr);
+    LoadEntryPoint(handle, "dwarf_formudata", &api->formudata);
+    LoadEntryPoint(handle, "dwarf_getsrcfiles", &api->getsrcfiles);
+    LoadEntryPoint(handle, "dwarf_filesrc", &api->filesrc);
+    LoadEntryPoint(handle, "dwarf_attr_integrate", &api->attr_integrate);
+    LoadEntryPoint(handle, "dwarf_formstring", &api->formstring);
+    LoadEntryPoint(handle, "dwarf_getscopes_die", &api->getscopes_die);
   }
   if (!ok) {
     delete api;
