@@ -56,7 +56,8 @@ const ElfApi* LoadElfApi() {
           LoadEntryPoint(handle, "gelf_getshdr", &a->getshdr) &&
           LoadEntryPoint(handle, "elf_getdata", &a->getdata) &&
           LoadEntryPoint(handle, "gelf_getsym", &a->getsym) &&
-          LoadEntryPoint(handle, "elf_strptr", &a->strptr)) ||
+          LoadEntryPoint(handle, "elf_strptr", &a->strptr) &&
+          LoadEntryPoint(handle, "elf_cntl", &a->cntl)) ||
         a->version(EV_CURRENT) == EV_NONE) {
       delete a;
       return nullptr;
@@ -76,10 +77,16 @@ std::unique_ptr<FunctionSymbols> FunctionSymbols::Read(
   if (api == nullptr || path.empty()) return nullptr;
   std::unique_ptr<FunctionSymbols> out(new FunctionSymbols);
   out->api_ = api;
-  out->fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (out->fd_ < 0) return nullptr;
-  out->elf_ = api->begin(out->fd_, ELF_C_READ_MMAP, nullptr);
-  if (out->elf_ == nullptr) return nullptr;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  out->elf_ = api->begin(fd, ELF_C_READ_MMAP, nullptr);
+  // The whole file is mapped (or read): libelf needs the descriptor no more,
+  // and is told so before it is closed.
+  if (out->elf_ == nullptr || api->cntl(out->elf_, ELF_C_FDDONE) != 0) {
+    close(fd);
+    return nullptr;
+  }
+  close(fd);
   // .symtab (every function, file-local ones too) where the file has one;
   // a stripped library keeps only .dynsym.
   Elf_Scn* table = nullptr;
@@ -148,7 +155,6 @@ std::unique_ptr<FunctionSymbols> FunctionSymbols::Read(
 
 FunctionSymbols::~FunctionSymbols() {
   if (elf_ != nullptr) api_->end(elf_);
-  if (fd_ >= 0) close(fd_);
 }
 
 const char* FunctionSymbols::NameAt(uint64_t file_address) const {

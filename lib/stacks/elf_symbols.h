@@ -8,6 +8,8 @@
 // once with libelf (loaded at run time, as libdw is: the tool does not link
 // it), its functions kept as 16-byte entries (about 6 MB for libtorch_cpu)
 // with their names left in the file's string table (mapped, not copied).
+// No file descriptor stays open: a program near its limit of open files
+// must not meet the tool's.
 //
 //   LoadedModules modules;                 // dl_iterate_phdr, once
 //   const LoadedModule* m = modules.At(pc);
@@ -41,6 +43,7 @@ struct ElfApi {
   decltype(&elf_getdata) getdata;
   decltype(&gelf_getsym) getsym;
   decltype(&elf_strptr) strptr;
+  decltype(&elf_cntl) cntl;
 };
 const ElfApi* LoadElfApi();
 
@@ -95,8 +98,7 @@ class FunctionSymbols {
   FunctionSymbols() = default;
 
   const ElfApi* api_ = nullptr;
-  int fd_ = -1;
-  Elf* elf_ = nullptr;
+  Elf* elf_ = nullptr;  // the file mapped whole; its descriptor is closed
   const char* strings_ = nullptr;  // the table's string section, mapped
   size_t strings_size_ = 0;
   std::vector<Entry> entries_;  // by value, one per start

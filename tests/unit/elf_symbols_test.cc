@@ -4,6 +4,7 @@
 // and files that are no symbol table.
 #include "lib/stacks/elf_symbols.h"
 
+#include <dirent.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -72,6 +73,32 @@ TEST(ElfSymbolsTest, NamesFunctionsOfASharedLibraryAtItsLoadBias) {
   const char* name = symbols->NameAt(terminate + 1 - m->bias);
   ASSERT_NE(name, nullptr);
   EXPECT_STREQ(name, "_ZSt13get_terminatev");
+}
+
+int OpenDescriptors() {
+  int n = 0;
+  if (DIR* dir = opendir("/proc/self/fd")) {
+    while (readdir(dir) != nullptr) ++n;
+    closedir(dir);
+  }
+  return n;
+}
+
+// A table read holds no file descriptor: a program near its limit of open
+// files must not meet the tool's (a report names frames of tens of modules).
+TEST(ElfSymbolsTest, AReadTableHoldsNoFileDescriptor) {
+  LoadedModules modules;
+  const LoadedModule* m =
+      modules.At(Address(reinterpret_cast<const void*>(&std::get_terminate)));
+  ASSERT_NE(m, nullptr);
+  const int before = OpenDescriptors();
+  std::unique_ptr<FunctionSymbols> symbols = FunctionSymbols::Read(m->path);
+  ASSERT_NE(symbols, nullptr);
+  EXPECT_EQ(OpenDescriptors(), before);
+  EXPECT_STREQ(symbols->NameAt(
+                   Address(reinterpret_cast<const void*>(&std::get_terminate)) +
+                   1 - m->bias),
+               "_ZSt13get_terminatev");
 }
 
 TEST(ElfSymbolsTest, AddressesNoModuleMapsHaveNone) {
