@@ -41,10 +41,16 @@ constexpr size_t kMaxInFlightSlots = 8;
 // queued behind the program's own work the next fill waited for the GPU (in
 // torch mode every tensor is such a block, and those waits made a CNN's step
 // 5x slower on the H200). Such a fill is one launch of the inline fill
-// kernel, the zones in its parameters (one cuMemsetD8Async per zone where
-// that kernel is not loaded: each driver call costs the program's thread
-// ~3 us on the H200).
+// kernel, the zones in its parameters, or memsets (kMemsetFillZones).
 constexpr size_t kInlineFillZones = GMT_INLINE_MAX_ZONES;
+// A fill of at most this many zones on a program's stream is one
+// cuMemsetD8Async a zone instead of a launch: on the H200 a memset of a zone
+// cost the program's thread ~0.8 us and the GPU ~1 us, a launch of the fill
+// kernel ~3.2-3.9 us and ~2.1 us (docs/measurements.md). Tensor mode's fills
+// are mostly one tensor's two canaries or one freed tensor's bytes, made in
+// a host-bound loop at almost every launch; more zones take the kernel,
+// which costs the GPU less from the third zone on.
+constexpr size_t kMemsetFillZones = 2;
 
 // Copies `zones` into the staging `table` with chunk_begin recomputed (the
 // prefix sum of zone_abi.h), so a caller's stale value cannot send the kernel
@@ -216,7 +222,9 @@ bool DriverDeviceOps::FillInline(uint64_t context, uint64_t stream,
   if (!BeginZoneWork(context, stream, zones, &work, /*stage_table=*/false)) {
     return false;
   }
-  if (inline_fill_kernel_ != nullptr) {
+  size_t filled_zones = 0;
+  for (const GmtZone& z : zones) filled_zones += z.bytes != 0 ? 1 : 0;
+  if (inline_fill_kernel_ != nullptr && filled_zones > kMemsetFillZones) {
     GmtInlineFill fill{};
     uint64_t chunks = 0;
     uint64_t n = 0;

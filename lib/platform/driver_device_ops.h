@@ -156,7 +156,8 @@ class DriverDeviceOps : public DeviceOps {
                      bool stage_table = true)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fill's path for a few zones on a program stream: one launch of the
-  // inline fill kernel (memsets where it is not loaded), no slot.
+  // inline fill kernel, or a memset a zone where they are very few or the
+  // kernel is not loaded; no slot.
   bool FillInline(uint64_t context, uint64_t stream,
                   absl::Span<const GmtZone> zones)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -35,6 +35,9 @@ FakeCudaInlineCheckLaunches();
 // Of those, the ones of gmt_check_zones_inline_small.
 extern "C" __attribute__((visibility("default"))) unsigned long long
 FakeCudaSmallCheckLaunches();
+// Launches of gmt_fill_zones_inline that ran (fills of a program's stream).
+extern "C" __attribute__((visibility("default"))) unsigned long long
+FakeCudaInlineFillLaunches();
 
 // Defines an exported driver entry point under its real symbol name. The C++
 // name is Fake_<name>, so the macros in cuda.h (cuMemAlloc -> cuMemAlloc_v2,

@@ -254,6 +254,7 @@ bool g_defer_inline = [] {
 std::deque<InlineLaunch>* g_deferred = new std::deque<InlineLaunch>();
 std::atomic<unsigned long long> g_inline_launches{0};
 std::atomic<unsigned long long> g_small_launches{0};
+std::atomic<unsigned long long> g_inline_fill_launches{0};
 
 CUresult LaunchInline(void** params, uint64_t blocks, bool small,
                       const void* caller) {
@@ -320,6 +321,10 @@ unsigned long long FakeCudaInlineCheckLaunches() {
 
 unsigned long long FakeCudaSmallCheckLaunches() {
   return fake_cuda::g_small_launches.load();
+}
+
+unsigned long long FakeCudaInlineFillLaunches() {
+  return fake_cuda::g_inline_fill_launches.load();
 }
 
 FAKE_CU_API(cuLibraryLoadData,
@@ -490,7 +495,10 @@ FAKE_CU_API(cuLaunchKernel,
         if (inline_check) {
           return fake_cuda::LaunchInline(params, grid_x, small_check, caller);
         }
-        if (inline_fill) return fake_cuda::RunInlineFill(params);
+        if (inline_fill) {
+          fake_cuda::g_inline_fill_launches.fetch_add(1);
+          return fake_cuda::RunInlineFill(params);
+        }
         return fill ? fake_cuda::RunFill(params) : fake_cuda::RunCheck(params);
       });
 }

@@ -305,22 +305,47 @@ TEST_F(InlineCheckTest, MoreThanTheBlocksCoverTakesTheTable) {
   ASSERT_EQ(cuMemFree(big), CUDA_SUCCESS);
 }
 
-// A few zones filled on a program's stream (a stream-ordered block's
-// canaries): written, and what lies between them untouched.
-TEST_F(InlineCheckTest, AFewZonesOnAProgramStreamAreFilled) {
+// A few zones filled on a program's stream: written, and what lies between
+// them untouched. One or two zones (a new tensor's canaries, a freed
+// tensor's bytes) are memsets, the cheaper call for the program's thread; from
+// three on, one launch of the inline fill kernel, cheaper for the GPU.
+void ExpectFilled(const unsigned char* b, size_t bytes,
+                  const std::vector<GmtZone>& zones, uint64_t base) {
+  for (uint64_t at = 0; at < bytes; ++at) {
+    unsigned char want = 0;
+    for (const GmtZone& z : zones) {
+      if (base + at >= z.address && base + at < z.address + z.bytes) {
+        want = static_cast<unsigned char>(z.pattern);
+      }
+    }
+    ASSERT_EQ(b[at], want) << "byte " << at;
+  }
+}
+
+TEST_F(InlineCheckTest, TwoZonesOnAProgramStreamAreMemsets) {
   auto* b = reinterpret_cast<unsigned char*>(block_);
   std::memset(b, 0, 8192);
   const std::vector<GmtZone> zones = {{block_ + 1, 511, 0xcb, 0},
                                       {block_ + 4096, 0, 0xcb, 0},
                                       {block_ + 4097, 3000, 0xfd, 0}};
+  const unsigned long long launches = FakeCudaInlineFillLaunches();
   ASSERT_TRUE(P().ops.Fill(ctx(), stream(), zones));
   ASSERT_EQ(cuStreamSynchronize(stream_), CUDA_SUCCESS);
-  for (uint64_t at = 0; at < 8192; ++at) {
-    const unsigned char want = at >= 1 && at < 512       ? 0xcb
-                               : at >= 4097 && at < 7097 ? 0xfd
-                                                         : 0;
-    ASSERT_EQ(b[at], want) << "byte " << at;
-  }
+  EXPECT_EQ(FakeCudaInlineFillLaunches(), launches);
+  ExpectFilled(b, 8192, zones, block_);
+}
+
+TEST_F(InlineCheckTest, ThreeZonesOnAProgramStreamAreOneLaunch) {
+  auto* b = reinterpret_cast<unsigned char*>(block_);
+  std::memset(b, 0, 8192);
+  const std::vector<GmtZone> zones = {{block_ + 1, 511, 0xcb, 0},
+                                      {block_ + 1000, 24, 0xcb, 0},
+                                      {block_ + 4097, 3000, 0xfd, 0}};
+  const unsigned long long launches = FakeCudaInlineFillLaunches();
+  ASSERT_TRUE(P().ops.Fill(ctx(), stream(), zones));
+  ASSERT_EQ(cuStreamSynchronize(stream_), CUDA_SUCCESS);
+  EXPECT_EQ(FakeCudaInlineFillLaunches(), launches + 1);
+  ExpectFilled(b, 8192, zones, block_);
 }
 
 // The context goes with checks in flight: they ran before it went (the

@@ -11,6 +11,7 @@
 //   inline_check_us floor=<gpu>/<host> two_buffers=... small_zones=...
 //     one_32mib=...
 //   fill_us kernel=<gpu>/<host> memset=<gpu>/<host> write64=<gpu>/<host>
+//     canaries_tool=<gpu>/<host> canaries_kernel=<gpu>/<host>
 //   launch_us table_fill=<gpu>/<host> inline_fill=... inline_fill_function=...
 //     inline_check=... small_check=... inline_check_16b=...
 //     small_check_16b=...
@@ -28,7 +29,9 @@
 // same way, GPU and host microseconds per fill: with the tool's fill kernel
 // (one launch), with cuMemsetD8Async (one a zone), and the canaries alone as
 // cuStreamBatchMemOp 64-bit writes (done by the GPU's front end, no kernel;
-// the freed bytes still by one memset).
+// the freed bytes still by one memset). Then a new tensor's two canaries
+// alone: through DeviceOps::Fill, as the tool fills them (two memsets), and
+// by one launch of the inline fill kernel (what the tool did before).
 // The fourth: GPU and host microseconds per launch of a guard kernel given
 // no zones (it does nothing but start and end), by how it is launched: what
 // any launch of the tool costs the program's stream and thread, apart from
@@ -489,17 +492,63 @@ bool MeasureFills(TestDriver& d, gmt::DeviceOps& ops) {
                                  zones[2].bytes, stream) == CUDA_SUCCESS;
     }
   };
+  // A new tensor's canaries alone, and the inline fill kernel that writes
+  // them in one launch.
+  const std::vector<GmtZone> canaries(zones.begin(), zones.begin() + 2);
+  CUlibrary library = nullptr;
+  CUkernel inline_fill = nullptr;
+  if (r == CUDA_SUCCESS) {
+    r = d.library_load_data(&library, gmt_zone_kernels_fatbin, nullptr, nullptr,
+                            0, nullptr, nullptr, 0);
+  }
+  if (r == CUDA_SUCCESS) {
+    r = d.library_get_kernel(&inline_fill, library,
+                             GMT_INLINE_FILL_KERNEL_NAME);
+  }
+  GmtInlineFill canary_fill{};
+  uint64_t canary_chunks = 0;
+  for (const GmtZone& z : canaries) {
+    GmtZone& to = canary_fill.zones[canary_fill.zone_count++];
+    to = z;
+    to.chunk_begin = canary_chunks;
+    canary_chunks +=
+        (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
+  }
+  canary_fill.total_chunks = canary_chunks;
+  void* canary_params[] = {&canary_fill};
   std::string line = "fill_us";
   bool ok = r == CUDA_SUCCESS;
-  const char* const names[] = {"kernel", "memset", "write64"};
-  for (int how = 0; how < 3 && ok; ++how) {
+  const auto timed = [&](int how) {
+    switch (how) {
+      case 3:
+        return ops.Fill(context, s, canaries);
+      case 4:
+        return d.launch_kernel(reinterpret_cast<CUfunction>(inline_fill),
+                               static_cast<unsigned>(canary_chunks), 1, 1, 256,
+                               1, 1, 0, stream, canary_params,
+                               nullptr) == CUDA_SUCCESS;
+      default:
+        return fill(how);
+    }
+  };
+  const char* const names[] = {"kernel", "memset", "write64", "canaries_tool",
+                               "canaries_kernel"};
+  for (int how = 0; how < 5 && ok; ++how) {
     if (how == 2 && d.stream_batch_mem_op == nullptr) {
       line += " write64=n/a";
       continue;
     }
-    ok = fill(how) && d.stream_synchronize(stream) == CUDA_SUCCESS;  // warm
+    ok = timed(how) && d.stream_synchronize(stream) == CUDA_SUCCESS;  // warm
     ok = ok && held.TimePerCall(
-                   names[how], kFills, [&] { return fill(how); }, &line);
+                   names[how], kFills, [&] { return timed(how); }, &line);
+  }
+  if (ok) {
+    // Both ways wrote the canaries.
+    std::vector<unsigned char> front(512);
+    ok = d.memcpy_dtoh(front.data(), block, front.size()) == CUDA_SUCCESS &&
+         std::all_of(front.begin(), front.end(),
+                     [](unsigned char c) { return c == 0xcb; });
+    if (!ok) std::printf("fills: the canaries were not written\n");
   }
   if (block != 0) {
     d.ctx_synchronize();
