@@ -547,8 +547,10 @@ bool DriverDeviceOps::Write(uint64_t context, uint64_t address,
 
 bool DriverDeviceOps::StreamCapturing(uint64_t stream) {
   if (stream == 0) return false;  // the tool's stream is never captured
-  absl::MutexLock lock(&mu_);
-  const ToolDriver* d = Driver();
+  // No lock: the question reads nothing of this object's, and the driver's
+  // table does not change once found. It is asked at every stream-ordered
+  // allocation, free and fill flush, on the program's thread.
+  const ToolDriver* d = GetToolDriver();
   if (d == nullptr) return false;
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   const CUresult r =
