@@ -9,6 +9,11 @@
 //                        BeforeLaunch/AfterLaunch, kernel id cache)
 //   BM_MemcpyBounds      cudaMemcpy device to device inside a tracked block
 //                        (the bounds shim: one registry range lookup)
+//   BM_TensorOp          an eager framework's operation on a stream, as
+//                        PyTorch's cudaMallocAsync backend makes it: the
+//                        output allocated (cudaMallocAsync), a kernel given
+//                        input and output, the input freed (cudaFreeAsync);
+//                        in tensor mode every tensor is a guarded block
 //
 // Linked against the stand-in runtime (fake_runtime_for_bench.cc) or the
 // project's CUDA test double (tests/fake_cuda); run_interpose_bench.sh runs it
@@ -142,6 +147,32 @@ __attribute__((noinline)) void MemcpyLoop(benchmark::State& state) {
   cudaFree(b);
 }
 
+__attribute__((noinline)) void TensorOpLoop(benchmark::State& state) {
+  void* stream = nullptr;  // the legacy stream, as PyTorch's default stream
+  void* in = nullptr;
+  if (cudaMallocAsync(&in, kBytes, stream) != 0) {
+    state.SkipWithError("cudaMallocAsync failed");
+    return;
+  }
+  const BenchDim3 grid{1, 1, 1}, block{32, 1, 1};
+  long count = 256;
+  for (auto _ : state) {
+    void* out = nullptr;
+    if (cudaMallocAsync(&out, kBytes, stream) != 0) {
+      state.SkipWithError("cudaMallocAsync failed");
+      break;
+    }
+    void* args[] = {&out, &count};
+    if (cudaLaunchKernel(kKernelName, grid, block, args, 0, stream) != 0) {
+      state.SkipWithError("cudaLaunchKernel failed");
+      break;
+    }
+    cudaFreeAsync(in, stream);
+    in = out;
+  }
+  cudaFreeAsync(in, stream);
+}
+
 template <int N>
 __attribute__((noinline)) void Chain(benchmark::State& state,
                                      void (*loop)(benchmark::State&)) {
@@ -185,5 +216,10 @@ void BM_MemcpyBounds(benchmark::State& state) {
   Chain<kChainDepth>(state, MemcpyLoop);
 }
 BENCHMARK(BM_MemcpyBounds)->UseRealTime();
+
+void BM_TensorOp(benchmark::State& state) {
+  Chain<kChainDepth>(state, TensorOpLoop);
+}
+BENCHMARK(BM_TensorOp)->UseRealTime();
 
 }  // namespace
