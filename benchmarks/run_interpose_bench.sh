@@ -18,6 +18,8 @@
 #   cuMemAlloc + cuMemFree           BM_CuMemAllocFree
 #   cudaLaunchKernel                 BM_LaunchKernel (launch shim)
 #   cudaMemcpy D2D                   BM_MemcpyBounds (bounds shim)
+#   a tensor op (3 calls)            BM_TensorOp: cudaMallocAsync, launch,
+#                                    cudaFreeAsync of the previous output
 #
 # guard=0 (tracking only): the stand-in has no driver to run guard kernels
 # on, and the test double runs them on the CPU (a memset and compare of every
@@ -147,7 +149,7 @@ awk -v runtimes="${runtimes[*]}" '
   BEGIN {
     n = split("BM_MallocFree/threads:1 BM_MallocFree/threads:2 " \
               "BM_MallocFreeRing BM_MallocFreeAsync BM_CuMemAllocFree " \
-              "BM_LaunchKernel BM_MemcpyBounds", rows, " ")
+              "BM_LaunchKernel BM_MemcpyBounds BM_TensorOp", rows, " ")
     name["BM_MallocFree/threads:1"] = "cudaMalloc + cudaFree"
     name["BM_MallocFree/threads:2"] = "cudaMalloc + cudaFree, 2 threads"
     name["BM_MallocFreeRing"] = "cudaMalloc + cudaFree, 256 live"
@@ -155,9 +157,11 @@ awk -v runtimes="${runtimes[*]}" '
     name["BM_CuMemAllocFree"] = "cuMemAlloc + cuMemFree"
     name["BM_LaunchKernel"] = "cudaLaunchKernel (launch shim)"
     name["BM_MemcpyBounds"] = "cudaMemcpy D2D (bounds shim)"
+    name["BM_TensorOp"] = "tensor op: alloc + launch + free"
     for (i = 1; i <= n; i++) calls[rows[i]] = 2
     calls["BM_LaunchKernel"] = 1
     calls["BM_MemcpyBounds"] = 1
+    calls["BM_TensorOp"] = 3
     nr = split(runtimes, rts, " ")
     ncfg = split("d0 d16 g1d0 g1d16 d0_nodl", cfgs, " ")
     head["d0"] = "depth 0"; head["d16"] = "depth 16"
