@@ -104,6 +104,29 @@ class InlineCheckTest : public testing::Test {
   }
   uint64_t ctx() const { return reinterpret_cast<uint64_t>(context_); }
   uint64_t stream() const { return reinterpret_cast<uint64_t>(stream_); }
+  // Fills `zones` of the block on the stream, the block zeroed before;
+  // checks every byte of it (each zone's pattern, zero between them) and
+  // returns how many inline fill kernels that took.
+  unsigned long long FillOnProgramStream(const std::vector<GmtZone>& zones) {
+    auto* b = reinterpret_cast<unsigned char*>(block_);
+    std::memset(b, 0, 8192);
+    const unsigned long long launches = FakeCudaInlineFillLaunches();
+    EXPECT_TRUE(P().ops.Fill(ctx(), stream(), zones));
+    EXPECT_EQ(cuStreamSynchronize(stream_), CUDA_SUCCESS);
+    for (uint64_t at = 0; at < 8192; ++at) {
+      unsigned char want = 0;
+      for (const GmtZone& z : zones) {
+        if (block_ + at >= z.address && block_ + at < z.address + z.bytes) {
+          want = static_cast<unsigned char>(z.pattern);
+        }
+      }
+      if (b[at] != want) {
+        ADD_FAILURE() << "byte " << at;
+        break;
+      }
+    }
+    return FakeCudaInlineFillLaunches() - launches;
+  }
   // The program's kernel wrote one byte past the user's 4000.
   void Overrun() {
     reinterpret_cast<unsigned char*>(block_)[512 + 4000 + 1] = 0;
@@ -309,43 +332,18 @@ TEST_F(InlineCheckTest, MoreThanTheBlocksCoverTakesTheTable) {
 // them untouched. One or two zones (a new tensor's canaries, a freed
 // tensor's bytes) are memsets, the cheaper call for the program's thread; from
 // three on, one launch of the inline fill kernel, cheaper for the GPU.
-void ExpectFilled(const unsigned char* b, size_t bytes,
-                  const std::vector<GmtZone>& zones, uint64_t base) {
-  for (uint64_t at = 0; at < bytes; ++at) {
-    unsigned char want = 0;
-    for (const GmtZone& z : zones) {
-      if (base + at >= z.address && base + at < z.address + z.bytes) {
-        want = static_cast<unsigned char>(z.pattern);
-      }
-    }
-    ASSERT_EQ(b[at], want) << "byte " << at;
-  }
-}
-
 TEST_F(InlineCheckTest, TwoZonesOnAProgramStreamAreMemsets) {
-  auto* b = reinterpret_cast<unsigned char*>(block_);
-  std::memset(b, 0, 8192);
-  const std::vector<GmtZone> zones = {{block_ + 1, 511, 0xcb, 0},
-                                      {block_ + 4096, 0, 0xcb, 0},
-                                      {block_ + 4097, 3000, 0xfd, 0}};
-  const unsigned long long launches = FakeCudaInlineFillLaunches();
-  ASSERT_TRUE(P().ops.Fill(ctx(), stream(), zones));
-  ASSERT_EQ(cuStreamSynchronize(stream_), CUDA_SUCCESS);
-  EXPECT_EQ(FakeCudaInlineFillLaunches(), launches);
-  ExpectFilled(b, 8192, zones, block_);
+  EXPECT_EQ(FillOnProgramStream({{block_ + 1, 511, 0xcb, 0},
+                                 {block_ + 4096, 0, 0xcb, 0},
+                                 {block_ + 4097, 3000, 0xfd, 0}}),
+            0u);
 }
 
 TEST_F(InlineCheckTest, ThreeZonesOnAProgramStreamAreOneLaunch) {
-  auto* b = reinterpret_cast<unsigned char*>(block_);
-  std::memset(b, 0, 8192);
-  const std::vector<GmtZone> zones = {{block_ + 1, 511, 0xcb, 0},
-                                      {block_ + 1000, 24, 0xcb, 0},
-                                      {block_ + 4097, 3000, 0xfd, 0}};
-  const unsigned long long launches = FakeCudaInlineFillLaunches();
-  ASSERT_TRUE(P().ops.Fill(ctx(), stream(), zones));
-  ASSERT_EQ(cuStreamSynchronize(stream_), CUDA_SUCCESS);
-  EXPECT_EQ(FakeCudaInlineFillLaunches(), launches + 1);
-  ExpectFilled(b, 8192, zones, block_);
+  EXPECT_EQ(FillOnProgramStream({{block_ + 1, 511, 0xcb, 0},
+                                 {block_ + 1000, 24, 0xcb, 0},
+                                 {block_ + 4097, 3000, 0xfd, 0}}),
+            1u);
 }
 
 // The context goes with checks in flight: they ran before it went (the
