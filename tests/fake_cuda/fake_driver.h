@@ -9,9 +9,9 @@
 //   * one current context per thread, null until cuCtxSetCurrent (a primary
 //     retain does NOT make it current, as in the real driver);
 //   * device memory is host memory from aligned_alloc(256, round_up(size,
-//   256)),
-//     kept in a table so that unknown, interior and double frees return
-//     CUDA_ERROR_INVALID_VALUE;
+//     256)) (a cuMemAlloc block over 1 MiB on a 2 MiB boundary, as the real
+//     driver maps it), kept in a table so that unknown, interior and double
+//     frees return CUDA_ERROR_INVALID_VALUE;
 //   * memory belongs to the context current at allocation and disappears when
 //     that context is destroyed or reset.
 #ifndef GMT_TESTS_FAKE_CUDA_FAKE_DRIVER_H_
@@ -55,6 +55,8 @@ inline constexpr int kDeviceCount = 2;
 inline constexpr size_t kDeviceBytes = size_t{16} << 30;
 inline constexpr int kDriverVersion = 13000;
 inline constexpr size_t kAlignment = 256;
+// Where a cuMemAlloc block over 1 MiB starts: a 2 MiB page of its own.
+inline constexpr size_t kLargeBlockAlignment = size_t{2} << 20;
 inline constexpr size_t kPitchAlignment = 512;
 inline constexpr size_t kVmmGranularity = size_t{2} << 20;
 // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT of both devices.
@@ -137,6 +139,12 @@ CUresult CheckMemoryRange(uintptr_t address, size_t bytes, bool need_device);
 // prefetch and range attributes refuse count 0, a range past the end and
 // memory that is not managed).
 CUresult CheckManagedRange(uintptr_t address, size_t bytes);
+// CUDA_SUCCESS when [address, address + bytes) may be exported as a dma-buf
+// (cuMemGetHandleForAddressRange): a non-empty range of whole host pages,
+// starting on one, inside one device block; else CUDA_ERROR_INVALID_VALUE
+// (measured on the H200: the base + 4096 with a page-multiple size is
+// accepted; base + 256, and a range past the end, are refused).
+CUresult CheckDmaBufRange(uintptr_t address, size_t bytes);
 // A discard: the driver drops whole pages, so every 4 KiB page the range
 // touches (within its block) gets indeterminate contents (0xdd here).
 void DiscardManagedRange(uintptr_t address, size_t bytes);

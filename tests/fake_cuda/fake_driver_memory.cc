@@ -8,6 +8,7 @@
 // returns CUDA_ERROR_INVALID_VALUE, as the real driver does.
 #include <cupti_driver_cbid.h>
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
@@ -116,8 +117,14 @@ CUresult AllocDevice(CUdeviceptr* dptr, size_t bytes, Kind kind,
   // its end (the bug the guard zones are there to catch) writes memory
   // without faulting. The double must allow the same, or a run without
   // redzones corrupts the host heap (ASan reported it in cupti_program).
-  void* p =
-      std::aligned_alloc(kAlignment, RoundUp(bytes, kAlignment) + kAlignment);
+  // A cudaMalloc / cuMemAlloc block over 1 MiB is mapped in 2 MiB pages of
+  // its own and starts on one (so on a host page too: a dma-buf of its start
+  // is accepted); smaller ones share pages.
+  const size_t align = kind == Kind::kDevice && !async && bytes > (1u << 20)
+                           ? kLargeBlockAlignment
+                           : kAlignment;
+  void* p = std::aligned_alloc(
+      align, RoundUp(RoundUp(bytes, kAlignment) + kAlignment, align));
   std::lock_guard<std::mutex> lock(T().mu);
   if (p == nullptr) {
     T().in_use[device] -= reserved;
@@ -332,6 +339,19 @@ CUresult CheckManagedRange(uintptr_t address, size_t bytes) {
   auto it = Containing(T().device, address);
   if (bytes == 0 || it == T().device.end() ||
       it->second.kind != Kind::kManaged ||
+      address + bytes > it->first + it->second.bytes ||
+      address + bytes < address) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult CheckDmaBufRange(uintptr_t address, size_t bytes) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::lock_guard<std::mutex> lock(T().mu);
+  auto it = Containing(T().device, address);
+  if (bytes == 0 || address % page != 0 || bytes % page != 0 ||
+      it == T().device.end() || it->second.kind != Kind::kDevice ||
       address + bytes > it->first + it->second.bytes ||
       address + bytes < address) {
     return CUDA_ERROR_INVALID_VALUE;

@@ -9,13 +9,15 @@
 // measured); a batch is refused whole when one element is
 // (cuMemBatchDecompressAsync names it in *errorIndex). Everything finishes
 // before returning.
+#include <fcntl.h>
+
 #include <cstring>
 
 #include "tests/fake_cuda/fake_driver.h"
 
 // The double's own 3-D copy (fake_driver_guard_copies.cc).
-extern "C" CUresult Fake_cuMemcpy3D_v2(const CUDA_MEMCPY3D* p)
-    __asm__("cuMemcpy3D_v2");
+extern "C" CUresult Fake_cuMemcpy3D_v2(const CUDA_MEMCPY3D* p) __asm__(
+    "cuMemcpy3D_v2");
 
 namespace {
 
@@ -222,6 +224,26 @@ FAKE_CU_API(cuPointerSetAttribute,
       !fake_cuda::KnownBlockAddress(ptr)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+  return CUDA_SUCCESS;
+}
+
+// A dma-buf of [ptr, ptr + size): whole host pages of one device block
+// (CheckDmaBufRange); the handle is a file descriptor the caller closes.
+FAKE_CU_API(cuMemGetHandleForAddressRange,
+            (void* handle, CUdeviceptr ptr, size_t size,
+             CUmemRangeHandleType type, unsigned long long flags)) {
+  if (CUresult r = Prologue(nullptr); r != CUDA_SUCCESS) return r;
+  if (handle == nullptr || type != CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD ||
+      (flags & ~static_cast<unsigned long long>(
+                   CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE)) != 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (CUresult r = fake_cuda::CheckDmaBufRange(ptr, size); r != CUDA_SUCCESS) {
+    return r;
+  }
+  const int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  *static_cast<int*>(handle) = fd;
   return CUDA_SUCCESS;
 }
 

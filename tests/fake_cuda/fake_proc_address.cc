@@ -196,6 +196,7 @@
   X(cuMemRangeGetAttribute, cuMemRangeGetAttribute, 8000, false)                                                 \
   X(cuMemRangeGetAttributes, cuMemRangeGetAttributes, 8000, false)                                               \
   X(cuPointerSetAttribute, cuPointerSetAttribute, 6000, false)                                                   \
+  X(cuMemGetHandleForAddressRange, cuMemGetHandleForAddressRange, 11070, false)                                  \
   X(cuMemcpyDtoA, cuMemcpyDtoA_v2, 3020, false)                                                                  \
   X(cuMemcpyDtoA, cuMemcpyDtoA_v2_ptds, 7000, true)                                                              \
   X(cuMemcpyAtoD, cuMemcpyAtoD_v2, 3020, false)                                                                  \
