@@ -1,5 +1,7 @@
 #include "lib/guard/guard_layout.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 namespace gmt {
@@ -8,6 +10,9 @@ namespace {
 uint64_t RoundUp(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 uint64_t CeilDiv(uint64_t v, uint64_t d) { return (v + d - 1) / d; }
 constexpr uint64_t kAlign = 256;
+// cudaMalloc maps a block over this size in 2 MiB pages of its own; smaller
+// ones share pages in 512-byte granules (measured on the H200, driver 580).
+constexpr uint64_t kSharedPagesUpTo = uint64_t{1} << 20;
 
 }  // namespace
 
@@ -42,6 +47,8 @@ GuardPolicy GuardPolicy::FromOptions(const Options& o) {
   p.tail_ratio =
       static_cast<uint64_t>(std::max<int64_t>(1, o.guard_tail_ratio));
   p.skip = o.guard_skip;
+  const long page = sysconf(_SC_PAGESIZE);
+  if (page > 0) p.host_page = static_cast<uint64_t>(page);
   return p;
 }
 
@@ -53,9 +60,8 @@ bool GuardPolicy::Guards(Api api) const {
 
 uint64_t CudaMallocFootprint(uint64_t bytes) {
   constexpr uint64_t kPage = uint64_t{2} << 20;
-  constexpr uint64_t kSharedBelow = uint64_t{1} << 20;
   constexpr uint64_t kGranule = 512;
-  if (bytes > kSharedBelow)
+  if (bytes > kSharedPagesUpTo)
     return bytes > UINT64_MAX - kPage ? bytes : RoundUp(bytes, kPage);
   return RoundUp(bytes, kGranule);
 }
@@ -83,9 +89,16 @@ uint64_t TailZoneBytes(const GuardPolicy& policy, uint64_t bytes) {
 
 GuardLayout PlanLinear(const GuardPolicy& policy, uint64_t bytes) {
   GuardLayout layout;
-  layout.front = policy.front;
+  // Without the tool a block over 1 MiB starts on a 2 MiB page, so on a host
+  // page, and a program may need that: a dma-buf of its start
+  // (cuMemGetHandleForAddressRange) must begin on a host page. Its raw block
+  // is over 1 MiB too, so whole host pages in front keep the user's start on
+  // one. Smaller blocks start on 512-byte granules, as CUDA places them.
+  layout.front = bytes > kSharedPagesUpTo
+                     ? RoundUp(policy.front, policy.host_page)
+                     : policy.front;
   // Slack to the next 256 bytes, then the zone: the raw end stays aligned.
-  layout.raw_bytes = policy.front +
+  layout.raw_bytes = layout.front +
                      RoundUp(std::max<uint64_t>(bytes, 1), kAlign) +
                      RoundUp(TailZoneBytes(policy, bytes), kAlign);
   return layout;

@@ -1,6 +1,7 @@
 // The range calls beyond plain copies and sets (docs/transparency.md, classes
 // a and d): managed-range calls, batches, graph copy/set nodes, array, symbol
-// and peer copies return exactly what CUDA returns without the tool — in
+// and peer copies, dma-buf exports return exactly what CUDA returns without
+// the tool — in
 // bounds, ending at a block's last byte, and one byte past it, where the
 // redzone would otherwise let CUDA accept the call.
 #include <string>
@@ -60,7 +61,8 @@ TEST_F(GuardRangeBatchTest, DecompressNamesTheRefusedElement) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, GuardRangeTest,
-                         testing::Values("managed", "batch", "graph", "array"));
+                         testing::Values("managed", "batch", "graph", "array",
+                                         "dmabuf"));
 
 }  // namespace
 }  // namespace gmt_test

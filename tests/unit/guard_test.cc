@@ -2,6 +2,8 @@
 // protocol, lazy fills, checks at sync/kernel/exit, quarantine and eviction,
 // API bounds and reports — with HostDeviceOps standing in for the GPU, so
 // "device" memory is host memory the test corrupts by hand.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -46,6 +48,27 @@ TEST(GuardLayoutTest, FrontKeepsAlignmentAndTailCoversSlackPlusZone) {
   EXPECT_EQ(l.front % 512, 0u);
   // 1000 rounds to 1024 (24 bytes of slack), then a 4 KiB zone.
   EXPECT_EQ(l.raw_bytes, 512u + 1024u + 4096u);
+}
+
+// CUDA starts a block over 1 MiB on a 2 MiB page; the user's start under
+// the tool stays on a host page (a dma-buf of it must start on one), and
+// the raw block is over 1 MiB too, so CUDA starts it on its page.
+TEST(GuardLayoutTest, ABlockOverOneMiBKeepsItsStartOnAHostPage) {
+  GuardPolicy p = GuardPolicy::FromOptions(GuardOptions());
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  ASSERT_EQ(p.host_page, page);
+  for (uint64_t bytes : {(uint64_t{1} << 20) + 1, uint64_t{4} << 20,
+                         (uint64_t{64} << 20) + 100}) {
+    GuardLayout l = PlanLinear(p, bytes);
+    EXPECT_EQ(l.front % page, 0u) << bytes;
+    EXPECT_GE(l.front, p.front) << bytes;
+    EXPECT_GE(l.raw_bytes, l.front + bytes) << bytes;
+  }
+  // Up to 1 MiB CUDA shares pages: the front stays the option's 512.
+  EXPECT_EQ(PlanLinear(p, uint64_t{1} << 20).front, 512u);
+  // No front zone asked for: none given.
+  p.front = 0;
+  EXPECT_EQ(PlanLinear(p, uint64_t{4} << 20).front, 0u);
 }
 
 TEST(GuardLayoutTest, TailZoneAdaptsToSizeWithinBounds) {
@@ -117,6 +140,7 @@ class GuardTest : public ::testing::Test {
       e.address = reinterpret_cast<uint64_t>(raw);
     }
     engine_->OnAlloc(e);
+    raw_of_[e.address] = reinterpret_cast<uint64_t>(raw);
     return reinterpret_cast<uint8_t*>(e.address);
   }
 
@@ -170,13 +194,18 @@ class GuardTest : public ::testing::Test {
     ASSERT_EQ(ops_->checks_in_flight(), 1u);
   }
 
+  // How often CUDA got the raw block of `user` back (its front depends on
+  // its size: whole host pages for a block over 1 MiB).
   size_t TimesReleased(const void* user) const {
-    const uint64_t raw = reinterpret_cast<uint64_t>(user) - 512;
-    return std::count(ops_->released.begin(), ops_->released.end(), raw);
+    const auto raw = raw_of_.find(reinterpret_cast<uint64_t>(user));
+    if (raw == raw_of_.end()) return 0;
+    return std::count(ops_->released.begin(), ops_->released.end(),
+                      raw->second);
   }
 
   std::unique_ptr<HostDeviceOps> ops_;
   std::unique_ptr<Engine> engine_;
+  std::map<uint64_t, uint64_t> raw_of_;  // user address -> raw, per Alloc
 };
 
 TEST_F(GuardTest, UserPointerIsAlignedAndInsideTheRawBlock) {

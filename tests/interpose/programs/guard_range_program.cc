@@ -4,9 +4,12 @@
 // result CUDA returns is printed, so a test can check that the tool returns
 // the same codes as CUDA without it.
 //
-//   gmt_guard_range_program MODE   MODE: managed | batch | graph | array
+//   gmt_guard_range_program MODE
+//       MODE: managed | batch | graph | array | dmabuf
 //
 // The printed lines hold no pointers; blocks live until the end.
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -230,6 +233,49 @@ NOINLINE void Array() {
   }
 }
 
+// dma-bufs of 4 MiB blocks (cuMemAlloc, cudaMalloc): CUDA starts a block
+// over 1 MiB on a 2 MiB page, and a dma-buf must be whole host pages, so
+// the block's start, its first and last 2 MiB and an interior page are
+// exported ("start" and "in", "end"), and a range a page past its end is
+// refused ("past"). A program exporting its buffer for RDMA does the first.
+NOINLINE void DmaBuf() {
+  if (!DriverSetup(0)) return;
+  constexpr size_t kBlock = size_t{4} << 20;
+  constexpr size_t kHalf = kBlock / 2;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  CUdeviceptr d = 0;
+  void* r = nullptr;
+  Cu("cuMemAlloc", cuMemAlloc(&d, kBlock));
+  Rt("cudaMalloc", cudaMalloc(&r, kBlock));
+  const struct {
+    const char* api;
+    CUdeviceptr base;
+  } blocks[] = {{"cuMemAlloc", d},
+                {"cudaMalloc", reinterpret_cast<CUdeviceptr>(r)}};
+  for (const auto& b : blocks) {
+    std::printf("%s block starts on a host page: %s\n", b.api,
+                b.base % page == 0 ? "yes" : "no");
+    const struct {
+      const char* which;
+      CUdeviceptr at;
+      size_t bytes;
+    } ranges[] = {{"start in", b.base, kHalf},
+                  {"page in", b.base + page, page},
+                  {"whole in", b.base, kBlock},
+                  {"end", b.base + kHalf, kHalf},
+                  {"past", b.base + kHalf + page, kHalf}};
+    for (const auto& range : ranges) {
+      int fd = -1;
+      Cu((std::string("cuMemGetHandleForAddressRange ") + b.api + " " +
+          range.which)
+             .c_str(),
+         cuMemGetHandleForAddressRange(&fd, range.at, range.bytes,
+                                       CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
+      if (fd >= 0) close(fd);
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "managed") {
@@ -240,6 +286,8 @@ int main(int argc, char** argv) {
     Graph();
   } else if (mode == "array") {
     Array();
+  } else if (mode == "dmabuf") {
+    DmaBuf();
   } else {
     std::fprintf(stderr, "unknown mode '%s'\n", mode.c_str());
     return 2;
