@@ -13,6 +13,9 @@ constexpr uint64_t kAlign = 256;
 // cudaMalloc maps a block over this size in 2 MiB pages of its own; smaller
 // ones share pages in 512-byte granules (measured on the H200, driver 580).
 constexpr uint64_t kSharedPagesUpTo = uint64_t{1} << 20;
+// The GPU's page for peer-to-peer pinning (nvidia_p2p_get_pages takes
+// addresses on 64 KiB boundaries).
+constexpr uint64_t kGpuPage = uint64_t{64} << 10;
 
 }  // namespace
 
@@ -89,14 +92,17 @@ uint64_t TailZoneBytes(const GuardPolicy& policy, uint64_t bytes) {
 
 GuardLayout PlanLinear(const GuardPolicy& policy, uint64_t bytes) {
   GuardLayout layout;
-  // Without the tool a block over 1 MiB starts on a 2 MiB page, so on a host
-  // page, and a program may need that: a dma-buf of its start
-  // (cuMemGetHandleForAddressRange) must begin on a host page. Its raw block
-  // is over 1 MiB too, so whole host pages in front keep the user's start on
-  // one. Smaller blocks start on 512-byte granules, as CUDA places them.
-  layout.front = bytes > kSharedPagesUpTo
-                     ? RoundUp(policy.front, policy.host_page)
-                     : policy.front;
+  // Without the tool a block over 1 MiB starts on a 2 MiB page, and a
+  // program may need its start on a page: a dma-buf of it
+  // (cuMemGetHandleForAddressRange) must begin on a host page, GPUDirect
+  // pinning on a 64 KiB GPU page. Its raw block is over 1 MiB too, so whole
+  // such pages in front keep the user's start on one (only the last
+  // policy.front bytes of them are canaries: ArmedFrontBytes). Smaller
+  // blocks start on 512-byte granules, as CUDA places them.
+  layout.front =
+      bytes > kSharedPagesUpTo
+          ? RoundUp(policy.front, std::max(policy.host_page, kGpuPage))
+          : policy.front;
   // Slack to the next 256 bytes, then the zone: the raw end stays aligned.
   layout.raw_bytes = layout.front +
                      RoundUp(std::max<uint64_t>(bytes, 1), kAlign) +

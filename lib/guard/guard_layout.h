@@ -10,8 +10,10 @@
 //   cudaMalloc gives in practice (its documented 256 bytes is not enough: a
 //   linear texture over a cudaMalloc'ed buffer needs textureAlignment, 512
 //   on current GPUs; DESIGN pitfall 6); for a block over 1 MiB, which CUDA
-//   starts on a 2 MiB page, a multiple of the host page, so its start stays
-//   on one (a dma-buf export needs it);
+//   starts on a 2 MiB page, whole 64 KiB pages (or host pages, if larger),
+//   so its start stays on one (a dma-buf export needs a host page,
+//   GPUDirect pinning a GPU page), of which the last `front` bytes of the
+//   policy are canaries;
 // * the tail starts at the user's exact last byte + 1: the allocator's
 //   rounding slack (cudaMalloc hands out 512-byte granules) is redzone too, so
 //   an overrun that CUDA itself would never notice is caught;
@@ -43,8 +45,8 @@ struct GuardPolicy {
   uint64_t tail_max = 1 << 20;
   uint64_t tail_ratio = 16;
   GuardFamilies skip;  // guard_skip
-  // The host's page size: a block over 1 MiB has whole pages in front
-  // (PlanLinear).
+  // The host's page size: a block over 1 MiB has whole pages in front, of
+  // this or the GPU's 64 KiB, whichever is larger (PlanLinear).
   uint64_t host_page = 4096;
 
   static GuardPolicy FromOptions(const Options& options);

@@ -64,7 +64,16 @@ void GuardManager::Arm(const AllocationRecord& record) {
   Context& c = ContextFor(record.context, record.device);
   Block b;
   b.record = record;
-  b.front_begin = record.raw_address;
+  // A linear block over 1 MiB has whole pages in front (guard_layout.h):
+  // only the option's bytes next to the user's start are canaries, so its
+  // fills and checks cost what a small block's do. A pitched block's front
+  // is rows, all of them canaries (an underflow by a row lands at their
+  // start).
+  b.front_begin =
+      FamilyOf(record.api) == GuardFamily::kPitched
+          ? record.raw_address
+          : std::max(record.raw_address,
+                     record.address - std::min(record.address, policy_.front));
   b.generation = NextGeneration();
   ++stats_.guarded;
   // Pool memory is a stream-ordered block's only in its stream's order: it
@@ -1382,7 +1391,8 @@ uint64_t GuardManager::PrepareIpcExport(const AllocationRecord& block) {
     if (it == cit->second.blocks.end()) return block.raw_address;
     // The header is not canary: out of the front zone's checks before it is
     // written (a check in between only checks fewer bytes).
-    it->second.front_begin = block.raw_address + kIpcHeaderBytes;
+    it->second.front_begin =
+        std::max(it->second.front_begin, block.raw_address + kIpcHeaderBytes);
     cit->second.TablesStale();
   }
   // A synchronous copy: without the lock.

@@ -51,8 +51,9 @@ TEST(GuardLayoutTest, FrontKeepsAlignmentAndTailCoversSlackPlusZone) {
 }
 
 // CUDA starts a block over 1 MiB on a 2 MiB page; the user's start under
-// the tool stays on a host page (a dma-buf of it must start on one), and
-// the raw block is over 1 MiB too, so CUDA starts it on its page.
+// the tool stays on a host page (a dma-buf of it must start on one) and a
+// 64 KiB GPU page (GPUDirect pinning), and the raw block is over 1 MiB too,
+// so CUDA starts it on its 2 MiB page.
 TEST(GuardLayoutTest, ABlockOverOneMiBKeepsItsStartOnAHostPage) {
   GuardPolicy p = GuardPolicy::FromOptions(GuardOptions());
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
@@ -61,6 +62,7 @@ TEST(GuardLayoutTest, ABlockOverOneMiBKeepsItsStartOnAHostPage) {
                          (uint64_t{64} << 20) + 100}) {
     GuardLayout l = PlanLinear(p, bytes);
     EXPECT_EQ(l.front % page, 0u) << bytes;
+    EXPECT_EQ(l.front % (64 << 10), 0u) << bytes;
     EXPECT_GE(l.front, p.front) << bytes;
     EXPECT_GE(l.raw_bytes, l.front + bytes) << bytes;
   }
@@ -277,6 +279,29 @@ TEST_F(GuardTest, UnderflowHasNegativeOffsets) {
   EXPECT_EQ(errors[0].first_offset, -16);
   EXPECT_EQ(errors[0].last_offset, -1);
   EXPECT_EQ(errors[0].changed_bytes, 16u);
+}
+
+// A block over 1 MiB has 64 KiB in front (its start on a GPU page), of
+// which the option's 512 bytes next to the start are canaries: an
+// underflow there is found as in a small block, and the fill writes no
+// more than a small block's front.
+TEST_F(GuardTest, ALargeBlocksFrontCanariesAreTheLastBytesBeforeItsStart) {
+  uint8_t* p = Alloc(4 << 20);
+  ASSERT_EQ(
+      reinterpret_cast<uint64_t>(p) - raw_of_[reinterpret_cast<uint64_t>(p)],
+      64u << 10);
+  p[-(64 << 10)] = 0x11;  // what CUDA's memory held before: never written
+  Launch("k");
+  EXPECT_EQ(p[-(64 << 10)], 0x11);
+  EXPECT_EQ(p[-513], 0x11);
+  EXPECT_NE(p[-512], 0x11);  // a canary
+  std::memset(p - 8, 1, 8);
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].kind, ErrorKind::kOobUnderflow);
+  EXPECT_EQ(errors[0].first_offset, -8);
+  EXPECT_EQ(errors[0].changed_bytes, 8u);
 }
 
 TEST_F(GuardTest, OverrunOfAFewKibIntoTheTailZone) {

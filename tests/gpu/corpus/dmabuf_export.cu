@@ -4,8 +4,9 @@
 // blocks over 1 MiB from cudaMalloc, cuMemAlloc and cudaMallocAsync. CUDA
 // takes only whole host pages, starting on one, so the buffer's start must
 // stay on a host page (without the tool CUDA starts such a block on a 2 MiB
-// page). Each exported range is then written by a kernel through the
-// buffer's pointer and read back, to show the buffer is the program's own.
+// page; GPUDirect pinning wants a 64 KiB GPU page, also printed). Each
+// buffer is then written by a kernel through its pointer and read back, to
+// show it is the program's own.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <unistd.h>
@@ -32,8 +33,9 @@ struct Range {
 
 void Export(const char* api, CUdeviceptr base, size_t bytes, size_t page,
             bool supported) {
-  std::printf("%s %zu bytes starts on a host page: %s\n", api, bytes,
-              base % page == 0 ? "yes" : "no");
+  std::printf("%s %zu bytes starts on a host page: %s, on a 64 KiB page: %s\n",
+              api, bytes, base % page == 0 ? "yes" : "no",
+              base % (64 << 10) == 0 ? "yes" : "no");
   const size_t half = bytes / 2 / page * page;
   const Range ranges[] = {{"start", 0, half},
                           {"interior page", page, page},

@@ -253,8 +253,9 @@ NOINLINE void DmaBuf() {
   } blocks[] = {{"cuMemAlloc", d},
                 {"cudaMalloc", reinterpret_cast<CUdeviceptr>(r)}};
   for (const auto& b : blocks) {
-    std::printf("%s block starts on a host page: %s\n", b.api,
-                b.base % page == 0 ? "yes" : "no");
+    std::printf("%s block starts on a host page: %s, on a 64 KiB page: %s\n",
+                b.api, b.base % page == 0 ? "yes" : "no",
+                b.base % (64 << 10) == 0 ? "yes" : "no");
     const struct {
       const char* which;
       CUdeviceptr at;
