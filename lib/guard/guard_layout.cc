@@ -97,7 +97,7 @@ GuardLayout PlanLinear(const GuardPolicy& policy, uint64_t bytes) {
   // (cuMemGetHandleForAddressRange) must begin on a host page, GPUDirect
   // pinning on a 64 KiB GPU page. Its raw block is over 1 MiB too, so whole
   // such pages in front keep the user's start on one (only the last
-  // policy.front bytes of them are canaries: ArmedFrontBytes). Smaller
+  // policy.front bytes of them are canaries: GuardManager::Arm). Smaller
   // blocks start on 512-byte granules, as CUDA places them.
   layout.front =
       bytes > kSharedPagesUpTo
