@@ -167,6 +167,18 @@ class GuardTest : public ::testing::Test {
     return engine_->BuildReport("request").errors;
   }
 
+  // After a synchronization the report holds one error: an underflow of
+  // every byte from offset `first` (negative) to -1.
+  void ExpectOneUnderflowAtTheNextSync(int64_t first) {
+    engine_->OnSynchronized(kContext);
+    std::vector<ErrorRecord> errors = Errors();
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_EQ(errors[0].kind, ErrorKind::kOobUnderflow);
+    EXPECT_EQ(errors[0].first_offset, first);
+    EXPECT_EQ(errors[0].last_offset, -1);
+    EXPECT_EQ(errors[0].changed_bytes, static_cast<uint64_t>(-first));
+  }
+
   // What one free cost on the host: synchronizing calls (the one a cudaFree
   // owes the program: a context sync, or CUDA's free of a block the tool
   // held) and waits for a zone check's answer.
@@ -272,13 +284,7 @@ TEST_F(GuardTest, UnderflowHasNegativeOffsets) {
   uint8_t* p = Alloc(512);
   Launch("k");
   std::memset(p - 16, 1, 16);
-  engine_->OnSynchronized(kContext);
-  std::vector<ErrorRecord> errors = Errors();
-  ASSERT_EQ(errors.size(), 1u);
-  EXPECT_EQ(errors[0].kind, ErrorKind::kOobUnderflow);
-  EXPECT_EQ(errors[0].first_offset, -16);
-  EXPECT_EQ(errors[0].last_offset, -1);
-  EXPECT_EQ(errors[0].changed_bytes, 16u);
+  ExpectOneUnderflowAtTheNextSync(-16);
 }
 
 // A block over 1 MiB has 64 KiB in front (its start on a GPU page), of
@@ -296,12 +302,7 @@ TEST_F(GuardTest, ALargeBlocksFrontCanariesAreTheLastBytesBeforeItsStart) {
   EXPECT_EQ(p[-513], 0x11);
   EXPECT_NE(p[-512], 0x11);  // a canary
   std::memset(p - 8, 1, 8);
-  engine_->OnSynchronized(kContext);
-  std::vector<ErrorRecord> errors = Errors();
-  ASSERT_EQ(errors.size(), 1u);
-  EXPECT_EQ(errors[0].kind, ErrorKind::kOobUnderflow);
-  EXPECT_EQ(errors[0].first_offset, -8);
-  EXPECT_EQ(errors[0].changed_bytes, 8u);
+  ExpectOneUnderflowAtTheNextSync(-8);
 }
 
 TEST_F(GuardTest, OverrunOfAFewKibIntoTheTailZone) {
