@@ -242,8 +242,13 @@ int main(int argc, char** argv) {
   } else if (mode == "segv_locked") {
     std::thread other(AllocateAndLaunch);
     other.detach();
+    // Up to 20 s for the other thread to be held (the double holds it for
+    // 30 s): under TSan on a loaded 2-core machine it once took more than
+    // 5 s to get there, and the crash then came while it was elsewhere in
+    // the tool (in the kernel-name table, whose name the summary then could
+    // not read).
     const std::string held = g_dir + "/hold.held";
-    for (int i = 0; i < 5000 && access(held.c_str(), F_OK) != 0; ++i) {
+    for (int i = 0; i < 20000 && access(held.c_str(), F_OK) != 0; ++i) {
       usleep(1000);
     }
     WriteThrough(nullptr);
