@@ -209,7 +209,7 @@ class GuardTest : public ::testing::Test {
   }
 
   // How often CUDA got the raw block of `user` back (its front depends on
-  // its size: whole host pages for a block over 1 MiB).
+  // its size: whole 64 KiB pages for a block over 1 MiB).
   size_t TimesReleased(const void* user) const {
     const auto raw = raw_of_.find(reinterpret_cast<uint64_t>(user));
     if (raw == raw_of_.end()) return 0;
