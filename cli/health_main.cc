@@ -1,5 +1,5 @@
-// `gpumemtrace health`: the GPU health reading of lib/health/health.h on its own,
-// without a program: every value with its unit, and the warnings.
+// `gpumemtrace health`: the GPU health reading of lib/health/health.h on its
+// own, without a program: every value with its unit, and the warnings.
 //
 // Exit status: 0 every value read is normal, 1 at least one warning, 2 bad
 // usage, 3 health unavailable (no NVML, NVML failed, no such device).
@@ -51,7 +51,8 @@ int HealthMain(int argc, char** argv) {
     } else if (arg == "--device" || arg.rfind("--device=", 0) == 0) {
       std::string value;
       if (arg == "--device") {
-        if (i + 1 >= argc) return UsageError("health", "--device needs a number");
+        if (i + 1 >= argc)
+          return UsageError("health", "--device needs a number");
         value = argv[++i];
       } else {
         value = arg.substr(9);

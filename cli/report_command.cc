@@ -1,7 +1,7 @@
 // `gpumemtrace report`: re-render a saved JSON report, or diff two snapshots
 // saved from gmt_snapshot_json(). Reading is lib/report/report_json_parse.h and
-// lib/report/snapshot_diff.h; rendering is the library's own writers, so a saved
-// report prints exactly as it would have at exit.
+// lib/report/snapshot_diff.h; rendering is the library's own writers, so a
+// saved report prints exactly as it would have at exit.
 #include <unistd.h>
 
 #include <cstdio>

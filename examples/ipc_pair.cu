@@ -238,7 +238,8 @@ int main(int argc, char** argv) {
                     std::strcmp(argv[1], "child-untraced") == 0)) {
     return IpcPairChild(argv[2], std::atoi(argv[3]));
   }
-  const bool untraced = argc == 2 && std::strcmp(argv[1], "--untraced-child") == 0;
+  const bool untraced =
+      argc == 2 && std::strcmp(argv[1], "--untraced-child") == 0;
   if (argc > 1 && !untraced) {
     std::fprintf(stderr, "usage: ipc_pair [--untraced-child]\n");
     return 2;

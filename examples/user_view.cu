@@ -102,8 +102,7 @@ void Describe(const char* label, void* vp, size_t n) {
   res = cuMemGetAddressRange(&base, &size, ptr + n);
   if (n % 256 != 0) {
     std::printf("  cuMemGetAddressRange(ptr+size): %s, %d (%s)\n",
-                Side(res, base, size, ptr), static_cast<int>(res),
-                CuName(res));
+                Side(res, base, size, ptr), static_cast<int>(res), CuName(res));
   } else {
     // A neighbour may start there: only which side it is on.
     std::printf("  cuMemGetAddressRange(ptr+size): %s\n",
@@ -119,9 +118,8 @@ void Describe(const char* label, void* vp, size_t n) {
     size_t range = 0;
     CUresult r1 = cuPointerGetAttribute(
         &start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr + off);
-    CUresult r2 =
-        cuPointerGetAttribute(&range, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
-                              ptr + off);
+    CUresult r2 = cuPointerGetAttribute(&range, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                        ptr + off);
     char what[96];
     std::snprintf(what, sizeof what, "cuPointerGetAttribute(ptr+%s)",
                   off == 0 ? "0" : "size-1");
@@ -139,10 +137,9 @@ void Describe(const char* label, void* vp, size_t n) {
     size_t range = 0;
     int is_managed = -1;
     int ordinal = -1;
-    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                                   CU_POINTER_ATTRIBUTE_RANGE_SIZE,
-                                   CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                                   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    CUpointer_attribute attrs[] = {
+        CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+        CU_POINTER_ATTRIBUTE_IS_MANAGED, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
     void* data[] = {&start, &range, &is_managed, &ordinal};
     CUresult r = cuPointerGetAttributes(4, attrs, data, ptr + interior);
     char what[96];
@@ -152,8 +149,8 @@ void Describe(const char* label, void* vp, size_t n) {
       std::printf("  %s: %d (%s)\n", what, static_cast<int>(r), CuName(r));
     } else {
       PrintRange(what, r, start, range, ptr, n);
-      std::printf("  %s: is_managed=%d device_ordinal=%d\n", what,
-                  is_managed, ordinal);
+      std::printf("  %s: is_managed=%d device_ordinal=%d\n", what, is_managed,
+                  ordinal);
     }
   }
   {
@@ -164,20 +161,20 @@ void Describe(const char* label, void* vp, size_t n) {
       std::printf("  cudaPointerGetAttributes(ptr+%zu): %d (%s)\n", interior,
                   static_cast<int>(err), cudaGetErrorName(err));
     } else {
-      long long dev = a.devicePointer == nullptr
-                          ? -1
-                          : static_cast<long long>(
-                                static_cast<char*>(a.devicePointer) -
-                                static_cast<char*>(vp));
+      long long dev =
+          a.devicePointer == nullptr
+              ? -1
+              : static_cast<long long>(static_cast<char*>(a.devicePointer) -
+                                       static_cast<char*>(vp));
       std::printf(
           "  cudaPointerGetAttributes(ptr+%zu): type=%d device=%d "
           "devicePointer-ptr=%lld hostPointer%s",
           interior, static_cast<int>(a.type), a.device, dev,
           a.hostPointer == nullptr ? "=null\n" : "-ptr=");
       if (a.hostPointer != nullptr) {
-        std::printf("%lld\n", static_cast<long long>(
-                                  static_cast<char*>(a.hostPointer) -
-                                  static_cast<char*>(vp)));
+        std::printf("%lld\n",
+                    static_cast<long long>(static_cast<char*>(a.hostPointer) -
+                                           static_cast<char*>(vp)));
       }
     }
   }
@@ -312,8 +309,7 @@ int main() {
   // The runtime makes the primary context current for the driver calls.
   EXAMPLE_CHECK_CUDA(cudaFree(nullptr));
   cudaStream_t stream;
-  EXAMPLE_CHECK_CUDA(cudaStreamCreateWithFlags(&stream,
-                                               cudaStreamNonBlocking));
+  EXAMPLE_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
   const size_t sizes[] = {1, 1000, 4096, size_t{1} << 20};
   std::vector<void*> blocks;

@@ -25,9 +25,9 @@ void NoteAllocFailure(Api api, uint64_t bytes, StackId stack, int result) {
   f.stack = stack;
   f.cuda_result = result;
   const bool runtime = absl::StartsWith(ApiName(api), "cuda");
-  f.cuda_result_name =
-      runtime ? RuntimeResultName(static_cast<cudaError_t>(result))
-              : DriverResultName(static_cast<CUresult>(result));
+  f.cuda_result_name = runtime
+                           ? RuntimeResultName(static_cast<cudaError_t>(result))
+                           : DriverResultName(static_cast<CUresult>(result));
   const CallContext where = CurrentCallContext();
   f.device = where.device >= 0 ? where.device : 0;
   auto get_info = real_cuMemGetInfo.Get();

@@ -105,11 +105,11 @@ GMT_API uint64_t check_now();
 // file and line (frames with neither function nor file compare by module and
 // address instead).
 struct DiffGroup {
-  std::string api;     // "cudaMalloc", ...
-  std::string kind;    // of the first block: "device", "managed", ...
-  int device = -1;     // -1: host memory
-  uint64_t count = 0;  // blocks
-  size_t bytes = 0;    // their requested bytes together
+  std::string api;           // "cudaMalloc", ...
+  std::string kind;          // of the first block: "device", "managed", ...
+  int device = -1;           // -1: host memory
+  uint64_t count = 0;        // blocks
+  size_t bytes = 0;          // their requested bytes together
   std::vector<Frame> stack;  // innermost first
 };
 
@@ -126,7 +126,7 @@ struct DeviceDiff {
 // so an address freed and handed out again in between counts as freed once
 // and new once.
 struct SnapshotDiff {
-  bool active = false;  // both snapshots came from an active tracer
+  bool active = false;           // both snapshots came from an active tracer
   std::vector<DiffGroup> added;  // live in `after` only; largest bytes first
   std::vector<DiffGroup> freed;  // live in `before` only; largest bytes first
   std::vector<DeviceDiff> devices;  // devices that changed, then host (-1)

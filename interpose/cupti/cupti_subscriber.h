@@ -15,8 +15,8 @@
 
 namespace gmt {
 
-// Subscribes as PlanCupti (lib/engine/cupti_plan.h) decides, once per process; later
-// calls do nothing unless the first declined and this one is `injected`.
+// Subscribes as PlanCupti (lib/engine/cupti_plan.h) decides, once per process;
+// later calls do nothing unless the first declined and this one is `injected`.
 // Says once, on stderr, when another CUPTI subscriber holds CUPTI or when
 // libcupti cannot be loaded where it was needed. Thread-safe.
 void StartCupti(bool injected);

@@ -34,8 +34,8 @@
 
 #include "absl/strings/string_view.h"
 #include "interpose/nvtx/nvtx_messages.h"
-#include "lib/engine/engine.h"
 #include "lib/core/options.h"
+#include "lib/engine/engine.h"
 
 namespace {
 

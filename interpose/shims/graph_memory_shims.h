@@ -1,7 +1,7 @@
 // Graph memory nodes: what the shims and the CUPTI
 // subscriber share to follow memory a CUDA graph allocates when it is
-// launched (lib/registry/graph_memory.h has the lifetime; lib/engine/engine_graph.cc the
-// registry side).
+// launched (lib/registry/graph_memory.h has the lifetime;
+// lib/engine/engine_graph.cc the registry side).
 //
 //   node created   cuGraphAddMemAllocNode / cuGraphAddNode(_v2) (the runtime's
 //                  cudaGraphAddMemAllocNode / cudaGraphAddNode reach them):

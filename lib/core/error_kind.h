@@ -21,7 +21,7 @@ namespace gmt {
   X(kApiBounds, "api-bounds", "copy or set past the end of an allocation")     \
   X(kOom, "oom", "allocation failed: out of memory")                           \
   X(kApiMismatch, "api-mismatch",                                              \
-    "memory released by an API that does not match its allocator")            \
+    "memory released by an API that does not match its allocator")             \
   X(kCudaError, "cuda-error",                                                  \
     "a CUDA call returned a sticky error: the context is lost")
 

@@ -2,9 +2,9 @@
 // the registry side of a graph's allocations and frees, which happen when the
 // graph is launched rather than when a call returns a pointer.
 #include "lib/core/clock.h"
+#include "lib/core/log.h"
 #include "lib/engine/engine.h"
 #include "lib/guard/guard_layout.h"
-#include "lib/core/log.h"
 
 namespace gmt {
 

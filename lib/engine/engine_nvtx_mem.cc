@@ -19,8 +19,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "lib/core/clock.h"
-#include "lib/engine/engine.h"
 #include "lib/core/log.h"
+#include "lib/engine/engine.h"
 #include "lib/registry/nvtx_ranges.h"
 
 namespace gmt {

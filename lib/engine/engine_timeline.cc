@@ -12,8 +12,9 @@ uint64_t Engine::TimelineCapacity(const Options& options) {
   // carries its series so that `gpumemtrace report FILE.json --format html`
   // still has a plot. text-only runs pay nothing.
   const ReportFormats& f = options.report;
-  const bool wanted = f.Has(ReportFormat::kJson) || f.Has(ReportFormat::kHtml) ||
-                      f.Has(ReportFormat::kTrace) || f.Has(ReportFormat::kTorch);
+  const bool wanted =
+      f.Has(ReportFormat::kJson) || f.Has(ReportFormat::kHtml) ||
+      f.Has(ReportFormat::kTrace) || f.Has(ReportFormat::kTorch);
   return wanted ? static_cast<uint64_t>(options.timeline_events) : 0;
 }
 

@@ -22,16 +22,16 @@ HealthReading ReadHealth(int only_device = -1);
 // sees a device (0: unknown). Read into ReadHealth's `versions`.
 void NoteCudaVersions(int runtime_version, int driver_version);
 
-// Per-process GPU memory on `nvml_index` (nvmlDeviceGetComputeRunningProcesses),
-// with names from /proc/<pid>/comm when readable.
+// Per-process GPU memory on `nvml_index`
+// (nvmlDeviceGetComputeRunningProcesses), with names from /proc/<pid>/comm when
+// readable.
 struct ProcessUsage {
   uint32_t pid = 0;
   std::string name;
   std::optional<uint64_t> bytes;  // empty: NVML does not show it (no rights)
 };
 // Empty with `*status` set when it cannot be read.
-std::vector<ProcessUsage> ReadProcessUsage(int nvml_index,
-                                           std::string* status);
+std::vector<ProcessUsage> ReadProcessUsage(int nvml_index, std::string* status);
 
 }  // namespace gmt
 

@@ -10,8 +10,9 @@ namespace gmt {
 namespace {
 
 double Percent(uint64_t part, uint64_t whole) {
-  return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) /
-                                static_cast<double>(whole);
+  return whole == 0
+             ? 0.0
+             : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
 }
 
 }  // namespace
@@ -84,15 +85,16 @@ OomDiagnosis DiagnoseOom(const OomInput& in,
                     ").");
   }
   if (d.device_total && in.requested > *d.device_total) {
-    absl::StrAppend(&r, " The request is larger than the whole card: check "
-                        "the size computation.");
+    absl::StrAppend(&r,
+                    " The request is larger than the whole card: check "
+                    "the size computation.");
   }
   const uint64_t total = d.device_total.value_or(0);
   if (total > 0) {
-    absl::StrAppendFormat(&r, " This process holds %s (%.0f%% of the card) in %d block%s",
-                          HumanBytes(d.process_bytes),
-                          Percent(d.process_bytes, total), d.process_blocks,
-                          d.process_blocks == 1 ? "" : "s");
+    absl::StrAppendFormat(
+        &r, " This process holds %s (%.0f%% of the card) in %d block%s",
+        HumanBytes(d.process_bytes), Percent(d.process_bytes, total),
+        d.process_blocks, d.process_blocks == 1 ? "" : "s");
   } else {
     absl::StrAppendFormat(&r, " This process holds %s in %d block%s",
                           HumanBytes(d.process_bytes), d.process_blocks,
@@ -102,7 +104,8 @@ OomDiagnosis DiagnoseOom(const OomInput& in,
     const OomDiagnosis::Holder& top = d.holders.front();
     std::string site = site_name(top.stack);
     if (site.empty()) site = "an unknown call site";
-    absl::StrAppendFormat(&r, "; the largest holder is %s with %s in %d %s block%s",
+    absl::StrAppendFormat(&r,
+                          "; the largest holder is %s with %s in %d %s block%s",
                           site, HumanBytes(top.bytes), top.count,
                           ApiName(top.api), top.count == 1 ? "" : "s");
   }
@@ -113,17 +116,17 @@ OomDiagnosis DiagnoseOom(const OomInput& in,
   } else if (d.other_processes.empty()) {
     absl::StrAppend(&r, " No other process uses this GPU.");
   } else {
-    absl::StrAppendFormat(&r, " %d other process%s hold%s %s%s",
-                          d.other_processes.size(),
-                          d.other_processes.size() == 1 ? "" : "es",
-                          d.other_processes.size() == 1 ? "s" : "",
-                          HumanBytes(others_bytes),
-                          others_hidden ? " (some amounts hidden by NVML)" : "");
+    absl::StrAppendFormat(
+        &r, " %d other process%s hold%s %s%s", d.other_processes.size(),
+        d.other_processes.size() == 1 ? "" : "es",
+        d.other_processes.size() == 1 ? "s" : "", HumanBytes(others_bytes),
+        others_hidden ? " (some amounts hidden by NVML)" : "");
     const OomDiagnosis::OtherProcess& big = d.other_processes.front();
     if (big.bytes) {
-      absl::StrAppendFormat(&r, "; the largest is pid %d%s with %s", big.pid,
-                            big.name.empty() ? "" : absl::StrCat(" (", big.name, ")"),
-                            HumanBytes(*big.bytes));
+      absl::StrAppendFormat(
+          &r, "; the largest is pid %d%s with %s", big.pid,
+          big.name.empty() ? "" : absl::StrCat(" (", big.name, ")"),
+          HumanBytes(*big.bytes));
     }
     absl::StrAppend(&r, ".");
   }
@@ -131,18 +134,21 @@ OomDiagnosis DiagnoseOom(const OomInput& in,
   if (total > 0 && d.device_free) {
     const uint64_t used = total - std::min(total, *d.device_free);
     if (Percent(d.process_bytes, total) >= 50) {
-      absl::StrAppend(&r, " This program itself filled the card: free what it "
-                          "no longer needs, or use smaller batches.");
+      absl::StrAppend(&r,
+                      " This program itself filled the card: free what it "
+                      "no longer needs, or use smaller batches.");
     } else if (others_bytes > d.process_bytes && others_bytes * 2 >= used) {
       absl::StrAppend(&r, " The card is mostly held by other processes.");
     } else if (*d.device_free >= in.requested) {
-      absl::StrAppend(&r, " Enough memory is free in total but not in one "
-                          "piece (fragmentation), or a pool or VMM reservation "
-                          "got in the way.");
+      absl::StrAppend(&r,
+                      " Enough memory is free in total but not in one "
+                      "piece (fragmentation), or a pool or VMM reservation "
+                      "got in the way.");
     } else if (used > d.process_bytes + others_bytes) {
       absl::StrAppendFormat(
-          &r, " %s in use is not in this process's tracked allocations "
-              "(CUDA context, library workspaces, caching allocators).",
+          &r,
+          " %s in use is not in this process's tracked allocations "
+          "(CUDA context, library workspaces, caching allocators).",
           HumanBytes(used - d.process_bytes - others_bytes));
     }
   }

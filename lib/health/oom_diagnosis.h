@@ -14,8 +14,8 @@
 #include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "lib/health/health.h"
-#include "lib/report/oom_record.h"
 #include "lib/registry/registry.h"
+#include "lib/report/oom_record.h"
 
 namespace gmt {
 
@@ -27,7 +27,8 @@ struct OomInput {
   std::optional<uint64_t> device_free;
   std::optional<uint64_t> device_total;
   std::string meminfo_status = "ok";
-  std::vector<AllocationRecord> live;  // this process's live blocks (any device)
+  std::vector<AllocationRecord>
+      live;  // this process's live blocks (any device)
   std::vector<ProcessUsage> processes;  // NVML's list (may include this one)
   std::string processes_status = "ok";
   uint32_t self_pid = 0;
@@ -44,7 +45,8 @@ OomDiagnosis DiagnoseOom(const OomInput& input,
 // failure on that device.
 class OomBurstLimiter {
  public:
-  explicit OomBurstLimiter(int64_t quiet_ns = 1'000'000'000) : quiet_ns_(quiet_ns) {}
+  explicit OomBurstLimiter(int64_t quiet_ns = 1'000'000'000)
+      : quiet_ns_(quiet_ns) {}
   // Whether to report a failure on `device` at `now_ns`; when true,
   // *earlier_in_burst is the number of unreported failures of the previous
   // burst on that device.

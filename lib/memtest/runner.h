@@ -18,8 +18,8 @@
 
 #include "lib/memtest/config.h"
 #include "lib/memtest/device.h"
-#include "lib/memtest/progress.h"
 #include "lib/memtest/memtest_report.h"
+#include "lib/memtest/progress.h"
 
 namespace gmt::memtest {
 

@@ -20,16 +20,16 @@ NvmlApi LoadNvmlFrom(const char* library) {
   void* handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
-    api.reason = absl::StrCat(library, " not found (", why ? why : "dlopen failed",
-                              ")");
+    api.reason =
+        absl::StrCat(library, " not found (", why ? why : "dlopen failed", ")");
     return api;
   }
-#define GMT_NVML_RESOLVE(required, member, symbol, type)                   \
-  api.member = reinterpret_cast<NvmlApi::member##_fn>(dlsym(handle, symbol));              \
-  if (required && api.member == nullptr) {                                 \
-    api.reason = absl::StrCat(library, " lacks ", symbol,                  \
-                              " (driver too old for this tool)");          \
-    return api;                                                            \
+#define GMT_NVML_RESOLVE(required, member, symbol, type)                      \
+  api.member = reinterpret_cast<NvmlApi::member##_fn>(dlsym(handle, symbol)); \
+  if (required && api.member == nullptr) {                                    \
+    api.reason = absl::StrCat(library, " lacks ", symbol,                     \
+                              " (driver too old for this tool)");             \
+    return api;                                                               \
   }
   GMT_NVML_FUNCTIONS(GMT_NVML_RESOLVE)
 #undef GMT_NVML_RESOLVE
@@ -47,9 +47,8 @@ NvmlApi LoadNvmlFrom(const char* library) {
 const NvmlApi* LoadNvml() {
   static const NvmlApi* const api = [] {
     const char* path = std::getenv("GMT_NVML_LIBRARY");
-    return new NvmlApi(
-        LoadNvmlFrom(path != nullptr && *path != '\0' ? path
-                                                      : "libnvidia-ml.so.1"));
+    return new NvmlApi(LoadNvmlFrom(
+        path != nullptr && *path != '\0' ? path : "libnvidia-ml.so.1"));
   }();
   return api;
 }

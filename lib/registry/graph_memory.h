@@ -133,8 +133,8 @@ Api CapturedVariant(Api api);
 
 // Whether the program's `stream` (the engine's stream id: 0 is the legacy
 // stream, CU_STREAM_PER_THREAD the per-thread one) is being captured into a
-// graph. Installed by the front end (interpose/shims/graph_memory_shims.cc), which
-// asks CUDA; tests install their own. Unset: never capturing.
+// graph. Installed by the front end (interpose/shims/graph_memory_shims.cc),
+// which asks CUDA; tests install their own. Unset: never capturing.
 using StreamCaptureQuery = bool (*)(uint64_t stream);
 void SetStreamCaptureQuery(StreamCaptureQuery query);
 StreamCaptureQuery GetStreamCaptureQuery();

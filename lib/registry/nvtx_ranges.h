@@ -4,8 +4,8 @@
 // A range is named by its path: the names of the ranges open on the thread,
 // outermost first, joined by '/'. Paths are interned once; an allocation
 // keeps only the 32-bit id of the innermost path (0: no range open). The
-// front end (interpose/nvtx/nvtx_injection.cc, called by the program's NVTX through
-// its injection interface) calls Push/Pop; the engine reads Current().
+// front end (interpose/nvtx/nvtx_injection.cc, called by the program's NVTX
+// through its injection interface) calls Push/Pop; the engine reads Current().
 //
 // Thread safety: every function is thread-safe. Push/Pop/Current touch only
 // the calling thread's state except when a path is seen for the first time.

@@ -77,10 +77,10 @@ struct DeviceHealth {
 
 // Versions: the driver's, and the CUDA versions as 12040 = 12.4.
 struct VersionInfo {
-  Reading<std::string> driver;       // "560.35.03" (NVML)
-  Reading<int> driver_cuda;          // CUDA version the driver supports
-  Reading<int> runtime_cuda;         // the program's cudaRuntimeGetVersion
-  Reading<int> cu_driver_cuda;       // the program's cuDriverGetVersion
+  Reading<std::string> driver;  // "560.35.03" (NVML)
+  Reading<int> driver_cuda;     // CUDA version the driver supports
+  Reading<int> runtime_cuda;    // the program's cudaRuntimeGetVersion
+  Reading<int> cu_driver_cuda;  // the program's cuDriverGetVersion
 };
 
 // An Xid event recorded during the run (lib/health/xid_watch.h).

@@ -83,20 +83,20 @@ std::vector<HealthWarning> HealthWarnings(const HealthReading& reading) {
   std::vector<HealthWarning> out;
   const VersionInfo& v = reading.versions;
   // The driver must support the CUDA version the program's runtime was built
-  // for; otherwise calls fail with "driver too old" (cudaErrorInsufficientDriver).
+  // for; otherwise calls fail with "driver too old"
+  // (cudaErrorInsufficientDriver).
   const Reading<int>& driver_cuda =
       v.driver_cuda.ok() ? v.driver_cuda : v.cu_driver_cuda;
   if (driver_cuda.ok() && v.runtime_cuda.ok() &&
       *v.runtime_cuda.value > *driver_cuda.value) {
-    out.push_back({-1, "driver-too-old",
-                   absl::StrCat("the program's CUDA runtime is ",
-                                CudaVersionText(*v.runtime_cuda.value),
-                                " but the driver",
-                                v.driver.ok() ? " " + *v.driver.value : "",
-                                " supports CUDA ",
-                                CudaVersionText(*driver_cuda.value),
-                                " only: update the driver (or use the "
-                                "compatibility package)")});
+    out.push_back(
+        {-1, "driver-too-old",
+         absl::StrCat("the program's CUDA runtime is ",
+                      CudaVersionText(*v.runtime_cuda.value), " but the driver",
+                      v.driver.ok() ? " " + *v.driver.value : "",
+                      " supports CUDA ", CudaVersionText(*driver_cuda.value),
+                      " only: update the driver (or use the "
+                      "compatibility package)")});
   }
   for (const DeviceHealth& d : reading.devices) {
     const int i = d.nvml_index;
@@ -179,22 +179,23 @@ std::string RenderHealthText(const HealthReading& reading, bool verbose) {
   }
   const VersionInfo& v = reading.versions;
   if (reading.available) {
-    absl::StrAppend(
-        &out, "  driver ", Show(v.driver, [](const std::string& s) { return s; }),
-        ", driver CUDA ", Show(v.driver_cuda, CudaVersionText),
-        ", program runtime CUDA ", Show(v.runtime_cuda, CudaVersionText),
-        ", program driver API CUDA ", Show(v.cu_driver_cuda, CudaVersionText),
-        "\n");
+    absl::StrAppend(&out, "  driver ",
+                    Show(v.driver, [](const std::string& s) { return s; }),
+                    ", driver CUDA ", Show(v.driver_cuda, CudaVersionText),
+                    ", program runtime CUDA ",
+                    Show(v.runtime_cuda, CudaVersionText),
+                    ", program driver API CUDA ",
+                    Show(v.cu_driver_cuda, CudaVersionText), "\n");
   }
   const std::vector<HealthWarning> warnings = HealthWarnings(reading);
   for (const DeviceHealth& d : reading.devices) {
     int count = 0;
     for (const HealthWarning& w : warnings) count += w.device == d.nvml_index;
-    absl::StrAppend(&out, "  GPU ", d.nvml_index, " ", d.name, ": ",
-                    count == 0 ? "no abnormal value"
-                               : absl::StrCat(count, " warning",
-                                              count == 1 ? "" : "s"),
-                    "\n");
+    absl::StrAppend(
+        &out, "  GPU ", d.nvml_index, " ", d.name, ": ",
+        count == 0 ? "no abnormal value"
+                   : absl::StrCat(count, " warning", count == 1 ? "" : "s"),
+        "\n");
     if (!verbose) continue;
     absl::StrAppend(
         &out, "    memory: total ", Show(d.memory_total, Gib), ", used ",
@@ -237,8 +238,10 @@ std::string RenderHealthText(const HealthReading& reading, bool verbose) {
 
 json DeviceHealthJson(const HealthReading& reading, const DeviceHealth& d,
                       const std::vector<HealthWarning>& warnings) {
-  json j = {{"available", true}, {"nvml_index", d.nvml_index},
-            {"name", d.name}, {"uuid", d.uuid}};
+  json j = {{"available", true},
+            {"nvml_index", d.nvml_index},
+            {"name", d.name},
+            {"uuid", d.uuid}};
   json missing = json::object();
   Put(j, missing, "memory_total_bytes", d.memory_total);
   Put(j, missing, "memory_used_bytes", d.memory_used);
@@ -270,7 +273,8 @@ json DeviceHealthJson(const HealthReading& reading, const DeviceHealth& d,
   Put(j, missing, "memory_temp_max_c", d.memory_temp_max_c);
   Put(j, missing, "clock_event_reasons", d.clock_event_reasons);
   if (d.clock_event_reasons.ok()) {
-    j["clock_event_reason_names"] = ClockReasonNames(*d.clock_event_reasons.value);
+    j["clock_event_reason_names"] =
+        ClockReasonNames(*d.clock_event_reasons.value);
   }
   const VersionInfo& v = reading.versions;
   Put(j, missing, "driver_version", v.driver);
@@ -364,33 +368,62 @@ std::string ReportHealthText(bool read, const HealthReading& reading) {
 
 absl::string_view XidMeaning(uint64_t xid) {
   switch (xid) {
-    case 13: return "graphics engine exception (often a program's illegal access or bad launch)";
-    case 31: return "GPU memory page fault (illegal address: often a program bug)";
-    case 32: return "invalid or corrupted push buffer stream";
-    case 38: return "driver firmware error";
-    case 43: return "GPU stopped processing (a program faulted; the GPU is still usable)";
-    case 45: return "preemptive cleanup after an earlier error (context torn down)";
-    case 48: return "double-bit (uncorrectable) ECC error";
-    case 56: return "display engine error";
-    case 57: return "error programming video memory interface";
-    case 61: return "internal micro-controller breakpoint/warning";
-    case 62: return "internal micro-controller halt";
-    case 63: return "ECC page retirement or row remapping recorded";
-    case 64: return "ECC page retirement or row remapping failure";
-    case 68: return "video processor exception";
-    case 69: return "graphics engine class error";
-    case 74: return "NVLink error";
-    case 79: return "GPU has fallen off the bus";
-    case 92: return "high single-bit ECC error rate";
-    case 94: return "contained uncorrectable ECC error (only the affected work)";
-    case 95: return "uncontained uncorrectable ECC error (GPU reset needed)";
-    case 109: return "context switch timeout";
-    case 119: return "GSP RPC timeout";
-    case 120: return "GSP error";
-    case 121: return "C2C link error";
-    case 140: return "unrecovered ECC error";
-    case 143: return "GPU initialization failure";
-    default: return "";
+    case 13:
+      return "graphics engine exception (often a program's illegal access or "
+             "bad launch)";
+    case 31:
+      return "GPU memory page fault (illegal address: often a program bug)";
+    case 32:
+      return "invalid or corrupted push buffer stream";
+    case 38:
+      return "driver firmware error";
+    case 43:
+      return "GPU stopped processing (a program faulted; the GPU is still "
+             "usable)";
+    case 45:
+      return "preemptive cleanup after an earlier error (context torn down)";
+    case 48:
+      return "double-bit (uncorrectable) ECC error";
+    case 56:
+      return "display engine error";
+    case 57:
+      return "error programming video memory interface";
+    case 61:
+      return "internal micro-controller breakpoint/warning";
+    case 62:
+      return "internal micro-controller halt";
+    case 63:
+      return "ECC page retirement or row remapping recorded";
+    case 64:
+      return "ECC page retirement or row remapping failure";
+    case 68:
+      return "video processor exception";
+    case 69:
+      return "graphics engine class error";
+    case 74:
+      return "NVLink error";
+    case 79:
+      return "GPU has fallen off the bus";
+    case 92:
+      return "high single-bit ECC error rate";
+    case 94:
+      return "contained uncorrectable ECC error (only the affected work)";
+    case 95:
+      return "uncontained uncorrectable ECC error (GPU reset needed)";
+    case 109:
+      return "context switch timeout";
+    case 119:
+      return "GSP RPC timeout";
+    case 120:
+      return "GSP error";
+    case 121:
+      return "C2C link error";
+    case 140:
+      return "unrecovered ECC error";
+    case 143:
+      return "GPU initialization failure";
+    default:
+      return "";
   }
 }
 

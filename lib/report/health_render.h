@@ -1,15 +1,13 @@
-// Health readings (lib/health/health.h) judged and rendered: pure functions, unit
-// tested on made-up readings.
+// Health readings (lib/health/health.h) judged and rendered: pure functions,
+// unit tested on made-up readings.
 #ifndef GMT_LIB_REPORT_HEALTH_RENDER_H_
 #define GMT_LIB_REPORT_HEALTH_RENDER_H_
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "absl/strings/string_view.h"
-
 #include "lib/report/health_reading.h"
 
 namespace gmt {

@@ -1,5 +1,6 @@
 // The out-of-memory diagnosis an `oom` ErrorRecord carries.
-// Plain data: built by lib/health/oom_diagnosis.h, rendered by the report writers.
+// Plain data: built by lib/health/oom_diagnosis.h, rendered by the report
+// writers.
 #ifndef GMT_LIB_REPORT_OOM_RECORD_H_
 #define GMT_LIB_REPORT_OOM_RECORD_H_
 

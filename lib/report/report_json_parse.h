@@ -1,6 +1,6 @@
-// Reading a saved JSON report (DESIGN §5, as lib/report/report_json.cc writes it)
-// back into ReportData, so `gpumemtrace report FILE.json` can render it again
-// with any writer (text, JSON, ...).
+// Reading a saved JSON report (DESIGN §5, as lib/report/report_json.cc writes
+// it) back into ReportData, so `gpumemtrace report FILE.json` can render it
+// again with any writer (text, JSON, ...).
 //
 // Every section the writer emits is read: devices, host, summary, leaks
 // (state, reachable_via, nvtx_range), errors (guard range, first_free, the

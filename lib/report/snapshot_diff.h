@@ -2,8 +2,8 @@
 // gmt_diff_json() and gmt_snapshot_json() (include/gmt/gmt.h).
 //
 // Nothing here touches the engine: functions of their arguments only, so the
-// unit tests feed them made-up snapshots and documents. lib/engine/public_api.cc
-// wraps them.
+// unit tests feed them made-up snapshots and documents.
+// lib/engine/public_api.cc wraps them.
 //
 // Matching: a block of `after` is the same block as one of `before` when
 // address, device, thread and allocation time are all equal. The time is what

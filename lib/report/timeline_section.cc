@@ -1,7 +1,6 @@
 #include "lib/report/timeline_section.h"
 
 #include <algorithm>
-
 #include <map>
 
 #include "lib/core/clock.h"

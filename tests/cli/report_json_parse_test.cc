@@ -1,6 +1,6 @@
-// lib/report/report_json_parse.h: a saved JSON report read back into ReportData.
-// Round trips through the real writers (RenderJson, RenderText) and every
-// kind of bad input, each refused with a message naming the place.
+// lib/report/report_json_parse.h: a saved JSON report read back into
+// ReportData. Round trips through the real writers (RenderJson, RenderText) and
+// every kind of bad input, each refused with a message naming the place.
 #include "lib/report/report_json_parse.h"
 
 #include <string>

@@ -1,6 +1,6 @@
 // Fake driver: the rest of the copy and set family the guard-zone shims
-// check (interpose/shims/copy_bounds_driver_shims.cc) — unified and peer copies,
-// DtoD, 2-D and 3-D descriptors, 16-bit sets, 2-D sets — each with its
+// check (interpose/shims/copy_bounds_driver_shims.cc) — unified and peer
+// copies, DtoD, 2-D and 3-D descriptors, 16-bit sets, 2-D sets — each with its
 // _ptds / _ptsz twin, which behaves the same (the double has no default-stream
 // semantics). Everything finishes before returning, "async" forms included.
 //

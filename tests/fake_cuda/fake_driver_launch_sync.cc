@@ -1,6 +1,6 @@
 // Fake driver: kernel launches, graph launches, kernel names and the
-// synchronizing calls the guard-zone shims hook (interpose/shims/launch_shims.cc,
-// interpose/shims/sync_shims.cc).
+// synchronizing calls the guard-zone shims hook
+// (interpose/shims/launch_shims.cc, interpose/shims/sync_shims.cc).
 //
 // The double runs no device code. A launch validates what the real driver
 // validates cheaply and returns:

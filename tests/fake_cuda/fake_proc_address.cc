@@ -59,7 +59,8 @@
   X(cuMemFreeAsync, cuMemFreeAsync_ptsz, 11020, true)                                                            \
   X(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, 11020, false)                                          \
   X(cuMemPoolGetAttribute, cuMemPoolGetAttribute, 11020, false)                                                  \
-  X(cuMemPoolImportFromShareableHandle, cuMemPoolImportFromShareableHandle, 11020, false)                        \
+  X(cuMemPoolImportFromShareableHandle, cuMemPoolImportFromShareableHandle,                                      \
+    11020, false)                                                                                                \
   X(cuMemPoolImportPointer, cuMemPoolImportPointer, 11020, false)                                                \
   X(cuMemHostAlloc, cuMemHostAlloc, 2020, false)                                                                 \
   X(cuMemAllocHost, cuMemAllocHost_v2, 3020, false)                                                              \
@@ -196,7 +197,8 @@
   X(cuMemRangeGetAttribute, cuMemRangeGetAttribute, 8000, false)                                                 \
   X(cuMemRangeGetAttributes, cuMemRangeGetAttributes, 8000, false)                                               \
   X(cuPointerSetAttribute, cuPointerSetAttribute, 6000, false)                                                   \
-  X(cuMemGetHandleForAddressRange, cuMemGetHandleForAddressRange, 11070, false)                                  \
+  X(cuMemGetHandleForAddressRange, cuMemGetHandleForAddressRange, 11070,                                         \
+    false)                                                                                                       \
   X(cuMemcpyDtoA, cuMemcpyDtoA_v2, 3020, false)                                                                  \
   X(cuMemcpyDtoA, cuMemcpyDtoA_v2_ptds, 7000, true)                                                              \
   X(cuMemcpyAtoD, cuMemcpyAtoD_v2, 3020, false)                                                                  \

@@ -1,9 +1,10 @@
-// Fake runtime: CUDA graphs with memory nodes and stream capture, each forwarded to the driver the runtime's way (looked up through
-// cuGetProcAddress at cudaVersion 13000, so a tool hooking that sees every
-// call): cudaGraphInstantiate asks for "cuGraphInstantiate" (at 12000+ the
-// driver hands out cuGraphInstantiateWithFlags), cudaGraphInstantiateWithFlags
-// for "cuGraphInstantiateWithFlags". Streams come from cudaStreamCreate here
-// too, for capture.
+// Fake runtime: CUDA graphs with memory nodes and stream capture, each
+// forwarded to the driver the runtime's way (looked up through cuGetProcAddress
+// at cudaVersion 13000, so a tool hooking that sees every call):
+// cudaGraphInstantiate asks for "cuGraphInstantiate" (at 12000+ the driver
+// hands out cuGraphInstantiateWithFlags), cudaGraphInstantiateWithFlags for
+// "cuGraphInstantiateWithFlags". Streams come from cudaStreamCreate here too,
+// for capture.
 #include <cudaTypedefs.h>
 
 #include <cstdint>

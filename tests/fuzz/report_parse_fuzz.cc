@@ -1,5 +1,5 @@
-// Fuzz harness: saved JSON reports read back (lib/report/report_json_parse.h), as
-// `gpumemtrace report FILE.json` does.
+// Fuzz harness: saved JSON reports read back (lib/report/report_json_parse.h),
+// as `gpumemtrace report FILE.json` does.
 //
 // Input: the file's bytes.
 // Invariants:

@@ -4,7 +4,8 @@
 // Input: 4 bytes of pid (any int, negative too), then the pattern.
 // Invariants:
 //   1. ExpandPath never crashes and equals a plain reference expansion: "%p"
-//      is the pid in decimal, "%r" the launcher rank (lib/core/launcher_rank.h),
+//      is the pid in decimal, "%r" the launcher rank
+//      (lib/core/launcher_rank.h),
 //      "%h" the host name, "%%" is "%", anything else (a lone '%' at the
 //      end, "%x") is kept as is.
 //   2. A pattern without '%' comes back unchanged; the result is never longer
@@ -63,10 +64,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (pattern.find('%') == std::string::npos) {
     GMT_FUZZ_CHECK(expanded == pattern, "a pattern without %% changed");
   }
-  GMT_FUZZ_CHECK(expanded.size() <= pattern.size() * 11 +
-                     pattern.size() * gmt::HostNameForPath().size(),
-                 "expansion of %zu bytes grew to %zu", pattern.size(),
-                 expanded.size());
+  GMT_FUZZ_CHECK(
+      expanded.size() <=
+          pattern.size() * 11 + pattern.size() * gmt::HostNameForPath().size(),
+      "expansion of %zu bytes grew to %zu", pattern.size(), expanded.size());
 
   if (pattern.find(':') == std::string::npos) {
     const gmt::ParseResult parsed =

@@ -1,5 +1,5 @@
-// Fuzz harness: suppression files (lib/report/suppressions.h), from text to rules,
-// matching and suggested rules.
+// Fuzz harness: suppression files (lib/report/suppressions.h), from text to
+// rules, matching and suggested rules.
 //
 // Input: the file's text.
 // Invariants:

@@ -65,9 +65,9 @@ TEST_F(PublicApiTest, WeakApiDiffGroupsNewBlocksByCallSite) {
       groups[1], std::regex("diff new count=1 bytes=5000 api=cudaMalloc "
                             "device=0 top=DiffAllocateOne.*")))
       << r.out;
-  EXPECT_TRUE(std::regex_match(
-      groups[2], std::regex("diff freed count=1 bytes=4321 "
-                            "api=cudaMallocHost device=-1 .*")))
+  EXPECT_TRUE(std::regex_match(groups[2],
+                               std::regex("diff freed count=1 bytes=4321 "
+                                          "api=cudaMallocHost device=-1 .*")))
       << r.out;
   EXPECT_NE(r.out.find("diff device=0 net=11000\n"), std::string::npos)
       << r.out;
@@ -82,10 +82,11 @@ TEST_F(PublicApiTest, WeakApiDiffGroupsNewBlocksByCallSite) {
             std::string::npos)
       << text;
   EXPECT_TRUE(std::regex_search(
-      text, std::regex(prefix +
-                       R"(NEW: 5\.9 KiB in 3 blocks from cudaMalloc \(device\) )"
-                       R"(on device 0, allocated here:\n(.*\n)*?.* in )"
-                       R"(DiffAllocateThree.*public_api_weak_program\.cc:\d+)")))
+      text,
+      std::regex(prefix +
+                 R"(NEW: 5\.9 KiB in 3 blocks from cudaMalloc \(device\) )"
+                 R"(on device 0, allocated here:\n(.*\n)*?.* in )"
+                 R"(DiffAllocateThree.*public_api_weak_program\.cc:\d+)")))
       << text;
 }
 

@@ -120,7 +120,6 @@ TEST(CuptiPlanTest, ActivityOnlyWithoutTheShimsByDefault) {
   EXPECT_EQ(r.options.cupti_activity, CuptiMode::kAuto);
 }
 
-
 // The driver writes no GPU core dump while a CUPTI subscriber exists (H200,
 // driver 580: "not supported with other developer tools"), so an armed dump
 // (explain_faults, or the user's CUDA_ENABLE_COREDUMP_ON_EXCEPTION) keeps the

@@ -1,5 +1,5 @@
-// Growth (lib/leaks/growth.h): which call sites are flagged as suspected leaks, and
-// when.
+// Growth (lib/leaks/growth.h): which call sites are flagged as suspected leaks,
+// and when.
 #include "lib/leaks/growth.h"
 
 #include <vector>

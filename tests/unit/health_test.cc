@@ -1,13 +1,14 @@
 // GPU health: the warnings and renderings on made-up
 // readings, and the NVML loader on a machine without NVML.
-#include <cstdlib>
+#include "lib/health/health.h"
 
 #include <gtest/gtest.h>
 
-#include "lib/health/health.h"
-#include "lib/report/health_render.h"
-#include "lib/platform/nvml_loader.h"
+#include <cstdlib>
+
 #include "lib/health/xid_watch.h"
+#include "lib/platform/nvml_loader.h"
+#include "lib/report/health_render.h"
 
 namespace gmt {
 namespace {
@@ -65,7 +66,8 @@ bool Has(const std::vector<std::string>& v, const std::string& what) {
 TEST(HealthWarnings, HealthyReadingHasNone) {
   EXPECT_TRUE(HealthWarnings(Healthy()).empty());
   const std::string text = RenderHealthText(Healthy(), false);
-  EXPECT_NE(text.find("GPU 0 NVIDIA H200: no abnormal value"), std::string::npos)
+  EXPECT_NE(text.find("GPU 0 NVIDIA H200: no abnormal value"),
+            std::string::npos)
       << text;
   EXPECT_EQ(text.find("WARNING"), std::string::npos) << text;
 }
@@ -116,15 +118,18 @@ TEST(HealthWarnings, EveryAbnormalValueWarns) {
        }},
       {"clocks-throttled",
        [](HealthReading& r) {
-         r.devices[0].clock_event_reasons = Reading<uint64_t>::Of(kClockHwSlowdown);
+         r.devices[0].clock_event_reasons =
+             Reading<uint64_t>::Of(kClockHwSlowdown);
        }},
       {"clocks-throttled",
        [](HealthReading& r) {
-         r.devices[0].clock_event_reasons = Reading<uint64_t>::Of(kClockSwThermal);
+         r.devices[0].clock_event_reasons =
+             Reading<uint64_t>::Of(kClockSwThermal);
        }},
       {"clocks-throttled",
        [](HealthReading& r) {
-         r.devices[0].clock_event_reasons = Reading<uint64_t>::Of(kClockHwThermal);
+         r.devices[0].clock_event_reasons =
+             Reading<uint64_t>::Of(kClockHwThermal);
        }},
       {"clocks-throttled",
        [](HealthReading& r) {
@@ -136,7 +141,9 @@ TEST(HealthWarnings, EveryAbnormalValueWarns) {
          r.versions.runtime_cuda = Reading<int>::Of(13000);
        }},
       {"xid",
-       [](HealthReading& r) { r.xids.push_back(XidEvent{1.5, 0, 79}); }},
+       [](HealthReading& r) {
+         r.xids.push_back(XidEvent{1.5, 0, 79});
+       }},
   };
   for (const Case& c : cases) {
     HealthReading r = Healthy();
@@ -145,11 +152,13 @@ TEST(HealthWarnings, EveryAbnormalValueWarns) {
     EXPECT_EQ(whats.size(), 1u) << c.what;
     EXPECT_TRUE(Has(whats, c.what)) << c.what;
     const std::string text = RenderHealthText(r, false);
-    EXPECT_NE(text.find("WARNING"), std::string::npos) << c.what << "\n" << text;
+    EXPECT_NE(text.find("WARNING"), std::string::npos) << c.what << "\n"
+                                                       << text;
     // Per-device warnings are counted on the device's status line.
     if (std::string(c.what) != "driver-too-old") {
       EXPECT_NE(text.find("GPU 0 NVIDIA H200: 1 warning"), std::string::npos)
-          << c.what << "\n" << text;
+          << c.what << "\n"
+          << text;
     }
   }
 }
@@ -173,8 +182,8 @@ TEST(HealthWarnings, XidIsNamedWithItsMeaning) {
   EXPECT_NE(w[0].text.find("Xid 48"), std::string::npos) << w[0].text;
   EXPECT_NE(w[0].text.find("double-bit"), std::string::npos) << w[0].text;
   EXPECT_NE(w[1].text.find("Xid catalogue"), std::string::npos) << w[1].text;
-  for (uint64_t xid : {13, 31, 43, 45, 48, 61, 62, 63, 64, 74, 79, 92, 94, 95,
-                       119, 120}) {
+  for (uint64_t xid :
+       {13, 31, 43, 45, 48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120}) {
     EXPECT_FALSE(XidMeaning(xid).empty()) << xid;
   }
 }
@@ -184,11 +193,13 @@ TEST(HealthWarnings, XidIsNamedWithItsMeaning) {
 TEST(HealthReport, UnsupportedValuesAreSaidSoNeverOk) {
   HealthReading r = Healthy();
   DeviceHealth& d = r.devices[0];
-  d.ecc_enabled = d.ecc_pending_enabled = Reading<bool>::Missing("not supported");
+  d.ecc_enabled = d.ecc_pending_enabled =
+      Reading<bool>::Missing("not supported");
   d.ecc.volatile_uncorrected = Reading<uint64_t>::Missing("not supported");
   d.remapped_rows = Reading<RemappedRows>::Missing("error: Unknown Error");
   d.memory_temp_c = Reading<uint32_t>::Missing("not supported");
-  d.clock_event_reasons = Reading<uint64_t>::Missing("not supported (old NVML)");
+  d.clock_event_reasons =
+      Reading<uint64_t>::Missing("not supported (old NVML)");
   EXPECT_TRUE(HealthWarnings(r).empty());
   const std::string text = RenderHealthText(r, true);
   EXPECT_NE(text.find("ECC: enabled not supported"), std::string::npos) << text;

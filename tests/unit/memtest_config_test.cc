@@ -1,8 +1,7 @@
 // `gpumemtrace memtest` flags (lib/memtest/config.h) and the pattern plan
 // (lib/memtest/plan.h): every flag, every error message names its flag.
-#include "lib/memtest/config.h"
-
 #include "gtest/gtest.h"
+#include "lib/memtest/config.h"
 #include "lib/memtest/plan.h"
 
 namespace gmt::memtest {

@@ -1,6 +1,6 @@
-// The memtest's report (lib/memtest/memtest_report.h): second-read classification,
-// flipped bits, ECC deltas, the JSON fields, the text summary, the exit code,
-// and the progress line (lib/memtest/progress.h).
+// The memtest's report (lib/memtest/memtest_report.h): second-read
+// classification, flipped bits, ECC deltas, the JSON fields, the text summary,
+// the exit code, and the progress line (lib/memtest/progress.h).
 #include "lib/memtest/memtest_report.h"
 
 #include <cstdio>

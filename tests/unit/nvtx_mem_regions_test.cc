@@ -1,7 +1,7 @@
 // NVTX memory regions: the heap/region bookkeeping
 // (lib/registry/nvtx_mem_regions.h), and what the engine makes of it
-// (lib/engine/engine_nvtx_mem.cc): region leaks by the region's own call site, the
-// pool block's coverage, region overflows of copies, regions ending with
+// (lib/engine/engine_nvtx_mem.cc): region leaks by the region's own call site,
+// the pool block's coverage, region overflows of copies, regions ending with
 // their heap or block, and bad input counted, never fatal.
 #include "lib/registry/nvtx_mem_regions.h"
 

@@ -2,6 +2,7 @@
 #include "lib/health/oom_diagnosis.h"
 
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "lib/report/report.h"
@@ -63,12 +64,14 @@ TEST(DiagnoseOom, GroupsHoldersLargestFirstAndNamesTheLargest) {
   ASSERT_EQ(d.other_processes.size(), 1u);
   EXPECT_EQ(d.other_processes[0].pid, 200u);
   EXPECT_EQ(d.other_processes[0].name, "python3");
-  EXPECT_NE(d.reading.find("cudaMalloc of 2.0 GiB failed on device 0 (NVIDIA H200)"),
-            std::string::npos)
+  EXPECT_NE(
+      d.reading.find("cudaMalloc of 2.0 GiB failed on device 0 (NVIDIA H200)"),
+      std::string::npos)
       << d.reading;
   EXPECT_NE(d.reading.find("512.0 MiB free of 140.0 GiB"), std::string::npos)
       << d.reading;
-  EXPECT_NE(d.reading.find("(87% of the card)"), std::string::npos) << d.reading;
+  EXPECT_NE(d.reading.find("(87% of the card)"), std::string::npos)
+      << d.reading;
   EXPECT_NE(d.reading.find("the largest holder is fill_card (app.cu:42) with "
                            "120.0 GiB in 60 cudaMalloc blocks"),
             std::string::npos)

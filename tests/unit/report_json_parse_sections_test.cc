@@ -1,8 +1,8 @@
-// lib/report/report_json_parse.h, section by section: each section the JSON writer
-// emits (health, reachability, growth, oom, crash, timeline, nvtx_ranges,
-// suppressions, thread ids) reads back so that RenderJson and RenderText of
-// the parsed report equal those of the original; reports without the
-// sections still read; a malformed section is refused with a message naming
+// lib/report/report_json_parse.h, section by section: each section the JSON
+// writer emits (health, reachability, growth, oom, crash, timeline,
+// nvtx_ranges, suppressions, thread ids) reads back so that RenderJson and
+// RenderText of the parsed report equal those of the original; reports without
+// the sections still read; a malformed section is refused with a message naming
 // the field. (The report's older fields: tests/cli/report_json_parse_test.cc.)
 #include <ostream>
 #include <string>

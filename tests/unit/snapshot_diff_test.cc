@@ -1,5 +1,6 @@
-// Snapshot diffs (lib/report/snapshot_diff.h): matching blocks across snapshots,
-// grouping by call site, totals, text, and the JSON of gmt_diff_json().
+// Snapshot diffs (lib/report/snapshot_diff.h): matching blocks across
+// snapshots, grouping by call site, totals, text, and the JSON of
+// gmt_diff_json().
 #include "lib/report/snapshot_diff.h"
 
 #include <regex>

@@ -1,8 +1,8 @@
-// Suppressions (lib/report/suppressions.h): the file parser and its errors, glob
-// matching, which fields a rule looks at, the suggested rule, and filtering a
-// made-up ReportData (errors, leaks, summary counts, per-rule hits, rendered
-// JSON and text). An Engine-level test checks that the exit report follows
-// the rules (summary.errors, the exitcode decision's input).
+// Suppressions (lib/report/suppressions.h): the file parser and its errors,
+// glob matching, which fields a rule looks at, the suggested rule, and
+// filtering a made-up ReportData (errors, leaks, summary counts, per-rule hits,
+// rendered JSON and text). An Engine-level test checks that the exit report
+// follows the rules (summary.errors, the exitcode decision's input).
 #include "lib/report/suppressions.h"
 
 #include <unistd.h>

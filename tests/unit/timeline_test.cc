@@ -1,14 +1,14 @@
-// The timeline ring (lib/registry/timeline.h): order, exact bytes in use, keeping the
-// newest events when full, the coarse samples, concurrent writers; and the
-// series downsampling the plots use.
+// The timeline ring (lib/registry/timeline.h): order, exact bytes in use,
+// keeping the newest events when full, the coarse samples, concurrent writers;
+// and the series downsampling the plots use.
 #include "lib/registry/timeline.h"
-#include "lib/report/timeline_section.h"
 
 #include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "lib/report/timeline_section.h"
 
 namespace gmt {
 namespace {
