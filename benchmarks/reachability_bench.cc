@@ -57,7 +57,11 @@ Shape* BuildShape();
 // Built before main(), on the main thread: its objects are in glibc's main
 // arena ([heap]), where a Python process keeps its malloc'd objects
 // (benchmark functions may run on a thread of their own, with its own arena).
-const bool g_shape_built = (g_shape = BuildShape()) != nullptr;
+const bool g_shape_built = [] {
+  Shape* shape = BuildShape();
+  g_shape = shape;
+  return shape != nullptr;
+}();
 
 Shape* BuildShape() {
   auto* s = new Shape;

@@ -7,16 +7,16 @@ namespace {
 
 struct ApiInfo {
   absl::string_view name;
-  MemoryKind kind;
   uint32_t releasable;
+  MemoryKind kind;
   bool is_free;
 };
 
 constexpr ApiInfo kApiInfo[] = {
-#define GMT_ALLOC_API(Enum, Name, Kind) {Name, Kind, 0, false},
-#define GMT_FREE_API(Enum, Name, KindMask) {Name, kDevice, KindMask, true},
+#define GMT_ALLOC_API(Enum, Name, Kind) {Name, 0, Kind, false},
+#define GMT_FREE_API(Enum, Name, KindMask) {Name, KindMask, kDevice, true},
 #include "lib/core/api_list.inc"
-    {"unknown", kDevice, 0, false},
+    {"unknown", 0, kDevice, false},
 };
 
 const ApiInfo& Info(Api api) {

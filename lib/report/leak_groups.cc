@@ -46,7 +46,9 @@ std::vector<ReportData::Leak> GroupBlockLeaks(
       leak.address = r.address;
       leak.released_by = released_by;
       leak.nvtx_range = RangeNameOf(range_names, r.nvtx_range);
-      if (state == "reachable") leak.reachable_via = verdict->via;
+      if (verdict != nullptr && state == "reachable") {
+        leak.reachable_via = verdict->via;
+      }
     }
     leak.bytes += r.bytes;
     ++leak.count;
