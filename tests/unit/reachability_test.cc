@@ -14,6 +14,7 @@
 #include <cstring>
 #include <exception>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -746,7 +747,9 @@ TEST(ScanProcess, PointerInATouchedPageOfALargelyUntouchedBufferIsFound) {
   // 64 MiB from malloc (its own mapping), one page in the middle written:
   // the pages never touched are skipped, the one written is read.
   constexpr size_t kBytes = size_t{64} << 20;
-  auto* buffer = static_cast<uint64_t*>(std::malloc(kBytes));
+  std::unique_ptr<uint64_t, decltype(&std::free)> owner(
+      static_cast<uint64_t*>(std::malloc(kBytes)), &std::free);
+  uint64_t* buffer = owner.get();
   ASSERT_NE(buffer, nullptr);
   buffer[kBytes / 16] = kInHeap + 0x10;
   g_holder = new HeapHolder{};
@@ -758,7 +761,6 @@ TEST(ScanProcess, PointerInATouchedPageOfALargelyUntouchedBufferIsFound) {
   EXPECT_LT(scan.result.bytes_scanned, uint64_t{kBytes / 4});
   delete g_holder;
   g_holder = nullptr;
-  std::free(buffer);
 }
 
 TEST(ScanProcess, HeapListedAsSeveralMappingsIsOneArena) {
