@@ -3,7 +3,8 @@
 // a range (docs/transparency.md, class a). CUDA takes any range inside one
 // allocation and refuses one that leaves it (measured: invalid value), which
 // a redzone would hide: each range is checked against the user's bytes first
-// (device_ranges.h) and refused as CUDA refuses it; otherwise forwarded.
+// (device_ranges.h) and refused as CUDA refuses it; otherwise forwarded. A
+// dma-buf is judged by the pages CUDA mapped for the allocation instead.
 //
 // Count 0 is left to CUDA (it refuses it for advice, prefetch and range
 // attributes); so is memory the tool does not track.
@@ -132,15 +133,22 @@ CUresult Shim_cuPointerSetAttribute(const void* value,
 }
 
 // ---- cuMemGetHandleForAddressRange ------------------------------------------
-// A dma-buf of [ptr, ptr + size), any page-aligned part of an allocation:
-// past the user's end it is refused as CUDA refuses a range past the
-// allocation's end. (Page alignment itself is CUDA's to judge.)
+// A dma-buf of [ptr, ptr + size), page-aligned, inside the pages CUDA mapped
+// for the allocation (which may reach past its last byte): past them it is
+// refused as CUDA refuses it (Engine::CheckExportRange). Page alignment
+// itself is CUDA's to judge.
 
 CUresult Shim_cuMemGetHandleForAddressRange(void* handle, CUdeviceptr ptr,
                                             size_t size,
                                             CUmemRangeHandleType type,
                                             unsigned long long flags) {
-  return DriverRange<gmt::g_real_cuMemGetHandleForAddressRange>(
-      "cuMemGetHandleForAddressRange", ptr, size, handle, ptr, size, type,
-      flags);
+  auto real = gmt::g_real_cuMemGetHandleForAddressRange.Get();
+  return gmt::ForwardDriverUnlessRejected(
+      "cuMemGetHandleForAddressRange", real,
+      [&](gmt::Engine& engine) {
+        return size != 0 &&
+               engine.CheckExportRange("cuMemGetHandleForAddressRange", ptr,
+                                       size) == gmt::AccessVerdict::kReject;
+      },
+      [&] { return real(handle, ptr, size, type, flags); });
 }

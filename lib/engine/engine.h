@@ -225,6 +225,13 @@ class Engine {
   AccessVerdict CheckAccess(absl::string_view call, uint64_t address,
                             uint64_t bytes);
 
+  // A dma-buf export through `call` of [address, address + bytes): as
+  // CheckAccess, except that CUDA exports any part of the pages it mapped
+  // for a cudaMalloc / cuMemAlloc block (CudaMallocMappedBytes), past the
+  // block's last byte too; such a range is CUDA's to judge, not an error.
+  AccessVerdict CheckExportRange(absl::string_view call, uint64_t address,
+                                 uint64_t bytes);
+
   // Kernel names: an id per distinct demangled name (cheap to keep per launch).
   uint32_t InternKernel(absl::string_view name);
   std::string KernelName(uint32_t id) const;

@@ -6,6 +6,7 @@
 #include "lib/core/log.h"
 #include "lib/engine/engine.h"
 #include "lib/engine/error_reports.h"
+#include "lib/guard/guard_layout.h"
 #include "lib/stacks/python_frames.h"
 #include "lib/stacks/stack_capture.h"
 
@@ -111,6 +112,25 @@ AccessVerdict Engine::CheckAccess(absl::string_view call, uint64_t address,
                     CaptureCallStack());
   }
   return rejected ? AccessVerdict::kReject : AccessVerdict::kForward;
+}
+
+AccessVerdict Engine::CheckExportRange(absl::string_view call, uint64_t address,
+                                       uint64_t bytes) {
+  if (bytes != 0 && tracking()) {
+    const std::optional<AllocationRecord> r = pointers_.FindContaining(address);
+    if (r && r->guarded() && FamilyOf(r->api) == GuardFamily::kDevice &&
+        address >= r->address) {
+      // Without the tool the block starts on its first mapped page (the
+      // guard layout keeps a large block's start on a host page), so the
+      // pages CUDA would export lie at the same offsets from its start.
+      const uint64_t mapped = CudaMallocMappedBytes(r->bytes);
+      const uint64_t offset = address - r->address;
+      if (offset < mapped && bytes <= mapped - offset) {
+        return AccessVerdict::kForward;
+      }
+    }
+  }
+  return CheckAccess(call, address, bytes);
 }
 
 uint32_t Engine::InternKernel(absl::string_view name) {

@@ -69,6 +69,10 @@ uint64_t CudaMallocFootprint(uint64_t bytes) {
   return RoundUp(bytes, kGranule);
 }
 
+uint64_t CudaMallocMappedBytes(uint64_t bytes) {
+  return bytes > kSharedPagesUpTo ? CudaMallocFootprint(bytes) : bytes;
+}
+
 uint64_t AddedFootprint(Api api, uint64_t user_bytes, uint64_t raw_bytes) {
   if (raw_bytes <= user_bytes) return 0;
   switch (FamilyOf(api)) {

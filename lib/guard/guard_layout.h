@@ -65,6 +65,13 @@ struct GuardLayout {
 // own block would not have crossed costs a whole page.
 uint64_t CudaMallocFootprint(uint64_t bytes);
 
+// The bytes from a cudaMalloc / cuMemAlloc block's start that CUDA maps for
+// it alone: a block over 1 MiB has whole 2 MiB pages of its own from its
+// start, and CUDA exports any page of them as a dma-buf, past the block's
+// last byte too (measured on the H200: one page past a 1 MiB + 4 KiB
+// block); a smaller block shares its pages, so only its own bytes.
+uint64_t CudaMallocMappedBytes(uint64_t bytes);
+
 // The device memory a guarded block of `api` takes beyond what the
 // program's own request would have taken (redzones, with the allocator's
 // rounding of both): what the program's view of free memory gets back.

@@ -352,10 +352,18 @@ CUresult CheckDmaBufRange(uintptr_t address, size_t bytes) {
   auto it = Containing(T().device, address);
   if (bytes == 0 || address % page != 0 || bytes % page != 0 ||
       it == T().device.end() || it->second.kind != Kind::kDevice ||
-      address + bytes > it->first + it->second.bytes ||
       address + bytes < address) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+  // CUDA exports any page it mapped for the block: a cudaMalloc /
+  // cuMemAlloc block over 1 MiB has whole 2 MiB pages of its own, so a range
+  // may run past its last byte to the end of its last page (measured on the
+  // H200); a smaller block shares its pages, so only its own bytes.
+  const Block& block = it->second;
+  const size_t mapped = !block.pool && block.bytes > (size_t{1} << 20)
+                            ? RoundUp(block.bytes, kLargeBlockAlignment)
+                            : block.bytes;
+  if (address + bytes > it->first + mapped) return CUDA_ERROR_INVALID_VALUE;
   return CUDA_SUCCESS;
 }
 

@@ -1,9 +1,10 @@
 // The range calls beyond plain copies and sets (docs/transparency.md, classes
 // a and d): managed-range calls, batches, graph copy/set nodes, array, symbol
 // and peer copies, dma-buf exports return exactly what CUDA returns without
-// the tool — in bounds, ending at a block's last byte, and one byte (for a
-// dma-buf, one page) past it, where the redzone would otherwise let CUDA
-// accept the call.
+// the tool — in bounds, ending at a block's last byte, and one byte past it
+// (a dma-buf: a page past the pages CUDA mapped for the block, and a page
+// past its last byte that is still on them), where the redzone would
+// otherwise let CUDA accept the call or the tool refuse it.
 #include <string>
 #include <vector>
 

@@ -275,6 +275,37 @@ NOINLINE void DmaBuf() {
       if (fd >= 0) close(fd);
     }
   }
+  // A block of 1 MiB and a page has a 2 MiB page of its own: CUDA exports
+  // the page after its last byte too, but not past its mapped page.
+  const size_t odd = (size_t{1} << 20) + page;
+  CUdeviceptr od = 0;
+  void* orr = nullptr;
+  Cu("cuMemAlloc odd", cuMemAlloc(&od, odd));
+  Rt("cudaMalloc odd", cudaMalloc(&orr, odd));
+  const struct {
+    const char* api;
+    CUdeviceptr base;
+  } odd_blocks[] = {{"cuMemAlloc", od},
+                    {"cudaMalloc", reinterpret_cast<CUdeviceptr>(orr)}};
+  for (const auto& b : odd_blocks) {
+    const struct {
+      const char* which;
+      CUdeviceptr at;
+      size_t bytes;
+    } ranges[] = {{"odd whole in", b.base, odd},
+                  {"odd mapped page in", b.base + (size_t{1} << 20), 2 * page},
+                  {"odd mapped past", b.base + (size_t{1} << 20),
+                   (size_t{1} << 20) + page}};
+    for (const auto& range : ranges) {
+      int fd = -1;
+      Cu((std::string("cuMemGetHandleForAddressRange ") + b.api + " " +
+          range.which)
+             .c_str(),
+         cuMemGetHandleForAddressRange(&fd, range.at, range.bytes,
+                                       CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
+      if (fd >= 0) close(fd);
+    }
+  }
 }
 
 int main(int argc, char** argv) {
