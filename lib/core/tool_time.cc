@@ -28,6 +28,10 @@ std::atomic<int64_t> g_call_ns[kCallKinds];
 thread_local uint32_t t_calls[kCallKinds]
     __attribute__((tls_model("initial-exec"))) = {};
 
+// Program-stream fills of 1, 2, 3 and 4 or more zones.
+constexpr int kFillBuckets = 4;
+std::atomic<int64_t> g_program_fills[kFillBuckets];
+
 double Ms(ToolPhase phase) {
   return static_cast<double>(ToolTimeNs(phase)) / 1e6;
 }
@@ -105,6 +109,29 @@ std::string ToolCallText() {
       "tool time per call: %s (the program's own CUDA calls excluded; 1 in %u "
       "timed)",
       parts, kCallSampleEvery);
+}
+
+void CountProgramStreamFill(uint64_t zones) {
+  if (zones == 0) return;
+  const uint64_t bucket =
+      std::min<uint64_t>(zones, static_cast<uint64_t>(kFillBuckets)) - 1;
+  g_program_fills[bucket].fetch_add(1, std::memory_order_relaxed);
+}
+
+std::string ProgramStreamFillText() {
+  int64_t n[kFillBuckets];
+  int64_t total = 0;
+  for (int b = 0; b < kFillBuckets; ++b) {
+    n[b] = g_program_fills[b].load(std::memory_order_relaxed);
+    total += n[b];
+  }
+  if (total == 0) return "";
+  return absl::StrFormat(
+      "program-stream fills: %lld (zones 1: %lld, 2: %lld, 3: %lld, 4 or "
+      "more: %lld)",
+      static_cast<long long>(total), static_cast<long long>(n[0]),
+      static_cast<long long>(n[1]), static_cast<long long>(n[2]),
+      static_cast<long long>(n[3]));
 }
 
 std::string ToolTimeText() {

@@ -70,6 +70,17 @@ void AddCallSample(ToolCall kind, int64_t ns);
 // 1 in 64 timed)", the kinds with a timed call only; "" when none was timed.
 std::string ToolCallText();
 
+// Fills of guard zones on a program's stream (a new tensor's canaries and a
+// freed one's bytes, written just before the stream's next launch), by how
+// many zones each held: up to a few are memsets, more take one launch of the
+// fill kernel (DriverDeviceOps::FillInline), and which of the two a
+// framework's step makes decides much of its cost. Every fill is counted
+// (one relaxed increment).
+void CountProgramStreamFill(uint64_t zones);
+// "program-stream fills: 60000 (zones 1: 120, 2: 3000, 3: 50000, 4 or more:
+// 6880)", or "" when there was none.
+std::string ProgramStreamFillText();
+
 // Times the tool's part of one call of `kind`, when it is a sampled one.
 class SampledCallTime {
  public:

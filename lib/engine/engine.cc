@@ -719,6 +719,9 @@ void Engine::FinalReport() {
   if (const std::string stacks = StackCaptureText(); !stacks.empty()) {
     LogNote(1, "%s", stacks.c_str());
   }
+  if (const std::string fills = ProgramStreamFillText(); !fills.empty()) {
+    LogNote(1, "%s", fills.c_str());
+  }
   if (options_.exitcode != 0 && (summary.errors > 0 || summary.leaks > 0)) {
     // _exit skips stdio's flush at the end of exit(): flush the program's
     // buffered output first (seen on the H200: oob_slack's one line, piped,

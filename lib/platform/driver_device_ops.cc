@@ -12,6 +12,7 @@
 #include "kernels/zone_kernels_image.h"
 #include "lib/core/api.h"
 #include "lib/core/log.h"
+#include "lib/core/tool_time.h"
 
 namespace gmt {
 namespace {
@@ -44,13 +45,15 @@ constexpr size_t kMaxInFlightSlots = 8;
 // kernel, the zones in its parameters, or memsets (kMemsetFillZones).
 constexpr size_t kInlineFillZones = GMT_INLINE_MAX_ZONES;
 // A fill of at most this many zones on a program's stream is one
-// cuMemsetD8Async a zone instead of a launch: on the H200 a memset of a zone
-// cost the program's thread ~0.8 us and the GPU ~1 us, a launch of the fill
-// kernel ~3.2-3.9 us and ~2.1 us (docs/measurements.md). Tensor mode's fills
-// are mostly one tensor's two canaries or one freed tensor's bytes, made in
-// a host-bound loop at almost every launch; more zones take the kernel,
-// which costs the GPU less from the third zone on.
-constexpr size_t kMemsetFillZones = 2;
+// cuMemsetD8Async a zone instead of a launch: on the H200 three memsets cost
+// the program's thread 2.4-3.3 us and the GPU ~3.1 us, one launch of the fill
+// kernel for the same three zones 3.9-4.5 us and ~2.1 us
+// (docs/measurements.md, `fill_us`). Tensor mode's fills are made in a
+// host-bound loop at almost every launch, and the common one holds three
+// zones: the new output tensor's two canaries and the bytes of the input
+// freed since the last launch. From the fourth zone on the launch costs the
+// host no more than the memsets and the GPU less.
+constexpr size_t kMemsetFillZones = 3;
 
 // Copies `zones` into the staging `table` with chunk_begin recomputed (the
 // prefix sum of zone_abi.h), so a caller's stale value cannot send the kernel
@@ -224,6 +227,7 @@ bool DriverDeviceOps::FillInline(uint64_t context, uint64_t stream,
   }
   size_t filled_zones = 0;
   for (const GmtZone& z : zones) filled_zones += z.bytes != 0 ? 1 : 0;
+  CountProgramStreamFill(filled_zones);
   if (inline_fill_kernel_ != nullptr && filled_zones > kMemsetFillZones) {
     GmtInlineFill fill{};
     uint64_t chunks = 0;

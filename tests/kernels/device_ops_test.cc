@@ -329,9 +329,9 @@ TEST_F(InlineCheckTest, MoreThanTheBlocksCoverTakesTheTable) {
 }
 
 // A few zones filled on a program's stream: written, and what lies between
-// them untouched. One or two zones (a new tensor's canaries, a freed
-// tensor's bytes) are memsets, the cheaper call for the program's thread; from
-// three on, one launch of the inline fill kernel, cheaper for the GPU.
+// them untouched. Up to three zones (a new tensor's canaries and a freed
+// tensor's bytes) are memsets, the cheaper calls for the program's thread;
+// from four on, one launch of the inline fill kernel, cheaper for the GPU.
 TEST_F(InlineCheckTest, TwoZonesOnAProgramStreamAreMemsets) {
   EXPECT_EQ(FillOnProgramStream({{block_ + 1, 511, 0xcb, 0},
                                  {block_ + 4096, 0, 0xcb, 0},
@@ -339,9 +339,18 @@ TEST_F(InlineCheckTest, TwoZonesOnAProgramStreamAreMemsets) {
             0u);
 }
 
-TEST_F(InlineCheckTest, ThreeZonesOnAProgramStreamAreOneLaunch) {
+TEST_F(InlineCheckTest, ThreeZonesOnAProgramStreamAreMemsets) {
   EXPECT_EQ(FillOnProgramStream({{block_ + 1, 511, 0xcb, 0},
                                  {block_ + 1000, 24, 0xcb, 0},
+                                 {block_ + 4097, 3000, 0xfd, 0}}),
+            0u);
+}
+
+TEST_F(InlineCheckTest, FourZonesOnAProgramStreamAreOneLaunch) {
+  EXPECT_EQ(FillOnProgramStream({{block_ + 1, 511, 0xcb, 0},
+                                 {block_ + 1000, 24, 0xcb, 0},
+                                 {block_ + 1100, 0, 0xcb, 0},
+                                 {block_ + 1200, 100, 0xcb, 0},
                                  {block_ + 4097, 3000, 0xfd, 0}}),
             1u);
 }

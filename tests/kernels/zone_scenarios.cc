@@ -289,26 +289,27 @@ void ProgramStream(ScenarioContext& sc) {
   }
   const uint64_t s = reinterpret_cast<uint64_t>(stream);
   const std::vector<GmtZone> tool_zones = {{b, 512, 0x31, 0}};
-  // Two zones and an empty one (memsets), odd starts and lengths; then three
+  // Two zones and an empty one (memsets), odd starts and lengths; then four
   // (one launch of the inline fill).
   const std::vector<GmtZone> program_zones = {{b + 600, 3001, 0x32, 0},
                                               {b + 3700, 0, 0x33, 0},
                                               {b + 3701, 20011, 0x34, 0}};
-  const std::vector<GmtZone> three_zones = {{b + 30001, 17, 0x35, 0},
-                                            {b + 30100, 4096, 0x36, 0},
-                                            {b + 40000, 511, 0x37, 0}};
+  const std::vector<GmtZone> four_zones = {{b + 30001, 17, 0x35, 0},
+                                           {b + 30100, 4096, 0x36, 0},
+                                           {b + 40000, 511, 0x37, 0},
+                                           {b + 50001, 33, 0x38, 0}};
   SC_CHECK(sc, sc.ops().Fill(sc.context(), 0, tool_zones));
   SC_CHECK(sc, sc.ops().OrderAfterFills(sc.context(), s));
   SC_CHECK(sc, sc.ops().OrderAfterFills(sc.context(), 0));
   SC_CHECK(sc, sc.ops().Fill(sc.context(), s, program_zones));
-  SC_CHECK(sc, sc.ops().Fill(sc.context(), s, three_zones));
+  SC_CHECK(sc, sc.ops().Fill(sc.context(), s, four_zones));
   // The program stream's check waits for the tool's fill first.
   CompareResults(sc, "program stream, tool zones", CheckNow(sc, s, tool_zones),
                  Clean(1));
   CompareResults(sc, "program stream, own zones",
                  CheckNow(sc, s, program_zones), Clean(program_zones.size()));
-  CompareResults(sc, "program stream, three zones",
-                 CheckNow(sc, s, three_zones), Clean(three_zones.size()));
+  CompareResults(sc, "program stream, four zones", CheckNow(sc, s, four_zones),
+                 Clean(four_zones.size()));
   const std::vector<Write> writes = {{b + 600 + 1500, {0, 0, 0}}};
   ApplyWrites(sc, writes);
   CompareResults(sc, "program stream, after writes",

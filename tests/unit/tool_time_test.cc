@@ -141,5 +141,15 @@ TEST(ToolTimeTest, CallsAreSampledByKindLessTheProgramsOwnCall) {
   EXPECT_EQ(ToolCallText(), text);
 }
 
+TEST(ToolTimeTest, ProgramStreamFillsAreCountedByTheirZones) {
+  EXPECT_EQ(ProgramStreamFillText(), "");  // none yet
+  CountProgramStreamFill(0);               // an all-empty fill writes nothing
+  EXPECT_EQ(ProgramStreamFillText(), "");
+  for (uint64_t zones : {1, 2, 3, 3, 3, 4, 7, 32})
+    CountProgramStreamFill(zones);
+  EXPECT_EQ(ProgramStreamFillText(),
+            "program-stream fills: 8 (zones 1: 1, 2: 1, 3: 3, 4 or more: 3)");
+}
+
 }  // namespace
 }  // namespace gmt
