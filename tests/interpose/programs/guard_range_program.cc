@@ -233,79 +233,63 @@ NOINLINE void Array() {
   }
 }
 
-// dma-bufs of 4 MiB blocks (cuMemAlloc, cudaMalloc): CUDA starts a block
-// over 1 MiB on a 2 MiB page, and a dma-buf must be whole host pages, so
-// the block's start, its first and last 2 MiB and an interior page are
-// exported ("start" and "in", "end"), and a range a page past its end is
-// refused ("past"). A program exporting its buffer for RDMA does the first.
-NOINLINE void DmaBuf() {
-  if (!DriverSetup(0)) return;
-  constexpr size_t kBlock = size_t{4} << 20;
-  constexpr size_t kHalf = kBlock / 2;
+struct ExportRange {
+  const char* which;
+  size_t offset;
+  size_t bytes;
+};
+
+// A cuMemAlloc and a cudaMalloc block of `bytes`, each exported over
+// `ranges` (offsets from its start); says whether each starts on a page.
+void ExportBlocks(size_t bytes, const std::vector<ExportRange>& ranges) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   CUdeviceptr d = 0;
   void* r = nullptr;
-  Cu("cuMemAlloc", cuMemAlloc(&d, kBlock));
-  Rt("cudaMalloc", cudaMalloc(&r, kBlock));
+  Cu("cuMemAlloc", cuMemAlloc(&d, bytes));
+  Rt("cudaMalloc", cudaMalloc(&r, bytes));
   const struct {
     const char* api;
     CUdeviceptr base;
   } blocks[] = {{"cuMemAlloc", d},
                 {"cudaMalloc", reinterpret_cast<CUdeviceptr>(r)}};
   for (const auto& b : blocks) {
-    std::printf("%s block starts on a host page: %s, on a 64 KiB page: %s\n",
-                b.api, b.base % page == 0 ? "yes" : "no",
-                b.base % (64 << 10) == 0 ? "yes" : "no");
-    const struct {
-      const char* which;
-      CUdeviceptr at;
-      size_t bytes;
-    } ranges[] = {{"start in", b.base, kHalf},
-                  {"page in", b.base + page, page},
-                  {"whole in", b.base, kBlock},
-                  {"end", b.base + kHalf, kHalf},
-                  {"past", b.base + kHalf + page, kHalf}};
-    for (const auto& range : ranges) {
+    std::printf(
+        "%s block of %zu bytes starts on a host page: %s, on a 64 KiB "
+        "page: %s\n",
+        b.api, bytes, b.base % page == 0 ? "yes" : "no",
+        b.base % (64 << 10) == 0 ? "yes" : "no");
+    for (const ExportRange& range : ranges) {
       int fd = -1;
       Cu((std::string("cuMemGetHandleForAddressRange ") + b.api + " " +
           range.which)
              .c_str(),
-         cuMemGetHandleForAddressRange(&fd, range.at, range.bytes,
+         cuMemGetHandleForAddressRange(&fd, b.base + range.offset, range.bytes,
                                        CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
       if (fd >= 0) close(fd);
     }
   }
-  // A block of 1 MiB and a page has a 2 MiB page of its own: CUDA exports
-  // the page after its last byte too, but not past its mapped page.
-  const size_t odd = (size_t{1} << 20) + page;
-  CUdeviceptr od = 0;
-  void* orr = nullptr;
-  Cu("cuMemAlloc odd", cuMemAlloc(&od, odd));
-  Rt("cudaMalloc odd", cudaMalloc(&orr, odd));
-  const struct {
-    const char* api;
-    CUdeviceptr base;
-  } odd_blocks[] = {{"cuMemAlloc", od},
-                    {"cudaMalloc", reinterpret_cast<CUdeviceptr>(orr)}};
-  for (const auto& b : odd_blocks) {
-    const struct {
-      const char* which;
-      CUdeviceptr at;
-      size_t bytes;
-    } ranges[] = {{"odd whole in", b.base, odd},
-                  {"odd mapped page in", b.base + (size_t{1} << 20), 2 * page},
-                  {"odd mapped past", b.base + (size_t{1} << 20),
-                   (size_t{1} << 20) + page}};
-    for (const auto& range : ranges) {
-      int fd = -1;
-      Cu((std::string("cuMemGetHandleForAddressRange ") + b.api + " " +
-          range.which)
-             .c_str(),
-         cuMemGetHandleForAddressRange(&fd, range.at, range.bytes,
-                                       CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
-      if (fd >= 0) close(fd);
-    }
-  }
+}
+
+// dma-bufs of blocks over 1 MiB (cuMemAlloc, cudaMalloc): CUDA starts such
+// a block on a 2 MiB page of its own and exports whole host pages of it. Of
+// a 4 MiB block, the start, its first and last 2 MiB and an interior page
+// are exported ("start" and "in", "end"), and a range a page past its end is
+// refused ("past"). A block of 1 MiB and a page has its 2 MiB page to
+// itself: CUDA exports the page after its last byte too ("mapped page in",
+// measured on the H200), but not a range past that 2 MiB ("mapped past"). A
+// program exporting its buffer for RDMA does the first.
+NOINLINE void DmaBuf() {
+  if (!DriverSetup(0)) return;
+  constexpr size_t kMiB = size_t{1} << 20;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  ExportBlocks(4 * kMiB, {{"start in", 0, 2 * kMiB},
+                          {"page in", page, page},
+                          {"whole in", 0, 4 * kMiB},
+                          {"end", 2 * kMiB, 2 * kMiB},
+                          {"past", 2 * kMiB + page, 2 * kMiB}});
+  ExportBlocks(kMiB + page, {{"odd whole in", 0, kMiB + page},
+                             {"odd mapped page in", kMiB, 2 * page},
+                             {"odd mapped past", kMiB, kMiB + page}});
 }
 
 int main(int argc, char** argv) {
