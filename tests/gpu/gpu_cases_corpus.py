@@ -577,10 +577,20 @@ def case_corpus(t, c):
         p, label, options, injected = job
         run_dir = os.path.join(c.dir, p["name"], label)
         r = run_program(t, c.ctx, p, label, options, injected, run_dir)
-        print("    %-28s %-8s %6.1fs rc=%s%s" % (
+        # The output's verdict as soon as the run is in (the table comes at
+        # the end, and a run cut off by a time limit would not print it).
+        verdict = ""
+        plain = runs.get((p["name"], "plain"))
+        if label != "plain" and plain is not None:
+            diff = ("timed out" if r.rc == "timeout" else first_difference(
+                (plain.rc, plain.stdout, plain.stderr),
+                (r.rc, r.stdout, r.stderr), p["mask"]))
+            verdict = ("  output differs: %s" % diff[:200] if diff
+                       else "  output same")
+        print("    %-28s %-8s %6.1fs rc=%s%s%s" % (
             p["name"], label, r.seconds, r.rc,
-            "  (%d report(s))" % len(r.reports) if label != "plain" else ""),
-            flush=True)
+            "  (%d report(s))" % len(r.reports) if label != "plain" else "",
+            verdict), flush=True)
         return job, r
 
     def run_all(jobs, parallel):

@@ -12,6 +12,7 @@ Prints PASS/FAIL per check and 'N passed, N failed'; exit 1 on a failure.
 import importlib.util
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -281,6 +282,13 @@ def end_to_end(gpu_tests, work):
            [table.get("needs_two_gpus"), table.get("missing_binary")])
     md = os.path.join(work, "out", "corpus", "corpus_table.md")
     expect("the markdown table is written", os.path.exists(md))
+    # Each run's verdict is printed as it comes in, before the table.
+    run_lines = text.split("program", 1)[0].splitlines()
+    expect("each run's output verdict is printed as it comes in",
+           any(re.search(r"\brc_kernel +kernel .*output differs: return "
+                         r"code", line) for line in run_lines) and
+           any(re.search(r"\bgood +default .*output same$", line)
+               for line in run_lines), "\n".join(run_lines[-40:]))
 
     rc, text, status = run({"GMT_CORPUS_ONLY": "good,leaky_ok"})
     expect("a clean selection passes", rc == 0 and status == "pass",
