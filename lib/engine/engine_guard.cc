@@ -118,7 +118,8 @@ AccessVerdict Engine::CheckExportRange(absl::string_view call, uint64_t address,
                                        uint64_t bytes) {
   if (bytes != 0 && tracking()) {
     const std::optional<AllocationRecord> r = pointers_.FindContaining(address);
-    if (r && r->guarded() && FamilyOf(r->api) == GuardFamily::kDevice &&
+    // Guarded or not: a range on those pages is no error either way.
+    if (r && FamilyOf(r->api) == GuardFamily::kDevice &&
         address >= r->address) {
       // Without the tool the block starts on its first mapped page (the
       // guard layout keeps a large block's start on a host page), so the

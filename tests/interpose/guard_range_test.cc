@@ -51,6 +51,26 @@ TEST_P(GuardRangeTest, RefusalsAreTheOnlyErrors) {
   EXPECT_EQ(r.report["summary"].value("errors", -1), reported) << r.Describe();
 }
 
+// Without redzones CUDA judges every range itself; the tool reports the
+// dma-bufs CUDA refuses past a block's mapped pages, and not the page past
+// a block's last byte that CUDA exports as part of them.
+TEST_F(InterposeTest, UnguardedDmaBufOfAMappedPageIsNoError) {
+  RunOptions options;
+  options.gmt_options = "report=json:report_path=<dir>/r.%p.json:guard=0";
+  RunResult r = Run(GMT_GUARD_RANGE_PROGRAM, {"dmabuf"}, options);
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  ASSERT_TRUE(r.has_report) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "cudaMalloc odd mapped page in -> 0 ")) << r.out;
+  int refused = 0;
+  for (const std::string& line : Lines(r.out)) {
+    if (Contains(line, " past -> 1 ")) ++refused;
+  }
+  EXPECT_EQ(refused, 4) << r.out;
+  EXPECT_EQ(static_cast<int>(ErrorsOfKind(r.report, "api-bounds").size()),
+            refused)
+      << r.Describe();
+}
+
 // cuMemBatchDecompressAsync names the refused element, as CUDA does.
 using GuardRangeBatchTest = InterposeTest;
 
