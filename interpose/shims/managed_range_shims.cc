@@ -146,8 +146,7 @@ CUresult Shim_cuMemGetHandleForAddressRange(void* handle, CUdeviceptr ptr,
   return gmt::ForwardDriverUnlessRejected(
       "cuMemGetHandleForAddressRange", real,
       [&](gmt::Engine& engine) {
-        return size != 0 &&
-               engine.CheckExportRange("cuMemGetHandleForAddressRange", ptr,
+        return engine.CheckExportRange("cuMemGetHandleForAddressRange", ptr,
                                        size) == gmt::AccessVerdict::kReject;
       },
       [&] { return real(handle, ptr, size, type, flags); });

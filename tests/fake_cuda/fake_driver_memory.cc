@@ -361,7 +361,7 @@ CUresult CheckDmaBufRange(uintptr_t address, size_t bytes) {
   // H200); a smaller block shares its pages, so only its own bytes.
   const Block& block = it->second;
   const size_t mapped = !block.pool && block.bytes > (size_t{1} << 20)
-                            ? RoundUp(block.bytes, kLargeBlockAlignment)
+                            ? DeviceFootprint(block.bytes)
                             : block.bytes;
   if (address + bytes > it->first + mapped) return CUDA_ERROR_INVALID_VALUE;
   return CUDA_SUCCESS;
