@@ -121,6 +121,11 @@ Result GuardedAlloc(Api api, Out* out, uint64_t bytes, uint64_t stream,
   if (FamilyOf(api) == GuardFamily::kAsync && engine.AnyShareablePool()) {
     may_guard = !engine.PoolShareable(pool, CurrentCallContext().device);
   }
+  // Where a checked block may serve it (Engine::AllocateLinear).
+  const uint64_t context =
+      FamilyOf(api) == GuardFamily::kAsync && engine.guard().ReusesBlocks()
+          ? CurrentCallContext().context
+          : 0;
   // What CUDA wrote into the program's pointer on its last call: a failure
   // leaves it there as CUDA does (cudaMalloc nulls it).
   Out last{};
@@ -132,7 +137,7 @@ Result GuardedAlloc(Api api, Out* out, uint64_t bytes, uint64_t stream,
         *raw = AddressOf(last);
         return static_cast<int>(r);
       },
-      may_guard);
+      may_guard, context);
   const auto result = static_cast<Result>(a.result);
   if (a.result == 0) {
     *out = FromAddress<Out>(a.user);

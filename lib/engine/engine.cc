@@ -667,6 +667,7 @@ ReportState Engine::TakeReportState(absl::string_view reason) {
   guard.bytes_checked = g.bytes_checked;
   guard.quarantine_bytes = g.held_bytes;
   guard.evicted = g.evicted;
+  guard.reused = g.reused;
   TakeLeakAnalysisState(&state);  // reachability, growth (engine_leaks.cc)
   // After the live blocks: the range names cover the ids they carry.
   state.nvtx_seen = NvtxSeen();

@@ -186,9 +186,12 @@ class Engine {
   // (lib/guard/guarded_alloc.h). The caller records a success (OnAlloc
   // with the raw block when guarded) and reports an out-of-memory failure.
   // `may_guard` false: the block must not get redzones (it may leave the
-  // process: a shareable pool's, MemPools).
+  // process: a shareable pool's, MemPools). `context`: the calling thread's
+  // (0: unknown); a cudaMallocAsync there may be served, without `alloc`,
+  // by a checked block the guard holds for reuse (GuardManager).
   GuardedAllocation AllocateLinear(Api api, uint64_t bytes, uint64_t stream,
-                                   RawLinearAlloc alloc, bool may_guard = true);
+                                   RawLinearAlloc alloc, bool may_guard = true,
+                                   uint64_t context = 0);
   // The same for a pitched (2-D) or 3-D allocation of `rows` rows (slices)
   // of at least `least_row_bytes` each (0: never guarded).
   GuardedAllocation AllocateRows(Api api, uint64_t rows,
@@ -205,6 +208,7 @@ class Engine {
   void OnMemPoolDestroyed(uint64_t pool) { mem_pools_.NoteDestroyed(pool); }
   void OnDeviceMemPool(int device, uint64_t pool) {
     mem_pools_.NoteDevicePool(device, pool);
+    guard_.NoteDevicePoolSet(device);
   }
   bool AnyShareablePool() const { return mem_pools_.AnyShareable(); }
   // `pool` 0: the pool `device` allocates from.

@@ -29,12 +29,29 @@ std::optional<GuardLayout> Engine::PlanGuard(Api api, uint64_t bytes,
 
 GuardedAllocation Engine::AllocateLinear(Api api, uint64_t bytes,
                                          uint64_t stream, RawLinearAlloc alloc,
-                                         bool may_guard) {
+                                         bool may_guard, uint64_t context) {
   std::optional<GuardLayout> layout;
   if (may_guard) {
     layout = PlanGuard(api, bytes, stream);
   } else if (guard_.Guards(api) && bytes > 0) {
     guard_.NoteUnguardedShareable();
+  }
+  // The current pool's allocation, not captured (PlanGuard said so), in a
+  // context with no sticky error seen: a block of the same size whose
+  // zones were checked intact after its free completed is what CUDA's pool
+  // could have handed out too.
+  if (layout && context != 0 &&
+      (api == Api::kCudaMallocAsync || api == Api::kCuMemAllocAsync) &&
+      !ContextLost()) {
+    if (std::optional<uint64_t> raw =
+            guard_.TakeReusable(context, bytes, *layout)) {
+      GuardedAllocation a;
+      a.raw = *raw;
+      a.user = *raw + layout->front;
+      a.raw_bytes = layout->raw_bytes;
+      a.guarded = true;
+      return a;
+    }
   }
   GuardedAllocation a = gmt::AllocateLinear(
       layout, bytes, alloc, [this] { return ReleaseQuarantine(); });

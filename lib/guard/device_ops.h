@@ -109,8 +109,9 @@ class DeviceOps {
                       uint64_t raw_address) = 0;
 
   // Frees a stream-ordered raw block the tool held back, in `stream`'s order
-  // (cuMemFreeAsync; stream as for Fill, never 0). Does not wait. Returns the
-  // CUDA result code.
+  // (cuMemFreeAsync; stream as for Fill: 0 is the tool's stream, for a block
+  // no work of the program's may still use). Does not wait. Returns the CUDA
+  // result code.
   virtual int ReleaseOrdered(uint64_t context, uint64_t raw_address,
                              uint64_t stream) = 0;
 

@@ -44,6 +44,11 @@ GuardManager::GuardManager(const Options& options, DeviceOps* ops)
       quarantine_budget_(static_cast<uint64_t>(options.quarantine_bytes)),
       hold_ordered_(options.quarantine_async || options.torch),
       release_cap_(std::max(quarantine_budget_ / 2, kMinReleaseCapBytes)),
+      reuse_cap_(hold_ordered_ && options.quarantine_reuse &&
+                         quarantine_budget_ > 0 &&
+                         options.check != CheckLevel::kNone
+                     ? std::max(quarantine_budget_, kMinReleaseCapBytes)
+                     : 0),
       ops_(policy_.enabled ? ops : nullptr) {}
 
 GuardManager::Context& GuardManager::ContextFor(uint64_t context, int device) {
@@ -62,6 +67,14 @@ void GuardManager::Arm(const AllocationRecord& record) {
     ops_->Prepare(record.context);
   }
   Context& c = ContextFor(record.context, record.device);
+  // A block TakeReusable handed out: its canaries are in place, checked
+  // since its last owner's free, and that free had completed.
+  bool reused = false;
+  if (auto it = c.blocks.find(record.raw_address);
+      it != c.blocks.end() && it->second.reuse == Block::Reuse::kTaken) {
+    reused = true;
+    DropOrderedFillLocked(c, record.raw_address);
+  }
   Block b;
   b.record = record;
   // A linear block over 1 MiB has whole pages in front (guard_layout.h):
@@ -76,11 +89,18 @@ void GuardManager::Arm(const AllocationRecord& record) {
                      record.address - std::min(record.address, policy_.front));
   b.generation = NextGeneration();
   ++stats_.guarded;
-  // Pool memory is a stream-ordered block's only in its stream's order: it
-  // is filled there, before the next launch on that stream.
-  if (StreamOrdered(record.api)) b.confirmed = false;
-  MarkForFillLocked(c, b);
-  if (ChecksEachKernel()) {
+  if (reused) {
+    b.canaries_pending = false;
+    b.canaries_armed = true;
+    ++stats_.reused;
+  } else {
+    // Pool memory is a stream-ordered block's only in its stream's order:
+    // it is filled there, before the next launch on that stream.
+    if (StreamOrdered(record.api)) b.confirmed = false;
+    MarkForFillLocked(c, b);
+  }
+  // A reused block's extent is there already: it stayed while held.
+  if (ChecksEachKernel() && !reused) {
     c.ranges.Add(record.raw_address, record.raw_address + record.raw_bytes);
   }
   c.blocks[record.raw_address] = std::move(b);
@@ -446,7 +466,8 @@ void GuardManager::PollPendingLocked(bool wait,
       // Context::findings_lost); a block being freed is checked nowhere else.
       const bool full = p.clean_through != 0;
       if (it != contexts_.end() &&
-          (!it->second.findings_lost || !p.owned.empty() || full)) {
+          (!it->second.findings_lost || !p.owned.empty() || !p.reuse.empty() ||
+           full)) {
         CollectResults(p.context, it->second, *p.table, results, p.check,
                        p.kernel, p.owned, it->second.clean_sequence, findings);
         if (full) {
@@ -460,6 +481,7 @@ void GuardManager::PollPendingLocked(bool wait,
     } else {
       ++stats_.check_failures;
     }
+    if (!p.reuse.empty()) SettleReuseLocked(p, state);
   }
 }
 
@@ -725,6 +747,9 @@ void GuardManager::BeforeTeardown(int device, uint64_t context,
     if (!it->second.ordered_fills.empty()) {
       contexts_with_ordered_fills_.fetch_sub(1);
     }
+    // Blocks held for reuse die with the context's memory too.
+    reusable_count_.fetch_sub(static_cast<int64_t>(it->second.ready_count),
+                              std::memory_order_relaxed);
     ops_->ForgetContext(ctx);
     contexts_.erase(it);
   }
@@ -870,6 +895,220 @@ uint64_t GuardManager::ReleaseOrderedLocked(uint64_t context,
   return released;
 }
 
+// ---- Reuse of checked stream-ordered blocks
+// ------------------------------------------------------------
+
+bool GuardManager::MayReuseLocked(const Context& c, const Block& b) const {
+  if (reuse_cap_ == 0 || b.freeing || b.record.bytes == 0) return false;
+  // The current pool's blocks only: an allocation from an explicit pool
+  // must come from that pool.
+  if (b.record.api != Api::kCudaMallocAsync &&
+      b.record.api != Api::kCuMemAllocAsync) {
+    return false;
+  }
+  if (pool_set_devices_.contains(c.device)) return false;
+  // Every zone written (and so checkable): nothing to fill when it is
+  // taken.
+  return b.canaries_armed && !b.canaries_pending && b.freed_armed &&
+         !b.freed_pending;
+}
+
+void GuardManager::EnqueueReuseChecksLocked(uint64_t context, Context& c,
+                                            const std::vector<uint64_t>& raws) {
+  absl::flat_hash_map<uint64_t, std::vector<uint64_t>> by_stream;
+  for (uint64_t raw : raws) {
+    auto it = c.blocks.find(raw);
+    if (it != c.blocks.end())
+      by_stream[it->second.record.stream].push_back(raw);
+  }
+  for (auto& [stream, group] : by_stream) {
+    auto table = std::make_shared<Table>();
+    for (uint64_t raw : group) AppendArmedZones(c.blocks.at(raw), table.get());
+    uint64_t chunk = 0;
+    for (GmtZone& z : table->zones) {
+      z.chunk_begin = chunk;
+      chunk += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
+    }
+    // On the free's stream, as for a block going back to CUDA: behind the
+    // program's last use of the blocks there, so its answer also says that
+    // their frees have completed.
+    const uint64_t ticket =
+        table->zones.empty()
+            ? 0
+            : ops_->CheckAsync(context, ProgramStream(stream), table->zones);
+    if (ticket == 0) {
+      if (!table->zones.empty()) NoteCheckFailureLocked();
+      for (uint64_t raw : group) {
+        ReleaseReuseBlockLocked(context, c, raw, /*free_complete=*/false);
+      }
+      continue;
+    }
+    for (const GmtZone& z : table->zones) stats_.bytes_checked += z.bytes;
+    PendingCheck p{
+        ticket, context, table, 0, "quarantine", {}, next_pending_sequence_++};
+    p.reuse = std::move(group);
+    pending_.push_back(std::move(p));
+  }
+}
+
+void GuardManager::SettleReuseLocked(const PendingCheck& p,
+                                     DeviceOps::Poll state) {
+  auto cit = contexts_.find(p.context);
+  if (cit == contexts_.end()) return;  // its memory went with it
+  Context& c = cit->second;
+  // A check that ran (its findings lost or not) ran behind the frees.
+  const bool complete =
+      state == DeviceOps::Poll::kDone || state == DeviceOps::Poll::kLost;
+  for (uint64_t raw : p.reuse) {
+    auto it = c.blocks.find(raw);
+    if (it == c.blocks.end() || it->second.reuse != Block::Reuse::kChecking) {
+      continue;
+    }
+    Block& b = it->second;
+    // A finding re-armed the zone (CollectResults): it must be written
+    // again before anyone may take the block as clean.
+    const bool clean = state == DeviceOps::Poll::kDone && !b.canaries_pending &&
+                       !b.freed_pending &&
+                       !pool_set_devices_.contains(c.device);
+    if (!clean) {
+      ReleaseReuseBlockLocked(p.context, c, raw, complete);
+      continue;
+    }
+    b.reuse = Block::Reuse::kReady;
+    b.reuse_serial = c.next_reuse_serial++;
+    // Its zones are in place for every stream: the check that read them
+    // has completed.
+    b.confirmed = true;
+    c.reusable[b.record.bytes].emplace_back(raw, b.reuse_serial);
+    c.reusable_order.emplace_back(raw, b.reuse_serial);
+    ++c.ready_count;
+    reusable_count_.fetch_add(1, std::memory_order_relaxed);
+  }
+  // The bound: oldest ready blocks back to CUDA first.
+  while (c.reusable_bytes > reuse_cap_ && !c.reusable_order.empty()) {
+    const auto [raw, serial] = c.reusable_order.front();
+    c.reusable_order.pop_front();
+    auto it = c.blocks.find(raw);
+    if (it == c.blocks.end() || it->second.reuse != Block::Reuse::kReady ||
+        it->second.reuse_serial != serial) {
+      continue;
+    }
+    ReleaseReuseBlockLocked(p.context, c, raw, /*free_complete=*/true);
+  }
+  if (c.reusable_order.size() > 2 * c.ready_count + 64) {
+    CompactReusableLocked(c);
+  }
+}
+
+void GuardManager::CompactReusableLocked(Context& c) {
+  std::deque<std::pair<uint64_t, uint64_t>> order;
+  c.reusable.clear();
+  for (const auto& [raw, serial] : c.reusable_order) {
+    auto it = c.blocks.find(raw);
+    if (it == c.blocks.end() || it->second.reuse != Block::Reuse::kReady ||
+        it->second.reuse_serial != serial) {
+      continue;
+    }
+    order.emplace_back(raw, serial);
+    c.reusable[it->second.record.bytes].emplace_back(raw, serial);
+  }
+  c.reusable_order.swap(order);
+}
+
+uint64_t GuardManager::ReleaseReuseBlockLocked(uint64_t context, Context& c,
+                                               uint64_t raw,
+                                               bool free_complete) {
+  auto it = c.blocks.find(raw);
+  if (it == c.blocks.end()) return 0;
+  Block& b = it->second;
+  if (b.reuse == Block::Reuse::kReady) {
+    --c.ready_count;
+    reusable_count_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  const uint64_t bytes = b.record.raw_bytes;
+  c.reusable_bytes -= std::min(c.reusable_bytes, bytes);
+  // A free known complete needs no order behind the program's work, and its
+  // stream may be gone by now: the tool's stream, which waits for no
+  // program work.
+  const uint64_t stream = free_complete ? 0 : ProgramStream(b.record.stream);
+  DropOrderedFillLocked(c, raw);
+  if (ChecksEachKernel()) c.ranges.Remove(raw);
+  c.blocks.erase(it);
+  c.TablesStale();
+  ++stats_.evicted;
+  const int rc = ops_->ReleaseOrdered(context, raw, stream);
+  if (rc != 0) {
+    LogNote(1, "releasing held 0x%llx failed (%d)",
+            static_cast<unsigned long long>(raw), rc);
+    return 0;
+  }
+  return bytes;
+}
+
+uint64_t GuardManager::ReleaseReusableLocked(uint64_t context, Context& c) {
+  uint64_t released = 0;
+  for (const auto& [raw, serial] : c.reusable_order) {
+    auto it = c.blocks.find(raw);
+    if (it == c.blocks.end() || it->second.reuse != Block::Reuse::kReady ||
+        it->second.reuse_serial != serial) {
+      continue;
+    }
+    released += ReleaseReuseBlockLocked(context, c, raw, true);
+  }
+  c.reusable_order.clear();
+  c.reusable.clear();
+  return released;
+}
+
+std::optional<uint64_t> GuardManager::TakeReusable(uint64_t context,
+                                                   uint64_t bytes,
+                                                   const GuardLayout& layout) {
+  if (ops_ == nullptr || reusable_count_.load(std::memory_order_relaxed) <= 0) {
+    return std::nullopt;
+  }
+  absl::MutexLock lock(&mu_);
+  auto cit = contexts_.find(context);
+  if (cit == contexts_.end()) return std::nullopt;
+  Context& c = cit->second;
+  if (pool_set_devices_.contains(c.device)) return std::nullopt;
+  auto lit = c.reusable.find(bytes);
+  if (lit == c.reusable.end()) return std::nullopt;
+  std::optional<uint64_t> taken;
+  auto& list = lit->second;
+  while (!list.empty() && !taken) {
+    const auto [raw, serial] = list.back();
+    list.pop_back();
+    auto it = c.blocks.find(raw);
+    if (it == c.blocks.end() || it->second.reuse != Block::Reuse::kReady ||
+        it->second.reuse_serial != serial) {
+      continue;
+    }
+    Block& b = it->second;
+    const AllocationRecord& r = b.record;
+    // Written over by a stale pointer since (a check re-armed it), or laid
+    // out otherwise: not for this allocation.
+    if (b.canaries_pending || b.freed_pending ||
+        r.raw_bytes != layout.raw_bytes ||
+        r.address - r.raw_address != layout.front) {
+      ReleaseReuseBlockLocked(context, c, raw, /*free_complete=*/true);
+      continue;
+    }
+    b.reuse = Block::Reuse::kTaken;
+    --c.ready_count;
+    reusable_count_.fetch_sub(1, std::memory_order_relaxed);
+    c.reusable_bytes -= std::min(c.reusable_bytes, r.raw_bytes);
+    taken = raw;
+  }
+  if (list.empty()) c.reusable.erase(lit);
+  return taken;
+}
+
+void GuardManager::NoteDevicePoolSet(int device) {
+  if (reuse_cap_ == 0) return;
+  absl::MutexLock lock(&mu_);
+  pool_set_devices_.insert(device);
+}
+
 bool GuardManager::SynchronizeForFreeLocked(
     uint64_t context, std::vector<GuardFinding>* findings) {
   PollPendingLocked(/*wait=*/false, findings);
@@ -923,6 +1162,7 @@ uint64_t GuardManager::EvictLocked(uint64_t context, Context& c, size_t count) {
   batch.since = c.clean_sequence;
   batch.kernel_checks_before = next_pending_sequence_;
   auto table = std::make_shared<Table>();
+  std::vector<uint64_t> reuse;
   for (size_t i = 0; i < count && !c.quarantine.empty(); ++i) {
     const uint64_t raw = c.quarantine.front();
     c.quarantine.pop_front();
@@ -934,6 +1174,13 @@ uint64_t GuardManager::EvictLocked(uint64_t context, Context& c, size_t count) {
     c.held_bytes -= std::min(c.held_bytes, b.record.raw_bytes);
     if (StreamOrdered(b.record.api)) {
       DropOrderedFillLocked(c, raw);  // its pattern was never written
+      if (MayReuseLocked(c, b)) {
+        // Stays in the map, held, until its check answers.
+        b.reuse = Block::Reuse::kChecking;
+        c.reusable_bytes += b.record.raw_bytes;
+        reuse.push_back(raw);
+        continue;
+      }
       ordered.push_back(std::move(b));
       c.blocks.erase(it);
       if (ChecksEachKernel()) c.ranges.Remove(raw);
@@ -945,6 +1192,7 @@ uint64_t GuardManager::EvictLocked(uint64_t context, Context& c, size_t count) {
     c.blocks.erase(it);
     if (ChecksEachKernel()) c.ranges.Remove(raw);
   }
+  if (!reuse.empty()) EnqueueReuseChecksLocked(context, c, reuse);
   const uint64_t released =
       ordered.empty() ? 0 : ReleaseOrderedLocked(context, std::move(ordered));
   if (batch.blocks.empty()) {
@@ -1273,6 +1521,24 @@ uint64_t GuardManager::ReleaseQuarantine(std::vector<GuardFinding>* findings) {
     }
     if (!c.releasing.empty()) queued.push_back(context);
   }
+  // Blocks held for reuse: their checks answered (waited for), then every
+  // ready one back to CUDA.
+  bool reuse_held = false;
+  for (const auto& [context, c] : contexts_) {
+    reuse_held = reuse_held || c.reusable_bytes > 0;
+  }
+  if (reuse_held) {
+    PollPendingLocked(/*wait=*/true, findings);
+    for (auto& [context, c] : contexts_) {
+      const uint64_t bytes = ReleaseReusableLocked(context, c);
+      if (bytes > 0 &&
+          std::find(ordered_released.begin(), ordered_released.end(),
+                    context) == ordered_released.end()) {
+        ordered_released.push_back(context);
+      }
+      released += bytes;
+    }
+  }
   // Stream-ordered frees give their memory to allocations on other streams
   // only once they have run: the retry that follows may be on any stream.
   for (uint64_t context : ordered_released) {
@@ -1452,7 +1718,7 @@ GuardStats GuardManager::Stats() const {
   s.unguarded_capture = unguarded_capture_.load();
   s.held_bytes = 0;
   for (const auto& [context, c] : contexts_) {
-    s.held_bytes += c.held_bytes + c.releasing_bytes;
+    s.held_bytes += c.held_bytes + c.releasing_bytes + c.reusable_bytes;
   }
   return s;
 }

@@ -49,6 +49,19 @@
 // way, without the freed fill, only until its check (a batch of up to
 // kFreeCheckBatchBlocks blocks or kFreeCheckBatchBytes).
 //
+// Reuse (quarantine_async): a held cudaMallocAsync / cuMemAllocAsync block
+// of a device's default pool that leaves the quarantine with its canaries
+// and freed pattern written is checked on its stream and stays with the
+// tool; once that check has answered clean, its zones are known intact and
+// the free behind it known complete, so an allocation of the same size in
+// its context takes it (TakeReusable) instead of asking CUDA: no
+// allocation, no free and no canary fill for it, the driver calls a tensor
+// otherwise costs. CUDA's own pool reuses a completed free for any stream
+// the same way. Waiting blocks stay held (checked like quarantine, hidden
+// from the pool's figures), bounded by reuse_cap_ bytes, oldest released
+// first; a dirty, failed or over-bound one goes back to CUDA on the tool's
+// stream. A device whose current pool the program set is left out.
+//
 // The free path never waits on the host for a zone check. Blocks leaving the
 // quarantine go, as a batch, to the context's release queue: the batch's
 // check is enqueued on the tool's stream (CheckAsync) and answered at a
@@ -125,6 +138,8 @@ struct GuardStats {
   uint64_t bytes_checked = 0;
   uint64_t held_bytes = 0;  // in quarantine or awaiting release now
   uint64_t evicted = 0;     // blocks given back to CUDA after their hold
+  // Allocations served with a checked block instead of CUDA (reuse).
+  uint64_t reused = 0;
   // Times the bound on bytes awaiting release made a free wait for a check.
   uint64_t release_waits = 0;
 };
@@ -210,6 +225,19 @@ class GuardManager {
   // Whether a block the tool holds (quarantine or release queue) starts
   // (its raw block) at `raw_address`.
   bool HoldsRaw(uint64_t raw_address) const;
+
+  // ---- Reuse of checked stream-ordered blocks (see the top) ---------------
+  // Whether allocations may be served from checked blocks at all.
+  bool ReusesBlocks() const { return ops_ != nullptr && reuse_cap_ > 0; }
+  // A checked block of `context` for a cudaMallocAsync of `bytes` laid out
+  // as `layout`: its raw address, taken (the caller records the allocation
+  // at raw + layout.front, and Arm finds its zones already written), or
+  // nullopt. Lock-free while nothing is waiting for reuse.
+  std::optional<uint64_t> TakeReusable(uint64_t context, uint64_t bytes,
+                                       const GuardLayout& layout);
+  // The program set `device`'s current pool: its cudaMallocAsync blocks may
+  // come from another pool, so none is reused there again.
+  void NoteDevicePoolSet(int device);
 
   // ---- Launches, synchronization, checks -----------------------------------
   void BeforeLaunch(uint64_t context, uint64_t stream);
@@ -315,6 +343,12 @@ class GuardManager {
     // and was handed out again never matches the new block's zones.
     uint32_t generation = 0;
     std::optional<FreedRecord> freed;
+    // Held after the quarantine for reuse: its check on the way is
+    // pending (kChecking), it answered clean (kReady), or an allocation
+    // took it and Arm is to find it (kTaken).
+    enum class Reuse : uint8_t { kNone, kChecking, kReady, kTaken };
+    Reuse reuse = Reuse::kNone;
+    uint64_t reuse_serial = 0;  // which entry of Context::reusable is its
   };
   struct ZoneRef {
     uint64_t raw = 0;
@@ -342,6 +376,9 @@ class GuardManager {
     // A full check clears the context's findings_lost when it was set at the
     // enqueue (the zones those findings named are in this check's table).
     bool clears_lost = false;
+    // Blocks (raw addresses) held for reuse whose check this is: ready for
+    // reuse once it answers clean (SettleReuseLocked).
+    std::vector<uint64_t> reuse = {};
   };
   // Blocks on their way back to CUDA, out of the context's block map: their
   // check enqueued on the tool's stream, released once it has answered.
@@ -408,6 +445,15 @@ class GuardManager {
     // of this context are neither made nor answered, so no later kernel is
     // blamed for them.
     bool findings_lost = false;
+    // Blocks ready for reuse (Reuse::kReady) by user size, newest last, and
+    // all of them oldest first for the bound: (raw, reuse_serial) entries,
+    // skipped once their block has moved on (compacted when mostly stale).
+    absl::flat_hash_map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>>
+        reusable;
+    std::deque<std::pair<uint64_t, uint64_t>> reusable_order;
+    uint64_t reusable_bytes = 0;  // raw bytes of kChecking and kReady blocks
+    uint64_t ready_count = 0;     // kReady blocks
+    uint64_t next_reuse_serial = 1;
   };
   struct LaunchEntry {
     std::atomic<uint64_t> sequence{0};
@@ -519,6 +565,31 @@ class GuardManager {
   // handed back.
   uint64_t ReleaseOrderedLocked(uint64_t context, std::vector<Block> blocks)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `b`, leaving the quarantine, may wait for reuse.
+  bool MayReuseLocked(const Context& c, const Block& b) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Enqueues, per stream, the check of the blocks `raws` of `c` (left in
+  // the map, Reuse::kChecking) on that stream; answered by
+  // SettleReuseLocked.
+  void EnqueueReuseChecksLocked(uint64_t context, Context& c,
+                                const std::vector<uint64_t>& raws)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The check of `p` answered with `state`: the blocks it found clean
+  // become ready for reuse, the rest go back to CUDA; then the bound.
+  void SettleReuseLocked(const PendingCheck& p, DeviceOps::Poll state)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives the reuse block `raw` of `c` back to CUDA: on the tool's stream
+  // when its free is known complete, else on its own stream. Returns its
+  // raw bytes (0 if it was not there).
+  uint64_t ReleaseReuseBlockLocked(uint64_t context, Context& c, uint64_t raw,
+                                   bool free_complete)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every block of `c` ready for reuse goes back to CUDA (out of memory).
+  uint64_t ReleaseReusableLocked(uint64_t context, Context& c)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the stale entries of `c`'s reuse lists once they outnumber the
+  // live ones.
+  static void CompactReusableLocked(Context& c);
   uint32_t NextGeneration() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return ++last_generation_;
   }
@@ -586,6 +657,8 @@ class GuardManager {
   const bool hold_ordered_;
   // Bound on the raw bytes of a context awaiting release.
   const uint64_t release_cap_;
+  // Bound on the raw bytes of a context held for reuse (0: no reuse).
+  const uint64_t reuse_cap_;
   DeviceOps* const ops_;
 
   // Held for bookkeeping only, never across a wait for the GPU (a check's
@@ -634,6 +707,10 @@ class GuardManager {
   std::atomic<uint64_t> unguarded_refused_{0};
   std::atomic<uint64_t> unguarded_shareable_{0};
   std::atomic<uint64_t> unguarded_capture_{0};
+  // Blocks ready for reuse, all contexts: TakeReusable skips the lock at 0.
+  std::atomic<int64_t> reusable_count_{0};
+  // Devices whose current pool the program set (NoteDevicePoolSet).
+  absl::flat_hash_set<int> pool_set_devices_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gmt

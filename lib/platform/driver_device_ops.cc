@@ -511,7 +511,15 @@ int DriverDeviceOps::ReleaseOrdered(uint64_t context, uint64_t raw_address,
   // context's: make the block's context current for the call.
   ToolContextScope scope(*d, context);
   if (scope.result() != CUDA_SUCCESS) return scope.result();
-  return d->mem_free_async(raw_address, reinterpret_cast<CUstream>(stream));
+  CUstream on = reinterpret_cast<CUstream>(stream);
+  if (stream == 0) {
+    // The tool's stream: it waits for no work of the program's.
+    absl::MutexLock lock(&mu_);
+    ContextState* state = State(*d, scope.context());
+    if (state == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+    on = state->stream;
+  }
+  return d->mem_free_async(raw_address, on);
 }
 
 uint64_t DriverDeviceOps::PoolOf(uint64_t context, uint64_t address) {

@@ -154,6 +154,9 @@ struct ReportData {
     uint64_t bytes_checked = 0;
     uint64_t quarantine_bytes = 0;
     uint64_t evicted = 0;
+    // Allocations served with a checked block held for reuse
+    // (quarantine_reuse), not by CUDA.
+    uint64_t reused = 0;
   } guard;
 
   // Suppressions: every rule loaded and how many errors and leak call sites

@@ -243,7 +243,8 @@ std::string RenderJson(const ReportData& data) {
                   {"fill_failures", data.guard.fill_failures},
                   {"bytes_checked", data.guard.bytes_checked},
                   {"quarantine_bytes", data.guard.quarantine_bytes},
-                  {"evicted", data.guard.evicted}};
+                  {"evicted", data.guard.evicted},
+                  {"reused", data.guard.reused}};
   // Memory over time (viz): compact, bounded (a few thousand points per
   // device), so `gpumemtrace report FILE.json --format html` still plots it.
   if (data.timeline.recorded || data.timeline.from_json ||

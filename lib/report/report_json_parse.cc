@@ -1171,6 +1171,11 @@ bool ReportReader::ReadReport(const json& doc) {
         !ReadU64(*g, at, "evicted", &guard.evicted)) {
       return false;
     }
+    // Absent from reports written before blocks were reused.
+    if (Member(*g, "reused") != nullptr &&
+        !ReadU64(*g, at, "reused", &guard.reused)) {
+      return false;
+    }
   }
   if (const json* t = Member(doc, "timeline")) {
     if (!ReadTimeline(*t, &d.timeline)) return false;

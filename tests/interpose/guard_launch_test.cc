@@ -166,14 +166,39 @@ TEST(GuardAsyncQuarantineTest, FreedStreamOrderedBlocksAreHeldAndChecked) {
   EXPECT_TRUE(StackHas(errors[0]["first_free"]["stack"], "AsyncQuarantine"))
       << errors.dump(1);
   EXPECT_EQ(with.report["summary"].value("leaks", -1), 0) << with.Describe();
-  // 65 blocks against 1 MiB: most left the quarantine as it overflowed, and
-  // the rest when the program destroyed their stream (a destroyed stream's
+  // 65 blocks against 1 MiB: as the quarantine overflowed, blocks left it,
+  // were checked on their stream and, found intact, served later
+  // allocations of their size without CUDA (reused); the ones still held
+  // for that at exit stay held. Those in quarantine when the program
+  // destroyed their stream went back to CUDA then (a destroyed stream's
   // handle cannot carry their check and free any more).
-  EXPECT_EQ(with.report["guard"].value("evicted", 0), 65) << with.Describe();
+  const json& guard = with.report["guard"];
+  constexpr uint64_t kRaw = 512 + 100096 + 6400;  // front, bytes, tail zone
+  const uint64_t reused = guard.value("reused", uint64_t{0});
+  EXPECT_GT(reused, 32u) << guard.dump(1);
+  EXPECT_EQ(guard.value("evicted", uint64_t{0}) + reused +
+                guard.value("quarantine_bytes", uint64_t{0}) / kRaw,
+            65u)
+      << guard.dump(1);
   EXPECT_NE(with.report["notes"].dump().find(
                 "torch mode: 65 stream-ordered allocations"),
             std::string::npos)
       << with.report["notes"].dump();
+
+  // quarantine_reuse=0: every block goes back to CUDA when it leaves.
+  RunOptions no_reuse = held;
+  no_reuse.gmt_options += ":quarantine_reuse=0";
+  std::filesystem::create_directories(tmp.path() + "/no_reuse");
+  RunResult without_reuse =
+      RunProgram(GMT_GUARD_LAUNCH_PROGRAM, {"async_quarantine", "write"},
+                 tmp.path() + "/no_reuse", no_reuse);
+  ASSERT_EQ(without_reuse.exit_code, 0) << without_reuse.Describe();
+  EXPECT_EQ(without_reuse.out, plain.out);
+  ASSERT_TRUE(without_reuse.has_report) << without_reuse.Describe();
+  EXPECT_EQ(without_reuse.report["errors"].size(), 1u);
+  EXPECT_EQ(without_reuse.report["guard"].value("evicted", 0), 65)
+      << without_reuse.Describe();
+  EXPECT_EQ(without_reuse.report["guard"].value("reused", -1), 0);
 
   std::filesystem::create_directories(tmp.path() + "/default");
   RunResult plain_tool =

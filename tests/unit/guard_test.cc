@@ -146,6 +146,38 @@ class GuardTest : public ::testing::Test {
     return reinterpret_cast<uint8_t*>(e.address);
   }
 
+  // What GuardedAlloc does for a cudaMallocAsync: Engine::AllocateLinear,
+  // which may serve it with a block held for reuse instead of calling
+  // "CUDA" (counted in cuda_allocs_), then the record.
+  uint8_t* AllocAsync(uint64_t bytes, uint64_t stream = kStream) {
+    GuardedAllocation a = engine_->AllocateLinear(
+        Api::kCudaMallocAsync, bytes, stream,
+        [&](uint64_t n, uint64_t* raw) {
+          ++cuda_allocs_;
+          void* p = std::aligned_alloc(256, (n + 255) / 256 * 256);
+          std::memset(p, 0x11, n);  // CUDA memory holds old data
+          ops_->device_blocks.insert(reinterpret_cast<uint64_t>(p));
+          *raw = reinterpret_cast<uint64_t>(p);
+          return 0;
+        },
+        /*may_guard=*/true, kContext);
+    EXPECT_EQ(a.result, 0);
+    EXPECT_TRUE(a.guarded);
+    AllocEvent e;
+    e.api = Api::kCudaMallocAsync;
+    e.bytes = bytes;
+    e.device = 0;
+    e.context = kContext;
+    e.stream = stream;
+    e.raw_address = a.raw;
+    e.raw_bytes = a.raw_bytes;
+    e.address = a.user;
+    engine_->OnAlloc(e);
+    raw_of_[e.address] = a.raw;
+    return reinterpret_cast<uint8_t*>(e.address);
+  }
+  int cuda_allocs_ = 0;
+
   // What the free shims do. Returns whether CUDA was called (not held).
   bool Free(uint8_t* p, Api api = Api::kCudaFree, uint64_t stream = 0) {
     FreeTicket t = engine_->BeginFree(api, reinterpret_cast<uint64_t>(p),
@@ -1152,6 +1184,131 @@ TEST_F(GuardTest, OutOfMemoryFreesTheStreamOrderedQuarantineAndSyncs) {
   // The retry may be on another stream: the frees must have run.
   EXPECT_EQ(ops_->syncs, 1);
   EXPECT_EQ(engine_->guard().Stats().held_bytes, 0u);
+}
+
+// Reuse (quarantine_reuse, on with quarantine_async): a block that left the
+// quarantine and whose check found it intact serves the next allocation of
+// its size, with no CUDA call and no canary fill, on any stream.
+class GuardReuseTest : public GuardTest {
+ protected:
+  static constexpr uint64_t kBytes = 16 * 1024;
+  void SetUp() override { Start(AsyncQuarantine(/*quarantine=*/64 * 1024)); }
+  // Eight blocks allocated, filled, then freed one launch apart: the oldest
+  // leave the 64 KiB quarantine, their pattern written.
+  std::vector<uint8_t*> ChurnEight() {
+    std::vector<uint8_t*> blocks;
+    for (int i = 0; i < 8; ++i) blocks.push_back(AllocAsync(kBytes));
+    Launch("k");
+    for (uint8_t* p : blocks) {
+      EXPECT_FALSE(Free(p, Api::kCudaFreeAsync, kStream));
+      Launch("k");
+    }
+    return blocks;
+  }
+  bool IsOneOf(const uint8_t* p, const std::vector<uint8_t*>& blocks) {
+    return std::find(blocks.begin(), blocks.end(), p) != blocks.end();
+  }
+};
+
+TEST_F(GuardReuseTest, ACheckedBlockServesTheNextAllocationOfItsSize) {
+  std::vector<uint8_t*> old = ChurnEight();
+  ASSERT_EQ(cuda_allocs_, 8);
+  // Another stream: the block's free has completed (its check behind it
+  // answered), as CUDA's pool reuses a completed free for any stream.
+  constexpr uint64_t kOther = 0x3000;
+  uint8_t* p = AllocAsync(kBytes, kOther);
+  EXPECT_EQ(cuda_allocs_, 8);  // no CUDA call
+  EXPECT_TRUE(IsOneOf(p, old));
+  EXPECT_EQ(engine_->guard().Stats().reused, 1u);
+  // Its canaries are in place: nothing to write before the next kernel.
+  const int fills = ops_->fills;
+  Launch("k", kOther);
+  EXPECT_EQ(ops_->fills, fills);
+  // ... and armed: an overrun of the new block is the new block's.
+  p[kBytes + 5] = 1;
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].kind, ErrorKind::kOobWrite);
+  EXPECT_EQ(errors[0].first_offset, static_cast<int64_t>(kBytes + 5));
+  EXPECT_FALSE(errors[0].previous_free);
+  // Another size is CUDA's.
+  AllocAsync(kBytes + 1);
+  EXPECT_EQ(cuda_allocs_, 9);
+  EXPECT_EQ(ops_->invalid_releases, 0);
+}
+
+TEST_F(GuardReuseTest, ABlockWrittenAfterItsFreeIsReportedAndGivenBack) {
+  std::vector<uint8_t*> blocks;
+  for (int i = 0; i < 8; ++i) blocks.push_back(AllocAsync(kBytes));
+  Launch("k");
+  EXPECT_FALSE(Free(blocks[0], Api::kCudaFreeAsync, kStream));
+  Launch("k");
+  blocks[0][100] = 7;  // a kernel writing through the stale pointer
+  for (size_t i = 1; i < blocks.size(); ++i) {
+    EXPECT_FALSE(Free(blocks[i], Api::kCudaFreeAsync, kStream));
+    Launch("k");
+  }
+  // Its check on the way out found it: reported, and the block went back to
+  // CUDA on the tool's stream (its free had completed) instead of waiting
+  // for reuse.
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].kind, ErrorKind::kUafWrite);
+  EXPECT_EQ(errors[0].first_offset, 100);
+  EXPECT_EQ(errors[0].check, "quarantine");
+  const uint64_t raw = raw_of_[reinterpret_cast<uint64_t>(blocks[0])];
+  ASSERT_EQ(std::count(ops_->released_ordered.begin(),
+                       ops_->released_ordered.end(), raw),
+            1);
+  EXPECT_EQ(ops_->released_ordered_streams[0], 0u);
+  for (int i = 0; i < 4; ++i) EXPECT_NE(AllocAsync(kBytes), blocks[0]);
+}
+
+TEST_F(GuardReuseTest, NoBlockIsTakenBeforeItsCheckHasAnswered) {
+  ops_->deferred = true;  // checks run when the test says so
+  std::vector<uint8_t*> old = ChurnEight();
+  const int before = cuda_allocs_;
+  uint8_t* p = AllocAsync(kBytes);
+  EXPECT_EQ(cuda_allocs_, before + 1);  // the checks are still on their way
+  EXPECT_FALSE(IsOneOf(p, old));
+  ops_->RunChecks();
+  engine_->OnSynchronized(kContext);  // a poll collects their answers
+  uint8_t* q = AllocAsync(kBytes);
+  EXPECT_EQ(cuda_allocs_, before + 1);
+  EXPECT_TRUE(IsOneOf(q, old));
+}
+
+TEST_F(GuardReuseTest, OutOfMemoryGivesTheHeldBlocksBack) {
+  ChurnEight();
+  ASSERT_GT(engine_->guard().Stats().held_bytes, 0u);
+  std::vector<GuardFinding> findings;
+  EXPECT_GT(engine_->guard().ReleaseQuarantine(&findings), 0u);
+  EXPECT_TRUE(findings.empty());
+  EXPECT_EQ(engine_->guard().Stats().held_bytes, 0u);
+  EXPECT_GE(ops_->syncs, 1);  // a retry on another stream finds them free
+  const int before = cuda_allocs_;
+  AllocAsync(kBytes);
+  EXPECT_EQ(cuda_allocs_, before + 1);
+}
+
+TEST_F(GuardReuseTest, ADevicePoolSetByTheProgramEndsReuse) {
+  ChurnEight();
+  engine_->OnDeviceMemPool(0, 0x7700);
+  const int before = cuda_allocs_;
+  AllocAsync(kBytes);
+  EXPECT_EQ(cuda_allocs_, before + 1);
+}
+
+TEST_F(GuardReuseTest, OffWithQuarantineReuseZero) {
+  Options o = AsyncQuarantine(64 * 1024);
+  o.quarantine_reuse = false;
+  Start(o);
+  ChurnEight();
+  AllocAsync(kBytes);
+  EXPECT_EQ(cuda_allocs_, 9);
+  EXPECT_EQ(engine_->guard().Stats().reused, 0u);
 }
 
 TEST_F(GuardTest, CaptureLeavesStreamOrderedBlocksUnguarded) {

@@ -148,15 +148,18 @@ class HostDeviceOps : public DeviceOps {
   }
   // Stream-ordered frees: the block goes back to "CUDA" at once (in stream
   // order nothing can run between the check enqueued before it and the
-  // free); counted apart from synchronous releases.
+  // free); counted apart from synchronous releases, with the stream each
+  // went on (0: the tool's).
   std::vector<uint64_t> released_ordered;
+  std::vector<uint64_t> released_ordered_streams;
   int ReleaseOrdered(uint64_t, uint64_t raw, uint64_t stream) override {
     RunChecks();  // enqueued before the free: they run before it
-    if (stream == 0 || device_blocks.erase(raw) == 0) {
+    if (device_blocks.erase(raw) == 0) {
       ++invalid_releases;
       return 1;  // cudaErrorInvalidValue
     }
     released_ordered.push_back(raw);
+    released_ordered_streams.push_back(stream);
     std::free(reinterpret_cast<void*>(raw));
     return 0;
   }
