@@ -23,7 +23,8 @@ Where the programs are:
                                          third-party corpus3p.json
 Selection and pace:
   GMT_CORPUS_ONLY         comma-separated program names
-  GMT_CORPUS_OPTION_SETS  comma-separated option sets (default: all)
+  GMT_CORPUS_OPTION_SETS  comma-separated option sets (default: all of
+                          OPTION_SETS; "torch" only when named)
   GMT_CORPUS_JOBS         runs at a time (default: min(12, CPUs))
 
 Without any corpus the case is skipped (the device bundle has none).
@@ -75,6 +76,13 @@ OPTION_SETS = [
     ("kernel", "check=kernel", False),
     ("noguard", "guard=0", False),
     ("inject", "", True),
+]
+# Run only when GMT_CORPUS_OPTION_SETS names them. "torch" is tensor mode:
+# every program's stream-ordered frees held, checked and their blocks
+# reused, and PyTorch moved to its cudaMallocAsync backend, whose own
+# figures (memory_stats, reserved bytes) a PyTorch program may print.
+NAMED_OPTION_SETS = [
+    ("torch", "torch=1", False),
 ]
 
 ALWAYS_MASKED = (r"^~ ", r"^RESULT ")
@@ -536,8 +544,9 @@ def case_corpus(t, c):
         programs = [p for p in programs if p["name"] in only]
     wanted_sets = [s for s in os.environ.get("GMT_CORPUS_OPTION_SETS",
                                              "").split(",") if s]
-    option_sets = [o for o in OPTION_SETS
-                   if not wanted_sets or o[0] in wanted_sets]
+    option_sets = [o for o in OPTION_SETS + NAMED_OPTION_SETS
+                   if (o in OPTION_SETS and not wanted_sets) or
+                   o[0] in wanted_sets]
     labels = [o[0] for o in option_sets]
 
     cells = {}
