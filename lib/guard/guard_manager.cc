@@ -47,7 +47,8 @@ GuardManager::GuardManager(const Options& options, DeviceOps* ops)
       reuse_cap_(hold_ordered_ && options.quarantine_reuse &&
                          quarantine_budget_ > 0 &&
                          options.check != CheckLevel::kNone
-                     ? std::max(quarantine_budget_, kMinReleaseCapBytes)
+                     ? std::max(quarantine_budget_ * kReuseCapFactor,
+                                kMinReleaseCapBytes)
                      : 0),
       ops_(policy_.enabled ? ops : nullptr) {}
 

@@ -472,6 +472,11 @@ class GuardManager {
   static constexpr uint64_t kFreeCheckBatchBytes = uint64_t{8} << 20;
   // The least bound on bytes awaiting release (release_cap_).
   static constexpr uint64_t kMinReleaseCapBytes = uint64_t{16} << 20;
+  // Blocks held for reuse: up to this many times quarantine_bytes. A
+  // training step frees tensors of tens of MiB that the next step asks for
+  // again; memory the pool would hold as free otherwise (PyTorch keeps its
+  // pool's memory reserved), and an out-of-memory retry gives it all back.
+  static constexpr uint64_t kReuseCapFactor = 4;
 
   Context& ContextFor(uint64_t context, int device)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

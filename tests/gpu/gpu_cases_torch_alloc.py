@@ -261,6 +261,13 @@ def cases(t):
         c.notes["summary"] = s
         c.check(s.get("allocations", 0) > 1000,
                 "tensors were not tracked one by one: %s" % s)
+        # Tensors of a step's sizes come back each step: past the first
+        # steps checked blocks serve them, not CUDA.
+        guard = tool.report.get("guard", {})
+        c.notes["reused"] = guard.get("reused")
+        c.notes["evicted"] = guard.get("evicted")
+        c.check(guard.get("reused", 0) > 0,
+                "no tensor was served by a checked block: %s" % guard)
 
     return [("torch_mode_oob", torch_mode_oob),
             ("torch_mode_uaf", torch_mode_uaf),
