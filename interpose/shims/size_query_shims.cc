@@ -129,6 +129,25 @@ CUresult Shim_cuMemPoolGetAttribute(CUmemoryPool pool,
   return result;
 }
 
+// A trim releases the pool's free reserved memory: the stream-ordered
+// blocks the tool holds (quarantine_async, and those kept for reuse) would
+// be free without it, so they go back to CUDA first (Engine::BeforePoolTrim).
+cudaError_t Shim_cudaMemPoolTrimTo(cudaMemPool_t pool, size_t keep) {
+  auto real = gmt::g_real_cudaMemPoolTrimTo.Get();
+  if (real == nullptr) return gmt::NoRuntimeError();
+  InterceptScope scope;
+  if (scope.Recording()) gmt::Engine::Get().BeforePoolTrim();
+  return real(pool, keep);
+}
+
+CUresult Shim_cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
+  auto real = gmt::g_real_cuMemPoolTrimTo.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  InterceptScope scope;
+  if (scope.Recording()) gmt::Engine::Get().BeforePoolTrim();
+  return real(pool, keep);
+}
+
 cudaError_t Shim_cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   auto real = gmt::g_real_cudaMemGetInfo.Get();
   if (real == nullptr) return gmt::NoRuntimeError();

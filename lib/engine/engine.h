@@ -199,6 +199,10 @@ class Engine {
   // Out of memory with redzones: gives the quarantine back to CUDA. Returns
   // whether anything was released (a retry may succeed).
   bool ReleaseQuarantine();
+  // A memory pool is about to be trimmed: the stream-ordered blocks the
+  // guard holds go back to CUDA (and their frees are waited for), so the
+  // trim releases what it would without the tool.
+  void BeforePoolTrim();
 
   // Stream-ordered pools the program shares with other processes
   // (lib/registry/mem_pools.h): their blocks are never guarded.

@@ -80,6 +80,12 @@ bool Engine::ReleaseQuarantine() {
   return released > 0;
 }
 
+void Engine::BeforePoolTrim() {
+  std::vector<GuardFinding> findings;
+  guard_.ReleaseHeldOrdered(&findings);
+  ReportFindings(findings);
+}
+
 std::optional<BlockView> Engine::FindBlock(uint64_t address) const {
   std::optional<AllocationRecord> r = pointers_.FindContaining(address);
   if (!r) return std::nullopt;

@@ -1450,32 +1450,68 @@ void GuardManager::EvictOverBudget(std::vector<GuardFinding>* findings) {
   }
 }
 
+std::vector<GuardManager::Block> GuardManager::TakeHeldOrderedLocked(
+    Context& c, std::optional<uint64_t> stream) {
+  std::vector<Block> leaving;
+  std::deque<uint64_t> kept;
+  for (uint64_t raw : c.quarantine) {
+    auto it = c.blocks.find(raw);
+    if (it != c.blocks.end() && StreamOrdered(it->second.record.api) &&
+        (!stream || it->second.record.stream == *stream)) {
+      c.held_bytes -= std::min(c.held_bytes, it->second.record.raw_bytes);
+      DropOrderedFillLocked(c, raw);
+      leaving.push_back(std::move(it->second));
+      c.blocks.erase(it);
+      if (ChecksEachKernel()) c.ranges.Remove(raw);
+    } else {
+      kept.push_back(raw);
+    }
+  }
+  if (!leaving.empty()) {
+    c.quarantine.swap(kept);
+    c.TablesStale();
+  }
+  return leaving;
+}
+
 void GuardManager::ReleaseHeldOnStream(uint64_t stream,
                                        std::vector<GuardFinding>* findings) {
   if (ops_ == nullptr || !hold_ordered_) return;
   absl::MutexLock lock(&mu_);
   PollPendingLocked(/*wait=*/false, findings);
   for (auto& [context, c] : contexts_) {
-    std::vector<Block> leaving;
-    std::deque<uint64_t> kept;
-    for (uint64_t raw : c.quarantine) {
-      auto it = c.blocks.find(raw);
-      if (it != c.blocks.end() && StreamOrdered(it->second.record.api) &&
-          it->second.record.stream == stream) {
-        c.held_bytes -= std::min(c.held_bytes, it->second.record.raw_bytes);
-        DropOrderedFillLocked(c, raw);
-        leaving.push_back(std::move(it->second));
-        c.blocks.erase(it);
-        if (ChecksEachKernel()) c.ranges.Remove(raw);
-      } else {
-        kept.push_back(raw);
-      }
-    }
-    if (leaving.empty()) continue;
-    c.quarantine.swap(kept);
-    c.TablesStale();
-    ReleaseOrderedLocked(context, std::move(leaving));
+    std::vector<Block> leaving = TakeHeldOrderedLocked(c, stream);
+    if (!leaving.empty()) ReleaseOrderedLocked(context, std::move(leaving));
   }
+}
+
+uint64_t GuardManager::ReleaseHeldOrdered(std::vector<GuardFinding>* findings) {
+  if (ops_ == nullptr || !hold_ordered_) return 0;
+  absl::MutexLock lock(&mu_);
+  bool checking = false;
+  for (const auto& [context, c] : contexts_) {
+    checking = checking || c.reusable_bytes > 0;
+  }
+  // Blocks on their way to reuse are released once their check is in.
+  PollPendingLocked(/*wait=*/checking, findings);
+  uint64_t released = 0;
+  std::vector<uint64_t> synchronize;
+  for (auto& [context, c] : contexts_) {
+    std::vector<Block> leaving = TakeHeldOrderedLocked(c, std::nullopt);
+    uint64_t bytes =
+        leaving.empty() ? 0 : ReleaseOrderedLocked(context, std::move(leaving));
+    bytes += ReleaseReusableLocked(context, c);
+    if (bytes > 0) synchronize.push_back(context);
+    released += bytes;
+  }
+  // A trim gives back only memory whose free has run.
+  for (uint64_t context : synchronize) {
+    mu_.Unlock();
+    ops_->SynchronizeContext(context);
+    mu_.Lock();
+  }
+  PollPendingLocked(/*wait=*/false, findings);
+  return released;
 }
 
 void GuardManager::PollReleases(std::vector<GuardFinding>* findings) {

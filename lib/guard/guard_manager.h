@@ -219,6 +219,11 @@ class GuardManager {
   // a free on it leave the quarantine now (check and free enqueued on it).
   void ReleaseHeldOnStream(uint64_t stream,
                            std::vector<GuardFinding>* findings);
+  // A pool trim: every held stream-ordered block (quarantine, and those
+  // kept for reuse, their checks answered first) goes back to CUDA, and the
+  // contexts they were in are synchronized so that their frees have run.
+  // Returns the raw bytes given back.
+  uint64_t ReleaseHeldOrdered(std::vector<GuardFinding>* findings);
   // Collects the answers of release-queue checks that are in, without
   // waiting (entry points that must not synchronize: allocations).
   void PollReleases(std::vector<GuardFinding>* findings);
@@ -588,6 +593,11 @@ class GuardManager {
   // raw bytes (0 if it was not there).
   uint64_t ReleaseReuseBlockLocked(uint64_t context, Context& c, uint64_t raw,
                                    bool free_complete)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the held stream-ordered blocks of `c` (of `stream` only, unless
+  // nullopt) out of its quarantine and block map, for ReleaseOrderedLocked.
+  std::vector<Block> TakeHeldOrderedLocked(Context& c,
+                                           std::optional<uint64_t> stream)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Every block of `c` ready for reuse goes back to CUDA (out of memory).
   uint64_t ReleaseReusableLocked(uint64_t context, Context& c)

@@ -51,6 +51,9 @@ struct Pool {
   // goes on counting them in USED_MEM_CURRENT for good (measured on the
   // H200, driver 580: through later frees, syncs and trims). (T().mu)
   uint64_t freed_synchronously = 0;
+  // Bytes freed with cuMemFreeAsync that the pool keeps reserved until a
+  // trim (cuMemPoolTrimTo) or a later allocation takes them. (T().mu)
+  uint64_t freed_reserved = 0;
 };
 Pool g_pools[kDeviceCount] = {{0}, {1}};
 
@@ -137,6 +140,7 @@ CUresult AllocDevice(CUdeviceptr* dptr, size_t bytes, Kind kind,
     Pool& pool = g_pools[device];
     pool.live_bytes += bytes;
     pool.used_high = std::max(pool.used_high, pool.live_bytes);
+    pool.freed_reserved -= std::min<uint64_t>(pool.freed_reserved, bytes);
   }
   *dptr = reinterpret_cast<CUdeviceptr>(p);
   // CUPTI's memory record of it.
@@ -185,6 +189,9 @@ CUresult FreeDevice(CUdeviceptr dptr, bool async = false) {
     record.managed = it->second.kind == Kind::kManaged;
     if (it->second.pool && !async) {
       g_pools[it->second.device].freed_synchronously += it->second.bytes;
+    }
+    if (it->second.pool && async) {
+      g_pools[it->second.device].freed_reserved += it->second.bytes;
     }
     t.device.erase(it);
   }
@@ -821,10 +828,28 @@ FAKE_CU_API(cuMemPoolGetAttribute,
       case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
         answer = p.used_high;
         break;
+      case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+        answer = used + p.freed_reserved;
+        break;
       default:
         return CUDA_ERROR_INVALID_VALUE;
     }
     std::memcpy(value, &answer, sizeof(answer));
+    return CUDA_SUCCESS;
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+// Gives back freed reserved bytes until the pool holds no more than
+// `keep` reserved; live blocks are never released.
+FAKE_CU_API(cuMemPoolTrimTo, (CUmemoryPool pool, size_t keep)) {
+  if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  for (fake_cuda::Pool& p : fake_cuda::g_pools) {
+    if (reinterpret_cast<CUmemoryPool>(&p) != pool) continue;
+    std::lock_guard<std::mutex> lock(fake_cuda::T().mu);
+    const uint64_t used = PoolUsedLocked(p.device);
+    p.freed_reserved =
+        used >= keep ? 0 : std::min<uint64_t>(p.freed_reserved, keep - used);
     return CUDA_SUCCESS;
   }
   return CUDA_ERROR_INVALID_VALUE;

@@ -59,6 +59,7 @@
   X(cuMemFreeAsync, cuMemFreeAsync_ptsz, 11020, true)                                                            \
   X(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, 11020, false)                                          \
   X(cuMemPoolGetAttribute, cuMemPoolGetAttribute, 11020, false)                                                  \
+  X(cuMemPoolTrimTo, cuMemPoolTrimTo, 11020, false)                                                              \
   X(cuMemPoolImportFromShareableHandle, cuMemPoolImportFromShareableHandle,                                      \
     11020, false)                                                                                                \
   X(cuMemPoolImportPointer, cuMemPoolImportPointer, 11020, false)                                                \

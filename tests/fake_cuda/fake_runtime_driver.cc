@@ -81,6 +81,7 @@ DriverApi* LoadDriver() {
                &d->device_get_default_mem_pool) &&
        Resolve(get, "cuMemPoolGetAttribute", kDefault,
                &d->mem_pool_get_attribute) &&
+       Resolve(get, "cuMemPoolTrimTo", kDefault, &d->mem_pool_trim_to) &&
        Resolve(get, "cuMemHostAlloc", kDefault, &d->mem_host_alloc) &&
        Resolve(get, "cuMemAllocHost", kDefault, &d->mem_alloc_host) &&
        Resolve(get, "cuMemFreeHost", kDefault, &d->mem_free_host) &&

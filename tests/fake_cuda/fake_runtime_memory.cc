@@ -184,6 +184,13 @@ FAKE_CUDART_API(cudaMemPoolGetAttribute,
       static_cast<CUmemPool_attribute>(attribute), value));
 }
 
+FAKE_CUDART_API(cudaMemPoolTrimTo, (cudaMemPool_t pool, size_t keep)) {
+  const DriverApi* d = nullptr;
+  if (cudaError_t e = Prepare(&d); e != cudaSuccess) return e;
+  return Return(
+      d->mem_pool_trim_to(reinterpret_cast<CUmemoryPool>(pool), keep));
+}
+
 // ---- Pinned and registered host memory
 // ----------------------------------------
 

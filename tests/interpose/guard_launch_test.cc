@@ -211,6 +211,33 @@ TEST(GuardAsyncQuarantineTest, FreedStreamOrderedBlocksAreHeldAndChecked) {
   EXPECT_EQ(plain_tool.report["guard"].value("evicted", -1), 0);
 }
 
+// A pool trim gives back what the program freed: in tensor mode the blocks
+// the tool holds (quarantine, kept for reuse) go back to CUDA first, so the
+// pool keeps no more reserved than without the tool.
+TEST(GuardAsyncQuarantineTest, APoolTrimGivesBackTheBlocksTheToolHolds) {
+  ScopedTempDir tmp;
+  RunOptions plain_options;
+  plain_options.preload = false;
+  plain_options.set_gmt_options = false;
+  RunResult plain = RunProgram(GMT_GUARD_LAUNCH_PROGRAM, {"pool_trim"},
+                               tmp.path(), plain_options);
+  ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
+  ASSERT_TRUE(Contains(plain.out, "reserved after trim: 0"))
+      << plain.Describe();
+  RunOptions held;
+  held.gmt_options =
+      "report=json:report_path=<dir>/r.%p.json:torch=1:"
+      "quarantine_bytes=1048576";
+  RunResult with =
+      RunProgram(GMT_GUARD_LAUNCH_PROGRAM, {"pool_trim"}, tmp.path(), held);
+  ASSERT_EQ(with.exit_code, 0) << with.Describe();
+  EXPECT_EQ(with.out, plain.out);
+  ASSERT_TRUE(with.has_report) << with.Describe();
+  EXPECT_TRUE(with.report["errors"].empty()) << with.Describe();
+  EXPECT_EQ(with.report["guard"].value("quarantine_bytes", -1), 0)
+      << with.Describe();
+}
+
 // verbosity=1 logs the tool's own host time per call at exit, by kind, with
 // the program's own CUDA call left out: with every allocation made 2 ms slow
 // by the double, an allocation's part still reads far below 2 ms.

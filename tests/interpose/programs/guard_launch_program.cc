@@ -245,6 +245,34 @@ NOINLINE void AsyncQuarantine(bool write_after_free) {
   Rt("cudaStreamDestroy", cudaStreamDestroy(s));
 }
 
+// Stream-ordered blocks used and freed, then their pool trimmed, as a
+// program gives memory back (PyTorch's empty_cache on its cudaMallocAsync
+// backend): what the pool still holds reserved after the trim.
+NOINLINE void PoolTrim() {
+  cudaStream_t s = nullptr;
+  Rt("cudaStreamCreate", cudaStreamCreate(&s));
+  bool all_ok = true;
+  for (int i = 0; i < 32; ++i) {
+    void* p = nullptr;
+    all_ok &= cudaMallocAsync(&p, 100000, s) == cudaSuccess;
+    void* args[] = {&p, &g_fill_count};
+    all_ok &= cudaLaunchKernel(RuntimeFunction(), dim3(1), dim3(32), args, 0,
+                               s) == cudaSuccess;
+    all_ok &= cudaFreeAsync(p, s) == cudaSuccess;
+  }
+  std::printf("  churn %s\n", all_ok ? "ok" : "failed");
+  Rt("cudaStreamSynchronize", cudaStreamSynchronize(s));
+  cudaMemPool_t pool = nullptr;
+  Rt("cudaDeviceGetDefaultMemPool", cudaDeviceGetDefaultMemPool(&pool, 0));
+  Rt("cudaMemPoolTrimTo", cudaMemPoolTrimTo(pool, 0));
+  unsigned long long reserved = 1;
+  Rt("cudaMemPoolGetAttribute",
+     cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent,
+                             &reserved));
+  std::printf("reserved after trim: %llu\n", reserved);
+  Rt("cudaStreamDestroy", cudaStreamDestroy(s));
+}
+
 NOINLINE void Loop(int rounds) {
   int failures = 0;
   for (int i = 0; i < rounds; ++i) {
@@ -277,6 +305,8 @@ int main(int argc, char** argv) {
     AttributionRuntime();
   } else if (mode == "concurrent" && argc > 2) {
     ConcurrentWithACheck(argv[2]);
+  } else if (mode == "pool_trim") {
+    PoolTrim();
   } else if (mode == "async_quarantine") {
     AsyncQuarantine(argc > 2 && std::string(argv[2]) == "write");
   } else if (mode == "loop" && argc > 2) {
