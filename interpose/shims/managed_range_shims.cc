@@ -149,5 +149,9 @@ CUresult Shim_cuMemGetHandleForAddressRange(void* handle, CUdeviceptr ptr,
         return engine.CheckExportRange("cuMemGetHandleForAddressRange", ptr,
                                        size) == gmt::AccessVerdict::kReject;
       },
-      [&] { return real(handle, ptr, size, type, flags); });
+      [&] {
+        const CUresult result = real(handle, ptr, size, type, flags);
+        if (result != CUDA_SUCCESS) gmt::Engine::Get().NoteExportRefused(ptr);
+        return result;
+      });
 }

@@ -680,6 +680,8 @@ ReportState Engine::TakeReportState(absl::string_view reason) {
   state.suppressions_error = suppressions_error_;
   state.activity_stopped_at_pool_import =
       activity_stopped_.load(std::memory_order_acquire);
+  state.pool_export_starts_refused =
+      pool_export_starts_refused_.load(std::memory_order_relaxed);
   return state;
 }
 

@@ -239,6 +239,11 @@ class Engine {
   // block's last byte too; such a range is CUDA's to judge, not an error.
   AccessVerdict CheckExportRange(absl::string_view call, uint64_t address,
                                  uint64_t bytes);
+  // CUDA refused a dma-buf export at `address`. From a guarded
+  // stream-ordered block's start it is counted for the report: CUDA
+  // exports a pool block only from its own start, which the front redzone
+  // moved (docs/transparency.md).
+  void NoteExportRefused(uint64_t address);
 
   // Kernel names: an id per distinct demangled name (cheap to keep per launch).
   uint32_t InternKernel(absl::string_view name);
@@ -523,6 +528,7 @@ class Engine {
   // tensor mode only): stream-ordered (PyTorch's tensors) and cudaMalloc /
   // cuMemAlloc.
   std::atomic<uint64_t> stream_ordered_allocations_{0};
+  std::atomic<uint64_t> pool_export_starts_refused_{0};
   std::atomic<uint64_t> device_allocations_{0};
   std::atomic<bool> final_done_{false};
   std::atomic<bool> exiting_{false};

@@ -157,6 +157,15 @@ AccessVerdict Engine::CheckExportRange(absl::string_view call, uint64_t address,
   return CheckAccess(call, address, bytes);
 }
 
+void Engine::NoteExportRefused(uint64_t address) {
+  if (!tracking()) return;
+  const std::optional<AllocationRecord> r = pointers_.FindContaining(address);
+  if (r && r->guarded() && FamilyOf(r->api) == GuardFamily::kAsync &&
+      address == r->address) {
+    pool_export_starts_refused_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 uint32_t Engine::InternKernel(absl::string_view name) {
   return kernel_names_.Intern(name);
 }

@@ -313,6 +313,15 @@ ReportData AssembleReport(ReportState state, StackSymbolizer symbolize) {
         "imported pointer while they are on): an allocation no hook saw after "
         "that is not in this report");
   }
+  if (state.pool_export_starts_refused > 0) {
+    const uint64_t n = state.pool_export_starts_refused;
+    data.notes.push_back(absl::StrCat(
+        n, " dma-buf export", n == 1 ? "" : "s",
+        " (cuMemGetHandleForAddressRange) from the start of a guarded "
+        "stream-ordered block failed: CUDA exports a pool block only from its "
+        "own start, and the front redzone moved the program's start into it; "
+        "guard_skip=async leaves such blocks as CUDA places them"));
+  }
   if (state.torch_mode) {
     if (state.stream_ordered_allocations > 0) {
       data.notes.push_back(absl::StrCat(

@@ -145,6 +145,9 @@ struct ReportState {
   // ---- CUPTI memory records stopped at the program's first pool import
   // (Engine::BeforeMemPoolImport).
   bool activity_stopped_at_pool_import = false;
+  // dma-buf exports CUDA refused from a guarded pool block's start
+  // (Engine::NoteExportRefused).
+  uint64_t pool_export_starts_refused = 0;
 };
 
 }  // namespace gmt

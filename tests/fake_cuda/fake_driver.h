@@ -57,6 +57,8 @@ inline constexpr int kDriverVersion = 13000;
 inline constexpr size_t kAlignment = 256;
 // Where a cuMemAlloc block over 1 MiB starts: a 2 MiB page of its own.
 inline constexpr size_t kLargeBlockAlignment = size_t{2} << 20;
+// Where a pool block over 1 MiB starts: a 64 KiB page (measured on the H100).
+inline constexpr size_t kPoolLargeBlockAlignment = size_t{64} << 10;
 inline constexpr size_t kPitchAlignment = 512;
 inline constexpr size_t kVmmGranularity = size_t{2} << 20;
 // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT of both devices.

@@ -71,6 +71,35 @@ TEST_F(InterposeTest, UnguardedDmaBufOfAMappedPageIsNoError) {
       << r.Describe();
 }
 
+// A dma-buf from a guarded pool block's start: CUDA refuses it under the
+// tool (the front redzone moved the start into the pool block), which the
+// report says, naming the way out; guard_skip=async is the run without
+// that difference.
+TEST_F(InterposeTest, DmaBufOfAGuardedPoolBlocksStartIsNoted) {
+  RunOptions plain;
+  plain.preload = false;
+  plain.set_gmt_options = false;
+  RunResult without = Run(GMT_GUARD_RANGE_PROGRAM, {"dmabuf_pool"}, plain);
+  ASSERT_EQ(without.exit_code, 0) << without.Describe();
+  EXPECT_TRUE(Contains(without.out, "pool start -> 0 ")) << without.out;
+
+  RunResult guarded = Run(GMT_GUARD_RANGE_PROGRAM, {"dmabuf_pool"});
+  ASSERT_EQ(guarded.exit_code, 0) << guarded.Describe();
+  ASSERT_TRUE(guarded.has_report) << guarded.Describe();
+  EXPECT_TRUE(Contains(guarded.out, "pool start -> 1 ")) << guarded.out;
+  EXPECT_TRUE(guarded.report["errors"].empty()) << guarded.Describe();
+  EXPECT_TRUE(Contains(guarded.report["notes"].dump(),
+                       "2 dma-buf exports (cuMemGetHandleForAddressRange) "
+                       "from the start of a guarded stream-ordered block"))
+      << guarded.report["notes"].dump();
+
+  RunOptions skip;
+  skip.gmt_options = "report=json:report_path=<dir>/r.%p.json:guard_skip=async";
+  RunResult skipped = Run(GMT_GUARD_RANGE_PROGRAM, {"dmabuf_pool"}, skip);
+  ASSERT_EQ(skipped.exit_code, 0) << skipped.Describe();
+  EXPECT_EQ(skipped.out, without.out);
+}
+
 // cuMemBatchDecompressAsync names the refused element, as CUDA does.
 using GuardRangeBatchTest = InterposeTest;
 

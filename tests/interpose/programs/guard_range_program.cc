@@ -292,6 +292,30 @@ NOINLINE void DmaBuf() {
                              {"odd mapped past", kMiB, kMiB + page}});
 }
 
+// A 4 MiB cudaMallocAsync block exported from its start, as a whole and its
+// first half: CUDA exports a pool block only from its own start (measured
+// on the H100), which a front redzone moves. The tool cannot make this
+// transparent (docs/transparency.md): the report says so.
+NOINLINE void DmaBufPool() {
+  if (!DriverSetup(0)) return;
+  constexpr size_t kBytes = size_t{4} << 20;
+  cudaStream_t s = nullptr;
+  Rt("cudaStreamCreate", cudaStreamCreate(&s));
+  void* p = nullptr;
+  Rt("cudaMallocAsync", cudaMallocAsync(&p, kBytes, s));
+  Rt("cudaStreamSynchronize", cudaStreamSynchronize(s));
+  const auto base = reinterpret_cast<CUdeviceptr>(p);
+  for (size_t bytes : {kBytes, kBytes / 2}) {
+    int fd = -1;
+    Cu("cuMemGetHandleForAddressRange pool start",
+       cuMemGetHandleForAddressRange(&fd, base, bytes,
+                                     CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
+    if (fd >= 0) close(fd);
+  }
+  Rt("cudaFreeAsync", cudaFreeAsync(p, s));
+  Rt("cudaStreamDestroy", cudaStreamDestroy(s));
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "managed") {
@@ -304,6 +328,8 @@ int main(int argc, char** argv) {
     Array();
   } else if (mode == "dmabuf") {
     DmaBuf();
+  } else if (mode == "dmabuf_pool") {
+    DmaBufPool();
   } else {
     std::fprintf(stderr, "unknown mode '%s'\n", mode.c_str());
     return 2;
