@@ -129,14 +129,16 @@ CUresult Shim_cuMemPoolGetAttribute(CUmemoryPool pool,
   return result;
 }
 
-// A trim releases the pool's free reserved memory: the stream-ordered
+// A trim releases the pool's free reserved memory, and a reset of its
+// USED_MEM_HIGH restarts the watermark from its use now: the stream-ordered
 // blocks the tool holds (quarantine_async, and those kept for reuse) would
-// be free without it, so they go back to CUDA first (Engine::BeforePoolTrim).
+// be free without it, so they go back to CUDA first
+// (Engine::ReleaseHeldPoolBlocks).
 cudaError_t Shim_cudaMemPoolTrimTo(cudaMemPool_t pool, size_t keep) {
   auto real = gmt::g_real_cudaMemPoolTrimTo.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
   InterceptScope scope;
-  if (scope.Recording()) gmt::Engine::Get().BeforePoolTrim();
+  if (scope.Recording()) gmt::Engine::Get().ReleaseHeldPoolBlocks();
   return real(pool, keep);
 }
 
@@ -144,8 +146,32 @@ CUresult Shim_cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
   auto real = gmt::g_real_cuMemPoolTrimTo.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   InterceptScope scope;
-  if (scope.Recording()) gmt::Engine::Get().BeforePoolTrim();
+  if (scope.Recording()) gmt::Engine::Get().ReleaseHeldPoolBlocks();
   return real(pool, keep);
+}
+
+cudaError_t Shim_cudaMemPoolSetAttribute(cudaMemPool_t pool,
+                                         cudaMemPoolAttr attribute,
+                                         void* value) {
+  auto real = gmt::g_real_cudaMemPoolSetAttribute.Get();
+  if (real == nullptr) return gmt::NoRuntimeError();
+  InterceptScope scope;
+  if (scope.Recording() && attribute == cudaMemPoolAttrUsedMemHigh) {
+    gmt::Engine::Get().ReleaseHeldPoolBlocks();
+  }
+  return real(pool, attribute, value);
+}
+
+CUresult Shim_cuMemPoolSetAttribute(CUmemoryPool pool,
+                                    CUmemPool_attribute attribute,
+                                    void* value) {
+  auto real = gmt::g_real_cuMemPoolSetAttribute.Get();
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  InterceptScope scope;
+  if (scope.Recording() && attribute == CU_MEMPOOL_ATTR_USED_MEM_HIGH) {
+    gmt::Engine::Get().ReleaseHeldPoolBlocks();
+  }
+  return real(pool, attribute, value);
 }
 
 cudaError_t Shim_cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {

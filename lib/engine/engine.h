@@ -199,10 +199,11 @@ class Engine {
   // Out of memory with redzones: gives the quarantine back to CUDA. Returns
   // whether anything was released (a retry may succeed).
   bool ReleaseQuarantine();
-  // A memory pool is about to be trimmed: the stream-ordered blocks the
-  // guard holds go back to CUDA (and their frees are waited for), so the
-  // trim releases what it would without the tool.
-  void BeforePoolTrim();
+  // A memory pool is about to be trimmed, or its USED_MEM_HIGH reset: the
+  // stream-ordered blocks the guard holds go back to CUDA (and their frees
+  // are waited for), so the trim releases, and the watermark starts from,
+  // what it would without the tool.
+  void ReleaseHeldPoolBlocks();
 
   // Stream-ordered pools the program shares with other processes
   // (lib/registry/mem_pools.h): their blocks are never guarded.

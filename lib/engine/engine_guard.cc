@@ -80,7 +80,7 @@ bool Engine::ReleaseQuarantine() {
   return released > 0;
 }
 
-void Engine::BeforePoolTrim() {
+void Engine::ReleaseHeldPoolBlocks() {
   std::vector<GuardFinding> findings;
   guard_.ReleaseHeldOrdered(&findings);
   ReportFindings(findings);

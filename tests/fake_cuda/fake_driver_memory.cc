@@ -124,8 +124,7 @@ CUresult AllocDevice(CUdeviceptr* dptr, size_t bytes, Kind kind,
   // its own and starts on one (so on a host page too: a dma-buf of its start
   // is accepted); smaller ones share pages. A pool block over 1 MiB starts
   // on a 64 KiB page (measured on the H100: a 4 MiB cudaMallocAsync block).
-  const size_t align = kind != Kind::kDevice || bytes <= (1u << 20)
-                           ? kAlignment
+  const size_t align = kind != Kind::kDevice || bytes <= (1u << 20) ? kAlignment
                        : async ? kPoolLargeBlockAlignment
                                : kLargeBlockAlignment;
   void* p = std::aligned_alloc(
@@ -841,6 +840,26 @@ FAKE_CU_API(cuMemPoolGetAttribute,
         return CUDA_ERROR_INVALID_VALUE;
     }
     std::memcpy(value, &answer, sizeof(answer));
+    return CUDA_SUCCESS;
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+// USED_MEM_HIGH reset to 0 restarts the watermark from the pool's use now;
+// another value, or another attribute, is refused (only that is modeled).
+FAKE_CU_API(cuMemPoolSetAttribute,
+            (CUmemoryPool pool, CUmemPool_attribute attribute, void* value)) {
+  if (!fake_cuda::Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (value == nullptr || attribute != CU_MEMPOOL_ATTR_USED_MEM_HIGH) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  uint64_t v = 0;
+  std::memcpy(&v, value, sizeof(v));
+  if (v != 0) return CUDA_ERROR_INVALID_VALUE;
+  for (fake_cuda::Pool& p : fake_cuda::g_pools) {
+    if (reinterpret_cast<CUmemoryPool>(&p) != pool) continue;
+    std::lock_guard<std::mutex> lock(fake_cuda::T().mu);
+    p.used_high = PoolUsedLocked(p.device);
     return CUDA_SUCCESS;
   }
   return CUDA_ERROR_INVALID_VALUE;

@@ -60,6 +60,7 @@
   X(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, 11020, false)                                          \
   X(cuMemPoolGetAttribute, cuMemPoolGetAttribute, 11020, false)                                                  \
   X(cuMemPoolTrimTo, cuMemPoolTrimTo, 11020, false)                                                              \
+  X(cuMemPoolSetAttribute, cuMemPoolSetAttribute, 11020, false)                                                  \
   X(cuMemPoolImportFromShareableHandle, cuMemPoolImportFromShareableHandle,                                      \
     11020, false)                                                                                                \
   X(cuMemPoolImportPointer, cuMemPoolImportPointer, 11020, false)                                                \

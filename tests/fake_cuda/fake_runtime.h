@@ -65,6 +65,7 @@ struct DriverApi {
   decltype(&::cuDeviceGetDefaultMemPool) device_get_default_mem_pool = nullptr;
   decltype(&::cuMemPoolGetAttribute) mem_pool_get_attribute = nullptr;
   decltype(&::cuMemPoolTrimTo) mem_pool_trim_to = nullptr;
+  decltype(&::cuMemPoolSetAttribute) mem_pool_set_attribute = nullptr;
   decltype(&::cuMemHostAlloc) mem_host_alloc = nullptr;
   decltype(&::cuMemAllocHost_v2) mem_alloc_host = nullptr;
   decltype(&::cuMemFreeHost) mem_free_host = nullptr;

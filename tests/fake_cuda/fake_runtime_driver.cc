@@ -82,6 +82,8 @@ DriverApi* LoadDriver() {
        Resolve(get, "cuMemPoolGetAttribute", kDefault,
                &d->mem_pool_get_attribute) &&
        Resolve(get, "cuMemPoolTrimTo", kDefault, &d->mem_pool_trim_to) &&
+       Resolve(get, "cuMemPoolSetAttribute", kDefault,
+               &d->mem_pool_set_attribute) &&
        Resolve(get, "cuMemHostAlloc", kDefault, &d->mem_host_alloc) &&
        Resolve(get, "cuMemAllocHost", kDefault, &d->mem_alloc_host) &&
        Resolve(get, "cuMemFreeHost", kDefault, &d->mem_free_host) &&

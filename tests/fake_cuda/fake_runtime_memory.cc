@@ -184,6 +184,15 @@ FAKE_CUDART_API(cudaMemPoolGetAttribute,
       static_cast<CUmemPool_attribute>(attribute), value));
 }
 
+FAKE_CUDART_API(cudaMemPoolSetAttribute,
+                (cudaMemPool_t pool, cudaMemPoolAttr attribute, void* value)) {
+  const DriverApi* d = nullptr;
+  if (cudaError_t e = Prepare(&d); e != cudaSuccess) return e;
+  return Return(d->mem_pool_set_attribute(
+      reinterpret_cast<CUmemoryPool>(pool),
+      static_cast<CUmemPool_attribute>(attribute), value));
+}
+
 FAKE_CUDART_API(cudaMemPoolTrimTo, (cudaMemPool_t pool, size_t keep)) {
   const DriverApi* d = nullptr;
   if (cudaError_t e = Prepare(&d); e != cudaSuccess) return e;

@@ -211,9 +211,10 @@ TEST(GuardAsyncQuarantineTest, FreedStreamOrderedBlocksAreHeldAndChecked) {
   EXPECT_EQ(plain_tool.report["guard"].value("evicted", -1), 0);
 }
 
-// A pool trim gives back what the program freed: in tensor mode the blocks
-// the tool holds (quarantine, kept for reuse) go back to CUDA first, so the
-// pool keeps no more reserved than without the tool.
+// A pool trim gives back what the program freed, and a reset of its
+// USED_MEM_HIGH starts from its use now: in tensor mode the blocks the tool
+// holds (quarantine, kept for reuse) go back to CUDA first, so the pool
+// keeps no more reserved, and counts no more used, than without the tool.
 TEST(GuardAsyncQuarantineTest, APoolTrimGivesBackTheBlocksTheToolHolds) {
   ScopedTempDir tmp;
   RunOptions plain_options;
@@ -222,7 +223,8 @@ TEST(GuardAsyncQuarantineTest, APoolTrimGivesBackTheBlocksTheToolHolds) {
   RunResult plain = RunProgram(GMT_GUARD_LAUNCH_PROGRAM, {"pool_trim"},
                                tmp.path(), plain_options);
   ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
-  ASSERT_TRUE(Contains(plain.out, "reserved after trim: 0"))
+  ASSERT_TRUE(Contains(plain.out,
+                       "reserved after trim: 0, used high since the reset: 0"))
       << plain.Describe();
   RunOptions held;
   held.gmt_options =

@@ -264,12 +264,19 @@ NOINLINE void PoolTrim() {
   Rt("cudaStreamSynchronize", cudaStreamSynchronize(s));
   cudaMemPool_t pool = nullptr;
   Rt("cudaDeviceGetDefaultMemPool", cudaDeviceGetDefaultMemPool(&pool, 0));
+  unsigned long long zero = 0;
+  Rt("cudaMemPoolSetAttribute(used high)",
+     cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero));
   Rt("cudaMemPoolTrimTo", cudaMemPoolTrimTo(pool, 0));
   unsigned long long reserved = 1;
+  unsigned long long used_high = 1;
   Rt("cudaMemPoolGetAttribute",
      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent,
                              &reserved));
-  std::printf("reserved after trim: %llu\n", reserved);
+  Rt("cudaMemPoolGetAttribute",
+     cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &used_high));
+  std::printf("reserved after trim: %llu, used high since the reset: %llu\n",
+              reserved, used_high);
   Rt("cudaStreamDestroy", cudaStreamDestroy(s));
 }
 
