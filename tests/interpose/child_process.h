@@ -47,6 +47,14 @@ struct RunOptions {
   int timeout_s = 120;
 };
 
+// A run of the program alone: no preload, no GMT_OPTIONS.
+inline RunOptions WithoutTheTool() {
+  RunOptions options;
+  options.preload = false;
+  options.set_gmt_options = false;
+  return options;
+}
+
 struct RunResult {
   int pid = -1;
   int exit_code = -1;  // the exit status, or 128 + signal

@@ -137,11 +137,8 @@ TEST(GuardLaunchLockTest, OtherThreadsDoNotWaitBehindACheck) {
 // the frees go to CUDA at once, as before.
 TEST(GuardAsyncQuarantineTest, FreedStreamOrderedBlocksAreHeldAndChecked) {
   ScopedTempDir tmp;
-  RunOptions plain_options;
-  plain_options.preload = false;
-  plain_options.set_gmt_options = false;
   RunResult plain = RunProgram(GMT_GUARD_LAUNCH_PROGRAM, {"async_quarantine"},
-                               tmp.path(), plain_options);
+                               tmp.path(), WithoutTheTool());
   ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
   ASSERT_NE(plain.out.find("churn ok"), std::string::npos) << plain.Describe();
 
@@ -217,11 +214,8 @@ TEST(GuardAsyncQuarantineTest, FreedStreamOrderedBlocksAreHeldAndChecked) {
 // keeps no more reserved, and counts no more used, than without the tool.
 TEST(GuardAsyncQuarantineTest, APoolTrimGivesBackTheBlocksTheToolHolds) {
   ScopedTempDir tmp;
-  RunOptions plain_options;
-  plain_options.preload = false;
-  plain_options.set_gmt_options = false;
   RunResult plain = RunProgram(GMT_GUARD_LAUNCH_PROGRAM, {"pool_trim"},
-                               tmp.path(), plain_options);
+                               tmp.path(), WithoutTheTool());
   ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
   ASSERT_TRUE(Contains(plain.out,
                        "reserved after trim: 0, used high since the reset: 0"))

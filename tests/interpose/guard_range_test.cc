@@ -76,10 +76,8 @@ TEST_F(InterposeTest, UnguardedDmaBufOfAMappedPageIsNoError) {
 // report says, naming the way out; guard_skip=async is the run without
 // that difference.
 TEST_F(InterposeTest, DmaBufOfAGuardedPoolBlocksStartIsNoted) {
-  RunOptions plain;
-  plain.preload = false;
-  plain.set_gmt_options = false;
-  RunResult without = Run(GMT_GUARD_RANGE_PROGRAM, {"dmabuf_pool"}, plain);
+  RunResult without =
+      Run(GMT_GUARD_RANGE_PROGRAM, {"dmabuf_pool"}, WithoutTheTool());
   ASSERT_EQ(without.exit_code, 0) << without.Describe();
   EXPECT_TRUE(Contains(without.out, "pool start -> 0 ")) << without.out;
 

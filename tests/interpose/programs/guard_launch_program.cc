@@ -212,6 +212,20 @@ NOINLINE void ConcurrentWithACheck(const char* hold) {
   Rt("cudaFree", cudaFree(p));
 }
 
+// `count` blocks of 100 KB on `s`, each used by a kernel, then freed there.
+void ChurnAsync(cudaStream_t s, int count) {
+  bool all_ok = true;
+  for (int i = 0; i < count; ++i) {
+    void* p = nullptr;
+    all_ok &= cudaMallocAsync(&p, 100000, s) == cudaSuccess;
+    void* args[] = {&p, &g_fill_count};
+    all_ok &= cudaLaunchKernel(RuntimeFunction(), dim3(1), dim3(32), args, 0,
+                               s) == cudaSuccess;
+    all_ok &= cudaFreeAsync(p, s) == cudaSuccess;
+  }
+  std::printf("  churn %s\n", all_ok ? "ok" : "failed");
+}
+
 // Stream-ordered blocks as PyTorch's cudaMallocAsync backend makes them: a
 // churn of 64 blocks of 100 KB (each used by a kernel, then freed on its
 // stream), then a 1000-byte block freed and, with "write", written through
@@ -222,16 +236,7 @@ NOINLINE void ConcurrentWithACheck(const char* hold) {
 NOINLINE void AsyncQuarantine(bool write_after_free) {
   cudaStream_t s = nullptr;
   Rt("cudaStreamCreate", cudaStreamCreate(&s));
-  bool all_ok = true;
-  for (int i = 0; i < 64; ++i) {
-    void* p = nullptr;
-    all_ok &= cudaMallocAsync(&p, 100000, s) == cudaSuccess;
-    void* args[] = {&p, &g_fill_count};
-    all_ok &= cudaLaunchKernel(RuntimeFunction(), dim3(1), dim3(32), args, 0,
-                               s) == cudaSuccess;
-    all_ok &= cudaFreeAsync(p, s) == cudaSuccess;
-  }
-  std::printf("  churn %s\n", all_ok ? "ok" : "failed");
+  ChurnAsync(s, 64);
   void* q = nullptr;
   Rt("cudaMallocAsync(1000)", cudaMallocAsync(&q, 1000, s));
   Rt("cudaFreeAsync", cudaFreeAsync(q, s));
@@ -251,16 +256,7 @@ NOINLINE void AsyncQuarantine(bool write_after_free) {
 NOINLINE void PoolTrim() {
   cudaStream_t s = nullptr;
   Rt("cudaStreamCreate", cudaStreamCreate(&s));
-  bool all_ok = true;
-  for (int i = 0; i < 32; ++i) {
-    void* p = nullptr;
-    all_ok &= cudaMallocAsync(&p, 100000, s) == cudaSuccess;
-    void* args[] = {&p, &g_fill_count};
-    all_ok &= cudaLaunchKernel(RuntimeFunction(), dim3(1), dim3(32), args, 0,
-                               s) == cudaSuccess;
-    all_ok &= cudaFreeAsync(p, s) == cudaSuccess;
-  }
-  std::printf("  churn %s\n", all_ok ? "ok" : "failed");
+  ChurnAsync(s, 32);
   Rt("cudaStreamSynchronize", cudaStreamSynchronize(s));
   cudaMemPool_t pool = nullptr;
   Rt("cudaDeviceGetDefaultMemPool", cudaDeviceGetDefaultMemPool(&pool, 0));
