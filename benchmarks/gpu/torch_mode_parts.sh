@@ -8,6 +8,8 @@
 #   plain_async    no tool, PyTorch's cudaMallocAsync backend (what tensor
 #                  mode switches to)
 #   torch          torch=1 (tensor mode, default quarantine)
+#   noreuse        torch=1:quarantine_reuse=0: every tensor from CUDA, none
+#                  served by a checked block
 #   guard0         torch=1:guard=0: tracking and stacks, no redzones
 #   nostacks       torch=1:stack_depth=0:python_stacks=0: redzones, no stacks
 #   nopython       torch=1:python_stacks=0: native stacks only
@@ -48,12 +50,13 @@ LIB="$(cd "$(dirname "$LIB")" && pwd)/$(basename "$LIB")"
 PY="${GMT_PYTHON:-python3}"
 ROUNDS="${GMT_PARTS_ROUNDS:-3}"
 STEPS="${GMT_PARTS_STEPS:-300}"
-SETS="${GMT_PARTS_SETS:-plain plain_async torch guard0 nostacks nopython q0 q256 q1024 checkexit}"
+SETS="${GMT_PARTS_SETS:-plain plain_async torch noreuse guard0 nostacks nopython q0 q256 q1024 checkexit}"
 
 options() {  # the GMT_OPTIONS of a set; "-" for a run without the tool
   case "$1" in
     plain | plain_async) echo - ;;
     torch) echo "torch=1" ;;
+    noreuse) echo "torch=1:quarantine_reuse=0" ;;
     default) echo "check=sync" ;;
     checkkernel) echo "check=kernel" ;;
     guard0) echo "torch=1:guard=0" ;;
