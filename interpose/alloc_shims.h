@@ -19,6 +19,7 @@
 #define GMT_INTERPOSE_ALLOC_SHIMS_H_
 
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 #include <variant>
 
@@ -117,15 +118,20 @@ Result GuardedAlloc(Api api, Out* out, uint64_t bytes, uint64_t stream,
   std::conditional_t<std::is_same_v<Result, cudaError_t>, RuntimeLastErrorGuard,
                      std::monostate>
       last_error;
-  bool may_guard = true;
-  if (FamilyOf(api) == GuardFamily::kAsync && engine.AnyShareablePool()) {
-    may_guard = !engine.PoolShareable(pool, CurrentCallContext().device);
+  // A stream-ordered allocation asks for its context once: for the pool's
+  // owner, for a checked block that may serve it (Engine::AllocateLinear),
+  // and for the record.
+  std::optional<CallContext> where;
+  if (FamilyOf(api) == GuardFamily::kAsync &&
+      (engine.AnyShareablePool() || engine.guard().ReusesBlocks())) {
+    where = CurrentCallContext();
   }
-  // Where a checked block may serve it (Engine::AllocateLinear).
+  bool may_guard = true;
+  if (where && engine.AnyShareablePool()) {
+    may_guard = !engine.PoolShareable(pool, where->device);
+  }
   const uint64_t context =
-      FamilyOf(api) == GuardFamily::kAsync && engine.guard().ReusesBlocks()
-          ? CurrentCallContext().context
-          : 0;
+      where && engine.guard().ReusesBlocks() ? where->context : 0;
   // What CUDA wrote into the program's pointer on its last call: a failure
   // leaves it there as CUDA does (cudaMalloc nulls it).
   Out last{};
@@ -142,7 +148,7 @@ Result GuardedAlloc(Api api, Out* out, uint64_t bytes, uint64_t stream,
   if (a.result == 0) {
     *out = FromAddress<Out>(a.user);
     RecordAlloc(api, a.user, bytes, stream, stack, -2, a.guarded ? a.raw : 0,
-                a.guarded ? a.raw_bytes : 0);
+                a.guarded ? a.raw_bytes : 0, where ? &*where : nullptr);
     if constexpr (std::is_same_v<Result, cudaError_t>) {
       if (a.retried) last_error.RestoreAfterRetry();
     }

@@ -72,8 +72,8 @@ CallContext CurrentCallContext() {
 
 void RecordAlloc(Api api, uint64_t address, uint64_t bytes, uint64_t stream,
                  StackId stack, int device_override, uint64_t raw_address,
-                 uint64_t raw_bytes) {
-  CallContext where = CurrentCallContext();
+                 uint64_t raw_bytes, const CallContext* known) {
+  const CallContext where = known != nullptr ? *known : CurrentCallContext();
   AllocEvent event;
   event.api = api;
   event.address = address;

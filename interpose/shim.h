@@ -32,10 +32,12 @@ CallContext CurrentCallContext();
 
 // Records a successful allocation made in the current context. For host
 // kinds the device is kHostDevice; `device_override` >= 0 names it instead
-// (cuMemCreate's location).
+// (cuMemCreate's location). `where`: the current context if the caller has
+// asked for it already (null: asked here).
 void RecordAlloc(Api api, uint64_t address, uint64_t bytes, uint64_t stream,
                  StackId stack, int device_override = -2,
-                 uint64_t raw_address = 0, uint64_t raw_bytes = 0);
+                 uint64_t raw_address = 0, uint64_t raw_bytes = 0,
+                 const CallContext* where = nullptr);
 
 // Names for result codes in reports ("CUDA_ERROR_INVALID_VALUE",
 // "cudaErrorInvalidValue"); only asked on error paths.

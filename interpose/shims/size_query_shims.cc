@@ -133,21 +133,30 @@ CUresult Shim_cuMemPoolGetAttribute(CUmemoryPool pool,
 // USED_MEM_HIGH restarts the watermark from its use now: the stream-ordered
 // blocks the tool holds (quarantine_async, and those kept for reuse) would
 // be free without it, so they go back to CUDA first
-// (Engine::ReleaseHeldPoolBlocks).
+// (Engine::ReleaseHeldPoolBlocks), then `call` is made.
+namespace {
+
+template <typename Call>
+auto AfterReleasingHeldBlocks(bool release, Call&& call) {
+  InterceptScope scope;
+  if (release && scope.Recording()) {
+    gmt::Engine::Get().ReleaseHeldPoolBlocks();
+  }
+  return call();
+}
+
+}  // namespace
+
 cudaError_t Shim_cudaMemPoolTrimTo(cudaMemPool_t pool, size_t keep) {
   auto real = gmt::g_real_cudaMemPoolTrimTo.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
-  InterceptScope scope;
-  if (scope.Recording()) gmt::Engine::Get().ReleaseHeldPoolBlocks();
-  return real(pool, keep);
+  return AfterReleasingHeldBlocks(true, [&] { return real(pool, keep); });
 }
 
 CUresult Shim_cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
   auto real = gmt::g_real_cuMemPoolTrimTo.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  InterceptScope scope;
-  if (scope.Recording()) gmt::Engine::Get().ReleaseHeldPoolBlocks();
-  return real(pool, keep);
+  return AfterReleasingHeldBlocks(true, [&] { return real(pool, keep); });
 }
 
 cudaError_t Shim_cudaMemPoolSetAttribute(cudaMemPool_t pool,
@@ -155,11 +164,8 @@ cudaError_t Shim_cudaMemPoolSetAttribute(cudaMemPool_t pool,
                                          void* value) {
   auto real = gmt::g_real_cudaMemPoolSetAttribute.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
-  InterceptScope scope;
-  if (scope.Recording() && attribute == cudaMemPoolAttrUsedMemHigh) {
-    gmt::Engine::Get().ReleaseHeldPoolBlocks();
-  }
-  return real(pool, attribute, value);
+  return AfterReleasingHeldBlocks(attribute == cudaMemPoolAttrUsedMemHigh,
+                                  [&] { return real(pool, attribute, value); });
 }
 
 CUresult Shim_cuMemPoolSetAttribute(CUmemoryPool pool,
@@ -167,11 +173,8 @@ CUresult Shim_cuMemPoolSetAttribute(CUmemoryPool pool,
                                     void* value) {
   auto real = gmt::g_real_cuMemPoolSetAttribute.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  InterceptScope scope;
-  if (scope.Recording() && attribute == CU_MEMPOOL_ATTR_USED_MEM_HIGH) {
-    gmt::Engine::Get().ReleaseHeldPoolBlocks();
-  }
-  return real(pool, attribute, value);
+  return AfterReleasingHeldBlocks(attribute == CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+                                  [&] { return real(pool, attribute, value); });
 }
 
 cudaError_t Shim_cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {

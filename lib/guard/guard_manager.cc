@@ -70,12 +70,9 @@ void GuardManager::Arm(const AllocationRecord& record) {
   Context& c = ContextFor(record.context, record.device);
   // A block TakeReusable handed out: its canaries are in place, checked
   // since its last owner's free, and that free had completed.
-  bool reused = false;
-  if (auto it = c.blocks.find(record.raw_address);
-      it != c.blocks.end() && it->second.reuse == Block::Reuse::kTaken) {
-    reused = true;
-    DropOrderedFillLocked(c, record.raw_address);
-  }
+  auto [slot, inserted] = c.blocks.try_emplace(record.raw_address);
+  const bool reused = !inserted && slot->second.reuse == Block::Reuse::kTaken;
+  if (reused) DropOrderedFillLocked(c, record.raw_address);
   Block b;
   b.record = record;
   // A linear block over 1 MiB has whole pages in front (guard_layout.h):
@@ -104,7 +101,7 @@ void GuardManager::Arm(const AllocationRecord& record) {
   if (ChecksEachKernel() && !reused) {
     c.ranges.Add(record.raw_address, record.raw_address + record.raw_bytes);
   }
-  c.blocks[record.raw_address] = std::move(b);
+  slot->second = std::move(b);
   c.TablesStale();
   any_armed_.store(true, std::memory_order_relaxed);
 }
