@@ -32,7 +32,9 @@
 # "tool time per call:" line: its host time per allocation, free, launch and
 # synchronization, the program's own CUDA call left out, and its "stack
 # capture:" line: the average native, Python and depot cost of one capture;
-# both 1 in 64 timed; and its "program-stream fills:" line: the tensor fills
+# both 1 in 64 timed; its "tool GPU calls," line: of those calls' time, what
+# went to the tool's fills, checks, polls, releases and capture queries; and
+# its "program-stream fills:" line: the tensor fills
 # by how many zones each held), then one line per set:
 #   <set>  median <ms> ms/step  <ratio>x  reserved <MB> MB  (<each run>)
 # and RESULT torch_mode_parts <set>=<ratio> ...
@@ -91,11 +93,13 @@ for round in $(seq 1 "$ROUNDS"); do
     line="$(grep -o 'step_ms=[0-9.]* reserved_mb=[0-9.]*' "$err" | tail -1)"
     echo "$set $round rc=$rc $line" | tee -a "$LINES"
     # The tool's own host time per call by kind, what one stack capture
-    # cost by part, and how many zones its fills on the program's streams
-    # held (memsets or a fill launch), in this run (verbosity=1).
+    # cost by part, how many zones its fills on the program's streams held
+    # (memsets or a fill launch), and which of its own GPU calls the timed
+    # calls' time went to, in this run (verbosity=1).
     grep -o 'tool time per call: .*' "$err" | tail -1 | sed 's/^/    /'
     grep -o 'stack capture: .*' "$err" | tail -1 | sed 's/^/    /'
     grep -o 'program-stream fills: .*' "$err" | tail -1 | sed 's/^/    /'
+    grep -o 'tool GPU calls, .*' "$err" | tail -1 | sed 's/^/    /'
   done
 done
 

@@ -28,9 +28,14 @@ std::atomic<int64_t> g_call_ns[kCallKinds];
 thread_local uint32_t t_calls[kCallKinds]
     __attribute__((tls_model("initial-exec"))) = {};
 
+constexpr int kGpuWorkKinds = static_cast<int>(ToolGpuWork::kCount);
+std::atomic<int64_t> g_gpu_work_ns[kCallKinds][kGpuWorkKinds];
+thread_local int t_sampled_call __attribute__((tls_model("initial-exec"))) = -1;
+
 // Program-stream fills of 1, 2, 3 and 4 or more zones.
 constexpr int kFillBuckets = 4;
 std::atomic<int64_t> g_program_fills[kFillBuckets];
+std::atomic<int64_t> g_program_kernel_fills{0};
 
 double Ms(ToolPhase phase) {
   return static_cast<double>(ToolTimeNs(phase)) / 1e6;
@@ -111,11 +116,48 @@ std::string ToolCallText() {
       parts, kCallSampleEvery);
 }
 
-void CountProgramStreamFill(uint64_t zones) {
+int CurrentSampledCall() { return t_sampled_call; }
+
+void SetCurrentSampledCall(int kind) { t_sampled_call = kind; }
+
+void AddGpuWorkSample(int call_kind, ToolGpuWork work, int64_t ns) {
+  if (call_kind < 0 || call_kind >= kCallKinds) return;
+  g_gpu_work_ns[call_kind][static_cast<int>(work)].fetch_add(
+      std::max<int64_t>(ns, 0), std::memory_order_relaxed);
+}
+
+std::string ToolGpuWorkText() {
+  static constexpr const char* kCalls[kCallKinds] = {
+      "allocation", "free", "launch", "synchronization"};
+  static constexpr const char* kWork[kGpuWorkKinds] = {
+      "fill", "order", "check", "poll", "release", "capture", "sync"};
+  std::string text;
+  for (int k = 0; k < kCallKinds; ++k) {
+    const int64_t samples = g_call_samples[k].load(std::memory_order_relaxed);
+    if (samples == 0) continue;
+    std::string parts;
+    for (int w = 0; w < kGpuWorkKinds; ++w) {
+      const int64_t ns = g_gpu_work_ns[k][w].load(std::memory_order_relaxed);
+      if (ns == 0) continue;
+      absl::StrAppendFormat(
+          &parts, " %s %.2f", kWork[w],
+          static_cast<double>(ns) / 1e3 / static_cast<double>(samples));
+    }
+    if (parts.empty()) continue;
+    absl::StrAppendFormat(&text, "%s%s%s", text.empty() ? "" : "; ", kCalls[k],
+                          parts);
+  }
+  if (text.empty()) return "";
+  return absl::StrFormat(
+      "tool GPU calls, us per call: %s (in the timed calls above)", text);
+}
+
+void CountProgramStreamFill(uint64_t zones, bool kernel) {
   if (zones == 0) return;
   const uint64_t bucket =
       std::min<uint64_t>(zones, static_cast<uint64_t>(kFillBuckets)) - 1;
   g_program_fills[bucket].fetch_add(1, std::memory_order_relaxed);
+  if (kernel) g_program_kernel_fills.fetch_add(1, std::memory_order_relaxed);
 }
 
 std::string ProgramStreamFillText() {
@@ -128,10 +170,12 @@ std::string ProgramStreamFillText() {
   if (total == 0) return "";
   return absl::StrFormat(
       "program-stream fills: %lld (zones 1: %lld, 2: %lld, 3: %lld, 4 or "
-      "more: %lld)",
+      "more: %lld; %lld by the fill kernel)",
       static_cast<long long>(total), static_cast<long long>(n[0]),
       static_cast<long long>(n[1]), static_cast<long long>(n[2]),
-      static_cast<long long>(n[3]));
+      static_cast<long long>(n[3]),
+      static_cast<long long>(
+          g_program_kernel_fills.load(std::memory_order_relaxed)));
 }
 
 std::string ToolTimeText() {

@@ -72,14 +72,56 @@ std::string ToolCallText();
 
 // Fills of guard zones on a program's stream (a new tensor's canaries and a
 // freed one's bytes, written just before the stream's next launch), by how
-// many zones each held: up to a few are memsets, more take one launch of the
-// fill kernel (DriverDeviceOps::FillInline), and which of the two a
-// framework's step makes decides much of its cost. Every fill is counted
-// (one relaxed increment).
-void CountProgramStreamFill(uint64_t zones);
+// many zones each held and whether it was one launch of the fill kernel
+// (`kernel`) or a memset a zone (DriverDeviceOps::FillInline): which of the
+// two a framework's step makes decides much of its cost. Every fill is
+// counted (a relaxed increment or two).
+void CountProgramStreamFill(uint64_t zones, bool kernel = false);
 // "program-stream fills: 60000 (zones 1: 120, 2: 3000, 3: 50000, 4 or more:
-// 6880)", or "" when there was none.
+// 6880; 7000 by the fill kernel)", or "" when there was none.
 std::string ProgramStreamFillText();
+
+// The tool's own GPU work inside a sampled call, by what it is for: which of
+// the driver calls the tool makes (a fill is one to three memsets or a
+// launch; a check a launch, a copy back and an event) a call's time goes to.
+// Timed only inside a sampled call (SampledCallTime), on its thread.
+enum class ToolGpuWork : uint8_t {
+  kFill,     // canaries and freed patterns written (DeviceOps::Fill)
+  kOrder,    // the program's stream made to wait for the tool's fills
+  kCheck,    // a zone check enqueued (Check, CheckAsync, CheckAfterKernel)
+  kPoll,     // a check's answer asked for, or waited for
+  kRelease,  // a held block given back to CUDA
+  kCapture,  // whether a stream is being captured
+  kSync,     // a context synchronized
+  kCount,
+};
+// The sampled call kind running on this thread, or -1 (none, or not a
+// sampled one).
+int CurrentSampledCall();
+void SetCurrentSampledCall(int kind);
+void AddGpuWorkSample(int call_kind, ToolGpuWork work, int64_t ns);
+// "tool GPU calls, us per call: free check 1.20 poll 0.31 release 0.80;
+// launch fill 1.10 order 0.02 capture 0.05", or "" when none was timed.
+std::string ToolGpuWorkText();
+
+// Times its scope as `work` of the sampled call on this thread, if any.
+class SampledGpuWork {
+ public:
+  explicit SampledGpuWork(ToolGpuWork work)
+      : work_(work),
+        call_(CurrentSampledCall()),
+        start_(call_ >= 0 ? PreciseNowNs() : 0) {}
+  ~SampledGpuWork() {
+    if (call_ >= 0) AddGpuWorkSample(call_, work_, PreciseNowNs() - start_);
+  }
+  SampledGpuWork(const SampledGpuWork&) = delete;
+  SampledGpuWork& operator=(const SampledGpuWork&) = delete;
+
+ private:
+  ToolGpuWork work_;
+  int call_;
+  int64_t start_;
+};
 
 // Times the tool's part of one call of `kind`, when it is a sampled one.
 class SampledCallTime {
@@ -87,9 +129,17 @@ class SampledCallTime {
   explicit SampledCallTime(ToolCall kind)
       : kind_(kind),
         sampled_(CallSampled(kind)),
-        start_(sampled_ ? PreciseNowNs() : 0) {}
+        start_(sampled_ ? PreciseNowNs() : 0) {
+    if (sampled_) {
+      outer_ = CurrentSampledCall();
+      SetCurrentSampledCall(static_cast<int>(kind));
+    }
+  }
   ~SampledCallTime() {
-    if (sampled_) AddCallSample(kind_, PreciseNowNs() - start_ - forwarded_);
+    if (sampled_) {
+      AddCallSample(kind_, PreciseNowNs() - start_ - forwarded_);
+      SetCurrentSampledCall(outer_);
+    }
   }
   SampledCallTime(const SampledCallTime&) = delete;
   SampledCallTime& operator=(const SampledCallTime&) = delete;
@@ -100,7 +150,10 @@ class SampledCallTime {
   auto Forward(Call&& call) {
     if (!sampled_) return call();
     const int64_t from = PreciseNowNs();
+    // The program's call is not the tool's GPU work either.
+    SetCurrentSampledCall(-1);
     auto result = call();
+    SetCurrentSampledCall(static_cast<int>(kind_));
     forwarded_ += PreciseNowNs() - from;
     return result;
   }
@@ -110,6 +163,7 @@ class SampledCallTime {
   bool sampled_;
   int64_t start_;
   int64_t forwarded_ = 0;
+  int outer_ = -1;
 };
 
 // Times its scope into `phase`.

@@ -719,6 +719,9 @@ void Engine::FinalReport() {
   if (const std::string calls = ToolCallText(); !calls.empty()) {
     LogNote(1, "%s", calls.c_str());
   }
+  if (const std::string work = ToolGpuWorkText(); !work.empty()) {
+    LogNote(1, "%s", work.c_str());
+  }
   if (const std::string stacks = StackCaptureText(); !stacks.empty()) {
     LogNote(1, "%s", stacks.c_str());
   }

@@ -141,14 +141,54 @@ TEST(ToolTimeTest, CallsAreSampledByKindLessTheProgramsOwnCall) {
   EXPECT_EQ(ToolCallText(), text);
 }
 
+TEST(ToolTimeTest, TheToolsGpuWorkIsTimedInsideSampledCallsOnly) {
+  EXPECT_EQ(ToolGpuWorkText(), "");
+  {
+    SampledGpuWork outside(ToolGpuWork::kFill);  // no call running: nothing
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  for (uint32_t i = 0; i + 1 < kCallSampleEvery; ++i) {
+    (void)CallSampled(ToolCall::kAllocation);
+  }
+  {
+    SampledCallTime timed(ToolCall::kAllocation);  // the sampled one
+    {
+      SampledGpuWork work(ToolGpuWork::kCheck);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    // The program's own call is neither the tool's time nor its GPU work.
+    timed.Forward([] {
+      SampledGpuWork inside_program(ToolGpuWork::kRelease);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      return 0;
+    });
+  }
+  {
+    SampledCallTime unsampled(ToolCall::kAllocation);
+    SampledGpuWork work(ToolGpuWork::kFill);
+  }
+  const std::string text = ToolGpuWorkText();
+  double us = -1;
+  ASSERT_EQ(
+      std::sscanf(text.c_str(),
+                  "tool GPU calls, us per call: allocation check %lf", &us),
+      1)
+      << text;
+  EXPECT_GE(us, 20000.0) << text;  // one timed allocation, its 20 ms
+  EXPECT_EQ(text.find("release"), std::string::npos) << text;
+  EXPECT_EQ(text.find("fill"), std::string::npos) << text;
+}
+
 TEST(ToolTimeTest, ProgramStreamFillsAreCountedByTheirZones) {
   EXPECT_EQ(ProgramStreamFillText(), "");  // none yet
   CountProgramStreamFill(0);               // an all-empty fill writes nothing
   EXPECT_EQ(ProgramStreamFillText(), "");
   for (uint64_t zones : {1, 2, 3, 3, 3, 4, 7, 32})
-    CountProgramStreamFill(zones);
+    CountProgramStreamFill(zones, /*kernel=*/zones >= 4);
+  CountProgramStreamFill(1, /*kernel=*/true);  // one large zone
   EXPECT_EQ(ProgramStreamFillText(),
-            "program-stream fills: 8 (zones 1: 1, 2: 1, 3: 3, 4 or more: 3)");
+            "program-stream fills: 9 (zones 1: 2, 2: 1, 3: 3, 4 or more: 3; 4 "
+            "by the fill kernel)");
 }
 
 }  // namespace
