@@ -54,6 +54,12 @@ constexpr size_t kInlineFillZones = GMT_INLINE_MAX_ZONES;
 // freed since the last launch. From the fourth zone on the launch costs the
 // host no more than the memsets and the GPU less.
 constexpr size_t kMemsetFillZones = 3;
+// ... unless a zone is larger than this: a memset past a few KiB costs the
+// host as much as a launch of the fill kernel (H100, driver 580, one zone:
+// 4 KiB 1.2 us, 256 KiB to 32 MiB 3.8-3.9 us; the kernel 3.8-4.4 us at
+// any size: docs/measurements.md, `freed_fill_us`), so a fill holding one
+// (a freed activation, a block's 1 MiB tail) is one launch for all its zones.
+constexpr uint64_t kMemsetFillMaxBytes = uint64_t{64} << 10;
 
 // Copies `zones` into the staging `table` with chunk_begin recomputed (the
 // prefix sum of zone_abi.h), so a caller's stale value cannot send the kernel
@@ -184,6 +190,7 @@ void DriverDeviceOps::Prepare(uint64_t context) {
 
 bool DriverDeviceOps::Fill(uint64_t context, uint64_t stream,
                            absl::Span<const GmtZone> zones) {
+  SampledGpuWork timed(ToolGpuWork::kFill);
   absl::MutexLock lock(&mu_);
   if (zones.empty()) return true;
   if (stream != 0 && zones.size() <= kInlineFillZones) {
@@ -226,9 +233,15 @@ bool DriverDeviceOps::FillInline(uint64_t context, uint64_t stream,
     return false;
   }
   size_t filled_zones = 0;
-  for (const GmtZone& z : zones) filled_zones += z.bytes != 0 ? 1 : 0;
-  CountProgramStreamFill(filled_zones);
-  if (inline_fill_kernel_ != nullptr && filled_zones > kMemsetFillZones) {
+  bool large_zone = false;
+  for (const GmtZone& z : zones) {
+    filled_zones += z.bytes != 0 ? 1 : 0;
+    large_zone = large_zone || z.bytes > kMemsetFillMaxBytes;
+  }
+  const bool by_kernel = inline_fill_kernel_ != nullptr &&
+                         (filled_zones > kMemsetFillZones || large_zone);
+  CountProgramStreamFill(filled_zones, by_kernel);
+  if (by_kernel) {
     GmtInlineFill fill{};
     uint64_t chunks = 0;
     uint64_t n = 0;
@@ -259,6 +272,7 @@ bool DriverDeviceOps::FillInline(uint64_t context, uint64_t stream,
 }
 
 bool DriverDeviceOps::OrderAfterFills(uint64_t context, uint64_t stream) {
+  SampledGpuWork timed(ToolGpuWork::kOrder);
   absl::MutexLock lock(&mu_);
   if (stream == 0) return true;  // the tool's stream is in order already
   const ToolDriver* d = Driver();
@@ -278,6 +292,7 @@ bool DriverDeviceOps::OrderAfterFills(uint64_t context, uint64_t stream) {
 bool DriverDeviceOps::Check(uint64_t context, uint64_t stream,
                             absl::Span<const GmtZone> zones,
                             std::vector<GmtZoneResult>* results) {
+  SampledGpuWork timed(ToolGpuWork::kCheck);
   absl::MutexLock lock(&mu_);
   if (zones.empty()) {
     results->clear();
@@ -315,6 +330,7 @@ bool DriverDeviceOps::Check(uint64_t context, uint64_t stream,
 
 uint64_t DriverDeviceOps::CheckAsync(uint64_t context, uint64_t stream,
                                      absl::Span<const GmtZone> zones) {
+  SampledGpuWork timed(ToolGpuWork::kCheck);
   absl::MutexLock lock(&mu_);
   // A few zones: one launch that answers in host memory, where the table
   // path takes five driver calls (clear, upload, launch, copy back, event).
@@ -342,6 +358,7 @@ uint64_t DriverDeviceOps::CheckAsync(uint64_t context, uint64_t stream,
 uint64_t DriverDeviceOps::CheckAfterKernel(uint64_t context, uint64_t stream,
                                            absl::Span<const GmtZone> zones,
                                            bool context_current) {
+  SampledGpuWork timed(ToolGpuWork::kCheck);
   if (stream != 0) {
     absl::MutexLock lock(&mu_);
     if (std::optional<uint64_t> ticket =
@@ -372,6 +389,7 @@ std::optional<uint64_t> DriverDeviceOps::InlineCheckLocked(
 
 DeviceOps::Poll DriverDeviceOps::PollCheck(
     uint64_t ticket, bool wait, std::vector<GmtZoneResult>* results) {
+  SampledGpuWork timed(ToolGpuWork::kPoll);
   absl::MutexLock lock(&mu_);
   auto it = tickets_.find(ticket);
   if (it == tickets_.end()) return Poll::kFailed;
@@ -462,6 +480,7 @@ DeviceOps::Poll DriverDeviceOps::PollCheck(
 }
 
 int DriverDeviceOps::SynchronizeContext(uint64_t context) {
+  SampledGpuWork timed(ToolGpuWork::kSync);
   const ToolDriver* d = nullptr;
   {
     absl::MutexLock lock(&mu_);
@@ -476,6 +495,7 @@ int DriverDeviceOps::SynchronizeContext(uint64_t context) {
 
 int DriverDeviceOps::Release(Api alloc_api, uint64_t context,
                              uint64_t raw_address) {
+  SampledGpuWork timed(ToolGpuWork::kRelease);
   const ToolDriver* d = nullptr;
   {
     absl::MutexLock lock(&mu_);
@@ -499,6 +519,7 @@ int DriverDeviceOps::Release(Api alloc_api, uint64_t context,
 
 int DriverDeviceOps::ReleaseOrdered(uint64_t context, uint64_t raw_address,
                                     uint64_t stream) {
+  SampledGpuWork timed(ToolGpuWork::kRelease);
   const ToolDriver* d = nullptr;
   {
     absl::MutexLock lock(&mu_);
@@ -558,6 +579,7 @@ bool DriverDeviceOps::Write(uint64_t context, uint64_t address,
 }
 
 bool DriverDeviceOps::StreamCapturing(uint64_t stream) {
+  SampledGpuWork timed(ToolGpuWork::kCapture);
   if (stream == 0) return false;  // the tool's stream is never captured
   // No lock: the question reads nothing of this object's, and the driver's
   // table does not change once found. It is asked at every stream-ordered

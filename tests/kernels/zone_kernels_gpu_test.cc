@@ -12,6 +12,8 @@
 //     one_32mib=...
 //   fill_us kernel=<gpu>/<host> memset=<gpu>/<host> write64=<gpu>/<host>
 //     canaries_tool=<gpu>/<host> canaries_kernel=<gpu>/<host>
+//   freed_fill_us memset_4k=<gpu>/<host> kernel_4k=... memset_256k=...
+//     kernel_256k=... memset_1m=... kernel_1m=... memset_32m=... kernel_32m=...
 //   launch_us table_fill=<gpu>/<host> inline_fill=... inline_fill_function=...
 //     inline_check=... small_check=... inline_check_16b=...
 //     small_check_16b=...
@@ -32,6 +34,10 @@
 // the freed bytes still by one memset). Then a new tensor's two canaries
 // alone: through DeviceOps::Fill, as the tool fills them (two memsets), and
 // by one launch of the inline fill kernel (what the tool did before).
+// Then a freed tensor's bytes alone (one zone) of 4 KiB, 256 KiB, 1 MiB and
+// 32 MiB: one cuMemsetD8Async against one launch of the inline fill kernel,
+// GPU and host microseconds per fill: the driver's memset costs the host more
+// the larger it is, the kernel's launch does not.
 // The fourth: GPU and host microseconds per launch of a guard kernel given
 // no zones (it does nothing but start and end), by how it is launched: what
 // any launch of the tool costs the program's stream and thread, apart from
@@ -562,6 +568,79 @@ bool MeasureFills(TestDriver& d, gmt::DeviceOps& ops) {
   return true;
 }
 
+bool MeasureFreedFills(TestDriver& d) {
+  if (!HeldStream::Available(d) || d.memset_d8_async == nullptr) {
+    std::printf(
+        "freed fills: not timed (no events, stream waits or memsets)\n");
+    return true;
+  }
+  constexpr int kFills = 20;
+  constexpr uint64_t kMost = uint64_t{32} << 20;
+  CUdeviceptr block = 0;
+  CUresult r = d.mem_alloc(&block, kMost);
+  HeldStream held(d);
+  if (r == CUDA_SUCCESS) r = held.result();
+  CUlibrary library = nullptr;
+  CUkernel inline_fill = nullptr;
+  if (r == CUDA_SUCCESS) {
+    r = d.library_load_data(&library, gmt_zone_kernels_fatbin, nullptr, nullptr,
+                            0, nullptr, nullptr, 0);
+  }
+  if (r == CUDA_SUCCESS) {
+    r = d.library_get_kernel(&inline_fill, library,
+                             GMT_INLINE_FILL_KERNEL_NAME);
+  }
+  CUstream stream = held.stream();
+  std::string line = "freed_fill_us";
+  bool ok = r == CUDA_SUCCESS;
+  const struct {
+    const char* name;
+    uint64_t bytes;
+  } sizes[] = {
+      {"4k", 4096}, {"256k", 256 << 10}, {"1m", 1 << 20}, {"32m", kMost}};
+  for (const auto& size : sizes) {
+    if (!ok) break;
+    GmtInlineFill fill{};
+    fill.zones[0] = GmtZone{block, size.bytes, 0xfd, 0};
+    fill.zone_count = 1;
+    fill.total_chunks =
+        (size.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
+    void* params[] = {&fill};
+    const auto memset = [&] {
+      return d.memset_d8_async(block, 0xfd, size.bytes, stream) == CUDA_SUCCESS;
+    };
+    const auto kernel = [&] {
+      return d.launch_kernel(reinterpret_cast<CUfunction>(inline_fill),
+                             static_cast<unsigned>(fill.total_chunks), 1, 1,
+                             256, 1, 1, 0, stream, params,
+                             nullptr) == CUDA_SUCCESS;
+    };
+    const std::string m = std::string("memset_") + size.name;
+    const std::string k = std::string("kernel_") + size.name;
+    ok = memset() && kernel() && d.stream_synchronize(stream) == CUDA_SUCCESS;
+    ok = ok && held.TimePerCall(m.c_str(), kFills, memset, &line);
+    ok = ok && held.TimePerCall(k.c_str(), kFills, kernel, &line);
+  }
+  if (ok) {
+    // The kernel wrote the whole of the last size.
+    unsigned char last = 0;
+    ok = d.memcpy_dtoh(&last, block + kMost - 1, 1) == CUDA_SUCCESS &&
+         last == 0xfd;
+    if (!ok) std::printf("freed fills: the last byte was not written\n");
+  }
+  if (block != 0) {
+    d.ctx_synchronize();
+    d.mem_free(block);
+  }
+  if (!ok) {
+    std::printf("freed fills: a fill or timing failed (%s)\n",
+                d.Name(r).c_str());
+    return false;
+  }
+  std::printf("%s\n", line.c_str());
+  return true;
+}
+
 int Main() {
   static TestDriver driver;
   std::string why;
@@ -589,9 +668,12 @@ int Main() {
   const bool measured = MeasureScanRate(driver, ops);
   const bool timed = MeasureInlineChecks(driver, ops);
   const bool fills = MeasureFills(driver, ops);
+  const bool freed_fills = MeasureFreedFills(driver);
   const bool launches = MeasureLaunches(driver);
   std::fflush(stdout);
-  return failed == 0 && measured && timed && fills && launches ? 0 : 1;
+  return failed == 0 && measured && timed && fills && freed_fills && launches
+             ? 0
+             : 1;
 }
 
 }  // namespace
