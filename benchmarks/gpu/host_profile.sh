@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Where the host time of a program under the tool goes in its steady state:
+# perf attaches to the running program after its start-up (PyTorch's import
+# would be most of a whole-process profile), records a few seconds with
+# DWARF call graphs, and prints
+#   - self time by shared object,
+#   - self time of the tool's library by symbol,
+#   - inclusive time (children) of the tool's symbols: which of its entry
+#     points and parts the driver's, libc's and libunwind's time is spent
+#     under.
+# Needs perf: on the GPU machine, the one tools/perf_bundle.sh packs into
+# .perf/ (carry it), found as .perf/perf-wrap beside this repo, else perf.
+#
+# Usage: host_profile.sh LIB OPTIONS -- PROGRAM [ARGS...]
+#   LIB      libgpumemtrace.so ("-" for the program without the tool)
+#   OPTIONS  GMT_OPTIONS (e.g. torch=1); report=none:verbosity=1 are added
+# Environment: GMT_PROFILE_DELAY seconds before recording [12],
+#   GMT_PROFILE_SECONDS recorded [4], GMT_PROFILE_HZ [499],
+#   GMT_PROFILE_TOP lines of each table [40].
+# Output: the three tables, then the program's own last lines (the tool's
+# verbosity=1 exit log). The program should run for at least DELAY +
+# SECONDS (e.g. examples/pytorch_cnn.py --steps 6000).
+set -uo pipefail
+
+usage="usage: host_profile.sh LIB OPTIONS -- PROGRAM [ARGS...]"
+LIB="${1:?$usage}"
+OPTS="${2?$usage}"
+[ "${3:-}" = "--" ] || { echo "$usage" >&2; exit 2; }
+shift 3
+[ $# -gt 0 ] || { echo "$usage" >&2; exit 2; }
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PERF="$HERE/../../.perf/perf-wrap"
+[ -x "$PERF" ] || PERF="$(command -v perf || true)"
+[ -n "$PERF" ] || { echo "host_profile: no perf (tools/perf_bundle.sh)" >&2; exit 1; }
+DELAY="${GMT_PROFILE_DELAY:-12}"
+SECONDS_RECORDED="${GMT_PROFILE_SECONDS:-4}"
+HZ="${GMT_PROFILE_HZ:-499}"
+TOP="${GMT_PROFILE_TOP:-40}"
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+
+if [ "$LIB" = - ]; then
+  "$@" >"$WORK/out.txt" 2>&1 &
+else
+  [ -f "$LIB" ] || { echo "host_profile: missing $LIB" >&2; exit 1; }
+  LD_PRELOAD="$LIB" GMT_OPTIONS="$OPTS:report=none:verbosity=1" \
+    "$@" >"$WORK/out.txt" 2>&1 &
+fi
+pid=$!
+# perf names a shared object by its file, not the link that was preloaded.
+DSO=libgpumemtrace.so
+[ "$LIB" = - ] || DSO="$(basename "$(readlink -f "$LIB")")"
+sleep "$DELAY"
+if ! kill -0 "$pid" 2>/dev/null; then
+  echo "host_profile: the program ended within ${DELAY}s" >&2
+  tail -5 "$WORK/out.txt" >&2
+  exit 1
+fi
+"$PERF" record -F "$HZ" --call-graph dwarf,16384 -p "$pid" \
+  -o "$WORK/perf.data" -- sleep "$SECONDS_RECORDED" >/dev/null 2>&1
+wait "$pid"
+echo "== self time by shared object"
+"$PERF" report -i "$WORK/perf.data" --no-children --sort dso -g none \
+  --stdio 2>/dev/null | grep '%' | head -n 15
+echo "== self time of the tool's library by symbol"
+"$PERF" report -i "$WORK/perf.data" --no-children --sort sym -g none \
+  --dsos "$DSO" --stdio 2>/dev/null |
+  grep '%' | head -n "$TOP"
+echo "== inclusive time of the tool's symbols (children)"
+"$PERF" report -i "$WORK/perf.data" --children --sort sym -g none --stdio \
+  2>/dev/null | grep '%' | grep -E 'gmt::|Shim_|Tracked|Guarded|cuda[A-Z]' |
+  head -n "$TOP"
+echo "== the program's last lines"
+tail -8 "$WORK/out.txt"
