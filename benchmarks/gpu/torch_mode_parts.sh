@@ -35,7 +35,9 @@
 # both 1 in 64 timed; its "tool GPU calls," line: of those calls' time, what
 # went to the tool's fills, checks, polls, releases and capture queries; and
 # its "program-stream fills:" line: the tensor fills
-# by how many zones each held), then one line per set:
+# by how many zones each held; and its "reuse of checked blocks:" line:
+# allocations served by reuse, and why the others were not), then one line
+# per set:
 #   <set>  median <ms> ms/step  <ratio>x  reserved <MB> MB  (<each run>)
 # and RESULT torch_mode_parts <set>=<ratio> ...
 set -uo pipefail
@@ -100,6 +102,7 @@ for round in $(seq 1 "$ROUNDS"); do
     grep -o 'stack capture: .*' "$err" | tail -1 | sed 's/^/    /'
     grep -o 'program-stream fills: .*' "$err" | tail -1 | sed 's/^/    /'
     grep -o 'tool GPU calls, .*' "$err" | tail -1 | sed 's/^/    /'
+    grep -o 'reuse of checked blocks: .*' "$err" | tail -1 | sed 's/^/    /'
   done
 done
 

@@ -722,6 +722,26 @@ void Engine::FinalReport() {
   if (const std::string work = ToolGpuWorkText(); !work.empty()) {
     LogNote(1, "%s", work.c_str());
   }
+  if (guard_.ReusesBlocks()) {
+    // Why allocations went to CUDA that a checked block could have served:
+    // what decides how much of a step reuse can take off.
+    const GuardStats g = guard_.Stats();
+    if (g.reused + g.reuse_misses > 0) {
+      LogNote(1,
+              "reuse of checked blocks: %llu allocations served, %llu not; "
+              "of %llu of those looked at, %llu had no block of their size "
+              "with the tool, %llu one in quarantine still, %llu one whose "
+              "check had not answered",
+              static_cast<unsigned long long>(g.reused),
+              static_cast<unsigned long long>(g.reuse_misses),
+              static_cast<unsigned long long>(g.reuse_miss_none +
+                                              g.reuse_miss_quarantine +
+                                              g.reuse_miss_checking),
+              static_cast<unsigned long long>(g.reuse_miss_none),
+              static_cast<unsigned long long>(g.reuse_miss_quarantine),
+              static_cast<unsigned long long>(g.reuse_miss_checking));
+    }
+  }
   if (const std::string stacks = StackCaptureText(); !stacks.empty()) {
     LogNote(1, "%s", stacks.c_str());
   }

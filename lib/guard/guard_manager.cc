@@ -1061,16 +1061,33 @@ uint64_t GuardManager::ReleaseReusableLocked(uint64_t context, Context& c) {
 std::optional<uint64_t> GuardManager::TakeReusable(uint64_t context,
                                                    uint64_t bytes,
                                                    const GuardLayout& layout) {
-  if (ops_ == nullptr || reusable_count_.load(std::memory_order_relaxed) <= 0) {
+  if (ops_ == nullptr || reuse_cap_ == 0) return std::nullopt;
+  if (reusable_count_.load(std::memory_order_relaxed) <= 0) {
+    // Nothing ready anywhere: no lock, but for the misses looked at.
+    if (CountReuseMiss()) {
+      absl::MutexLock lock(&mu_);
+      auto cit = contexts_.find(context);
+      if (cit != contexts_.end()) {
+        ClassifyReuseMissLocked(cit->second, bytes);
+      } else {
+        ++stats_.reuse_miss_none;  // nothing held in the context at all
+      }
+    }
     return std::nullopt;
   }
   absl::MutexLock lock(&mu_);
   auto cit = contexts_.find(context);
-  if (cit == contexts_.end()) return std::nullopt;
+  if (cit == contexts_.end()) {
+    if (CountReuseMiss()) ++stats_.reuse_miss_none;
+    return std::nullopt;
+  }
   Context& c = cit->second;
   if (pool_set_devices_.contains(c.device)) return std::nullopt;
   auto lit = c.reusable.find(bytes);
-  if (lit == c.reusable.end()) return std::nullopt;
+  if (lit == c.reusable.end()) {
+    if (CountReuseMiss()) ClassifyReuseMissLocked(c, bytes);
+    return std::nullopt;
+  }
   std::optional<uint64_t> taken;
   auto& list = lit->second;
   while (!list.empty() && !taken) {
@@ -1098,7 +1115,34 @@ std::optional<uint64_t> GuardManager::TakeReusable(uint64_t context,
     taken = raw;
   }
   if (list.empty()) c.reusable.erase(lit);
+  if (!taken && CountReuseMiss()) ClassifyReuseMissLocked(c, bytes);
   return taken;
+}
+
+bool GuardManager::CountReuseMiss() {
+  return reuse_misses_.fetch_add(1, std::memory_order_relaxed) %
+             kReuseMissSampleEvery ==
+         0;
+}
+
+void GuardManager::ClassifyReuseMissLocked(const Context& c, uint64_t bytes) {
+  bool checking = false;
+  bool quarantine = false;
+  for (const auto& [raw, b] : c.blocks) {
+    if (b.record.bytes != bytes || !b.held) continue;
+    if (b.reuse == Block::Reuse::kChecking) {
+      checking = true;
+      break;
+    }
+    if (b.reuse == Block::Reuse::kNone &&
+        (b.record.api == Api::kCudaMallocAsync ||
+         b.record.api == Api::kCuMemAllocAsync)) {
+      quarantine = true;
+    }
+  }
+  ++(checking     ? stats_.reuse_miss_checking
+     : quarantine ? stats_.reuse_miss_quarantine
+                  : stats_.reuse_miss_none);
 }
 
 void GuardManager::NoteDevicePoolSet(int device) {
@@ -1746,6 +1790,7 @@ uint64_t GuardManager::HeldBytes(int device) const {
 GuardStats GuardManager::Stats() const {
   absl::MutexLock lock(&mu_);
   GuardStats s = stats_;
+  s.reuse_misses = reuse_misses_.load(std::memory_order_relaxed);
   s.unguarded_oom = unguarded_oom_.load();
   s.unguarded_refused = unguarded_refused_.load();
   s.unguarded_shareable = unguarded_shareable_.load();

@@ -140,6 +140,14 @@ struct GuardStats {
   uint64_t evicted = 0;     // blocks given back to CUDA after their hold
   // Allocations served with a checked block instead of CUDA (reuse).
   uint64_t reused = 0;
+  // Allocations that could have been served so and went to CUDA, and of
+  // the ones looked at (the first and then 1 in kReuseMissSampleEvery),
+  // why: no block of their size with the tool, one in quarantine still, or
+  // one whose check had not answered yet (the nearest state wins).
+  uint64_t reuse_misses = 0;
+  uint64_t reuse_miss_none = 0;
+  uint64_t reuse_miss_quarantine = 0;
+  uint64_t reuse_miss_checking = 0;
   // Times the bound on bytes awaiting release made a free wait for a check.
   uint64_t release_waits = 0;
 };
@@ -240,6 +248,9 @@ class GuardManager {
   // nullopt. Lock-free while nothing is waiting for reuse.
   std::optional<uint64_t> TakeReusable(uint64_t context, uint64_t bytes,
                                        const GuardLayout& layout);
+  // Misses looked at for their reason (GuardStats::reuse_miss_*): a walk of
+  // the context's blocks, so not every one.
+  static constexpr uint64_t kReuseMissSampleEvery = 16;
   // The program set `device`'s current pool: its cudaMallocAsync blocks may
   // come from another pool, so none is reused there again.
   void NoteDevicePoolSet(int device);
@@ -599,6 +610,13 @@ class GuardManager {
   std::vector<Block> TakeHeldOrderedLocked(Context& c,
                                            std::optional<uint64_t> stream)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An allocation found no block ready: counts it; true for the ones to
+  // look at (the first, then every kReuseMissSampleEvery-th).
+  bool CountReuseMiss();
+  // Why an allocation of `bytes` in `c` found no block ready, by the blocks
+  // of its size the tool holds (GuardStats::reuse_miss_*).
+  void ClassifyReuseMissLocked(const Context& c, uint64_t bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Every block of `c` ready for reuse goes back to CUDA (out of memory).
   uint64_t ReleaseReusableLocked(uint64_t context, Context& c)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -724,6 +742,8 @@ class GuardManager {
   std::atomic<uint64_t> unguarded_capture_{0};
   // Blocks ready for reuse, all contexts: TakeReusable skips the lock at 0.
   std::atomic<int64_t> reusable_count_{0};
+  // Allocations TakeReusable could not serve (GuardStats::reuse_misses).
+  std::atomic<uint64_t> reuse_misses_{0};
   // Devices whose current pool the program set (NoteDevicePoolSet).
   absl::flat_hash_set<int> pool_set_devices_ ABSL_GUARDED_BY(mu_);
 };

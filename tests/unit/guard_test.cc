@@ -1238,6 +1238,58 @@ TEST_F(GuardReuseTest, ACheckedBlockServesTheNextAllocationOfItsSize) {
   EXPECT_EQ(ops_->invalid_releases, 0);
 }
 
+TEST_F(GuardReuseTest, MissesAreCountedWithWhyTheyMissed) {
+  ops_->deferred = true;  // checks run when the test says so
+  // Nothing of the size anywhere yet: the first miss is looked at.
+  AllocAsync(kBytes + 64);
+  GuardStats g = engine_->guard().Stats();
+  EXPECT_EQ(g.reuse_misses, 1u);
+  EXPECT_EQ(g.reuse_miss_none, 1u);
+  // Eight freed, the oldest evicted with their checks still on the way, the
+  // newest in quarantine: an allocation of their size is looked at (the
+  // 17th miss) and finds one being checked.
+  ChurnEight();
+  g = engine_->guard().Stats();
+  const uint64_t before = g.reuse_misses;
+  for (uint64_t m = before; m % GuardManager::kReuseMissSampleEvery != 0; ++m) {
+    AllocAsync(kBytes * 4);  // a size never freed: misses, not looked at
+  }
+  AllocAsync(kBytes);
+  g = engine_->guard().Stats();
+  EXPECT_EQ(g.reused, 0u);
+  EXPECT_EQ(g.reuse_miss_none, 1u);
+  EXPECT_EQ(g.reuse_miss_checking, 1u);
+  EXPECT_EQ(g.reuse_miss_quarantine, 0u);
+  // Once answered, the same size is served: not a miss.
+  ops_->RunChecks();
+  engine_->OnSynchronized(kContext);
+  const uint64_t misses = engine_->guard().Stats().reuse_misses;
+  AllocAsync(kBytes);
+  g = engine_->guard().Stats();
+  EXPECT_EQ(g.reused, 1u);
+  EXPECT_EQ(g.reuse_misses, misses);
+}
+
+TEST_F(GuardReuseTest, AMissWhoseBlocksAreInQuarantineSaysSo) {
+  // Two freed, both within the 64 KiB quarantine: nothing evicted yet.
+  uint8_t* a = AllocAsync(kBytes);
+  uint8_t* b = AllocAsync(kBytes);
+  Launch("k");
+  EXPECT_FALSE(Free(a, Api::kCudaFreeAsync, kStream));
+  EXPECT_FALSE(Free(b, Api::kCudaFreeAsync, kStream));
+  Launch("k");
+  for (uint64_t m = engine_->guard().Stats().reuse_misses;
+       m % GuardManager::kReuseMissSampleEvery != 0; ++m) {
+    AllocAsync(kBytes * 4);
+  }
+  const GuardStats before = engine_->guard().Stats();
+  AllocAsync(kBytes);
+  const GuardStats after = engine_->guard().Stats();
+  EXPECT_EQ(after.reuse_misses, before.reuse_misses + 1);
+  EXPECT_EQ(after.reuse_miss_quarantine, before.reuse_miss_quarantine + 1);
+  EXPECT_EQ(after.reuse_miss_checking, before.reuse_miss_checking);
+}
+
 TEST_F(GuardReuseTest, ABlockWrittenAfterItsFreeIsReportedAndGivenBack) {
   std::vector<uint8_t*> blocks;
   for (int i = 0; i < 8; ++i) blocks.push_back(AllocAsync(kBytes));
