@@ -1,6 +1,7 @@
 // Engine members for guard zones: thin glue between the front ends and the
 // GuardManager, plus the reports of what it finds.
 #include <atomic>
+#include <limits>
 
 #include "lib/core/clock.h"
 #include "lib/core/log.h"
@@ -221,7 +222,13 @@ RecentLaunches::Entry Engine::RecordLaunch(
             ? nullptr
             : param_layouts_.Get(GetParamLayoutSource(), args->kind,
                                  args->function, layout_first);
-    e.args_read = ReadArgWords(*args, layout, words);
+    // The record keeps the first few; only a per-kernel check follows
+    // them all (a PyTorch kernel's parameters run to a kilobyte).
+    const bool follows_all =
+        guard_.ChecksEachKernel() && guard_.HasGuardedBlocks();
+    e.args_read = ReadArgWords(*args, layout, words,
+                               follows_all ? std::numeric_limits<size_t>::max()
+                                           : RecentLaunches::kArgWords);
     for (const ArgWord& w : *words) {
       if (e.word_count == RecentLaunches::kArgWords) break;
       e.word_params[e.word_count] = w.param;

@@ -15,9 +15,11 @@ constexpr int kMaxExtraPairs = 16;
 // The aligned words of `bytes` at `data`, which sits at `offset` of the
 // kernel's parameter buffer.
 void AppendWords(const void* data, uint64_t bytes, uint64_t offset,
-                 uint32_t param, std::vector<ArgWord>* words) {
+                 uint32_t param, size_t max_words,
+                 std::vector<ArgWord>* words) {
   const auto* p = static_cast<const unsigned char*>(data);
-  for (uint64_t k = (8 - offset % 8) % 8; k + 8 <= bytes; k += 8) {
+  for (uint64_t k = (8 - offset % 8) % 8;
+       k + 8 <= bytes && words->size() < max_words; k += 8) {
     uint64_t value = 0;
     std::memcpy(&value, p + k, sizeof(value));
     if (value < kLowestAddressWord) continue;
@@ -39,14 +41,17 @@ uint32_t ParamAt(const ParamLayout* layout, uint64_t offset) {
 }  // namespace
 
 bool ReadArgWords(const LaunchArgs& args, const ParamLayout* layout,
-                  std::vector<ArgWord>* words) {
+                  std::vector<ArgWord>* words, size_t max_words) {
+  const size_t limit = words->size() + std::min(max_words, kMaxParamBytes / 8);
   if (args.params != nullptr) {
     if (layout == nullptr) return false;
     for (size_t i = 0; i < layout->params.size(); ++i) {
       const ParamSlot& s = layout->params[i];
       const void* value = args.params[i];
       if (value == nullptr || s.size > kMaxParamBytes) return false;
-      AppendWords(value, s.size, s.offset, static_cast<uint32_t>(i), words);
+      if (words->size() >= limit) continue;  // each still checked readable
+      AppendWords(value, s.size, s.offset, static_cast<uint32_t>(i), limit,
+                  words);
     }
     return true;
   }
@@ -66,7 +71,7 @@ bool ReadArgWords(const LaunchArgs& args, const ParamLayout* layout,
   }
   // The buffer is the kernel's parameter buffer itself: aligned from 0.
   const size_t first = words->size();
-  AppendWords(buffer, *size, 0, kNoParam, words);
+  AppendWords(buffer, *size, 0, kNoParam, limit, words);
   for (size_t i = first; i < words->size(); ++i) {
     (*words)[i].param = ParamAt(layout, (*words)[i].offset);
   }

@@ -17,7 +17,9 @@
 #ifndef GMT_LIB_LAUNCH_LAUNCH_REACH_H_
 #define GMT_LIB_LAUNCH_LAUNCH_REACH_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "absl/container/btree_map.h"
@@ -40,11 +42,14 @@ inline constexpr uint32_t kNoParam = 0xFFFFFFFFu;
 // left out so the list stays short.
 inline constexpr uint64_t kLowestAddressWord = 1 << 16;
 
-// Appends the launch's parameter words to `words`. False when they cannot be
-// read: `kernelParams` without a layout, or no parameter buffer in `extra`.
-// A launch with neither has no parameters (true, nothing appended).
+// Appends the launch's parameter words to `words`, the first `max_words`
+// of them (a report that keeps a few need not walk a framework's kilobyte
+// of parameters). False when they cannot be read: `kernelParams` without a
+// layout, or no parameter buffer in `extra`. A launch with neither has no
+// parameters (true, nothing appended).
 bool ReadArgWords(const LaunchArgs& args, const ParamLayout* layout,
-                  std::vector<ArgWord>* words);
+                  std::vector<ArgWord>* words,
+                  size_t max_words = std::numeric_limits<size_t>::max());
 
 // Address ranges of tracked blocks, sorted, for finding the block an address
 // points into: built once (Add, then Seal), looked up many times.

@@ -82,6 +82,40 @@ TEST(ReadArgWordsTest, ExtraBufferIsReadWithoutALayout) {
   EXPECT_FALSE(ReadArgWords(args, nullptr, &words));
 }
 
+TEST(ReadArgWordsTest, AtMostTheWordsAsked) {
+  // k(struct {void* p[64];}, float*): a framework's kilobyte of parameters.
+  ParamLayout layout{{{0, 512}, {512, 8}}};
+  uint64_t table[64];
+  for (int k = 0; k < 64; ++k) table[k] = kBlock + 256 * k;
+  uint64_t ptr = kBlock + 0x100000;
+  void* params[] = {table, &ptr};
+  LaunchArgs args;
+  args.params = params;
+  std::vector<ArgWord> words;
+  ASSERT_TRUE(ReadArgWords(args, &layout, &words, 8));
+  ASSERT_EQ(words.size(), 8u);
+  EXPECT_EQ(words[7].value, kBlock + 256 * 7);
+  words.clear();
+  ASSERT_TRUE(ReadArgWords(args, &layout, &words));  // all of them
+  ASSERT_EQ(words.size(), 65u);
+  EXPECT_EQ(words[64].value, ptr);
+  // A parameter past the limit that cannot be read still says so.
+  void* missing[] = {table, nullptr};
+  args.params = missing;
+  words.clear();
+  EXPECT_FALSE(ReadArgWords(args, &layout, &words, 8));
+  // The packed buffer: the same limit.
+  size_t size = sizeof(table);
+  void* extra[] = {reinterpret_cast<void*>(kLaunchParamBufferPointer), table,
+                   reinterpret_cast<void*>(kLaunchParamBufferSize), &size,
+                   reinterpret_cast<void*>(kLaunchParamEnd)};
+  LaunchArgs packed;
+  packed.extra = extra;
+  words.clear();
+  ASSERT_TRUE(ReadArgWords(packed, nullptr, &words, 3));
+  EXPECT_EQ(words.size(), 3u);
+}
+
 TEST(BlockRangesTest, FindsTheBlockIncludingOnePastItsEnd) {
   BlockRanges ranges;
   ranges.Add(kBlock + 0x2000, kBlock + 0x3000);
