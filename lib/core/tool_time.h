@@ -105,14 +105,21 @@ void AddGpuWorkSample(int call_kind, ToolGpuWork work, int64_t ns);
 std::string ToolGpuWorkText();
 
 // Times its scope as `work` of the sampled call on this thread, if any.
+// Work inside work (a per-kernel check that falls back to the zone-table
+// check) counts once, as the outer one's.
 class SampledGpuWork {
  public:
   explicit SampledGpuWork(ToolGpuWork work)
       : work_(work),
         call_(CurrentSampledCall()),
-        start_(call_ >= 0 ? PreciseNowNs() : 0) {}
+        start_(call_ >= 0 ? PreciseNowNs() : 0) {
+    if (call_ >= 0) SetCurrentSampledCall(-1);
+  }
   ~SampledGpuWork() {
-    if (call_ >= 0) AddGpuWorkSample(call_, work_, PreciseNowNs() - start_);
+    if (call_ >= 0) {
+      AddGpuWorkSample(call_, work_, PreciseNowNs() - start_);
+      SetCurrentSampledCall(call_);
+    }
   }
   SampledGpuWork(const SampledGpuWork&) = delete;
   SampledGpuWork& operator=(const SampledGpuWork&) = delete;

@@ -154,7 +154,10 @@ TEST(ToolTimeTest, TheToolsGpuWorkIsTimedInsideSampledCallsOnly) {
     SampledCallTime timed(ToolCall::kAllocation);  // the sampled one
     {
       SampledGpuWork work(ToolGpuWork::kCheck);
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      // Work inside work is the outer one's, counted once.
+      SampledGpuWork inner(ToolGpuWork::kCheck);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     // The program's own call is neither the tool's time nor its GPU work.
     timed.Forward([] {
@@ -175,6 +178,7 @@ TEST(ToolTimeTest, TheToolsGpuWorkIsTimedInsideSampledCallsOnly) {
       1)
       << text;
   EXPECT_GE(us, 20000.0) << text;  // one timed allocation, its 20 ms
+  EXPECT_LT(us, 30000.0) << "the inner work was counted again: " << text;
   EXPECT_EQ(text.find("release"), std::string::npos) << text;
   EXPECT_EQ(text.find("fill"), std::string::npos) << text;
 }
