@@ -233,6 +233,22 @@ class HeldStream {
   CUdeviceptr gate_ = 0;
 };
 
+// Frees a measurement's `block` once the device is done with it, then
+// prints its `line`, or `failure` and the driver's answer `r`. Returns `ok`.
+bool EndMeasurement(TestDriver& d, CUdeviceptr block, bool ok,
+                    const char* failure, CUresult r, const std::string& line) {
+  if (block != 0) {
+    d.ctx_synchronize();
+    d.mem_free(block);
+  }
+  if (!ok) {
+    std::printf("%s (%s)\n", failure, d.Name(r).c_str());
+    return false;
+  }
+  std::printf("%s\n", line.c_str());
+  return true;
+}
+
 // GPU time per inline check for the shapes above, queued back to back behind
 // a held stream.
 bool MeasureInlineChecks(TestDriver& d, gmt::DeviceOps& ops) {
@@ -310,17 +326,8 @@ bool MeasureInlineChecks(TestDriver& d, gmt::DeviceOps& ops) {
     };
     ok = ok && held.TimePerCall(shape.name, checks, enqueue, &line, answered);
   }
-  if (block != 0) {
-    d.ctx_synchronize();
-    d.mem_free(block);
-  }
-  if (!ok) {
-    std::printf("inline checks: a fill, check or timing failed (%s)\n",
-                d.Name(r).c_str());
-    return false;
-  }
-  std::printf("%s\n", line.c_str());
-  return true;
+  return EndMeasurement(
+      d, block, ok, "inline checks: a fill, check or timing failed", r, line);
 }
 
 // GPU and host time per fill of tensor mode's shape (see the top), three
@@ -556,16 +563,8 @@ bool MeasureFills(TestDriver& d, gmt::DeviceOps& ops) {
                      [](unsigned char c) { return c == 0xcb; });
     if (!ok) std::printf("fills: the canaries were not written\n");
   }
-  if (block != 0) {
-    d.ctx_synchronize();
-    d.mem_free(block);
-  }
-  if (!ok) {
-    std::printf("fills: a fill or timing failed (%s)\n", d.Name(r).c_str());
-    return false;
-  }
-  std::printf("%s\n", line.c_str());
-  return true;
+  return EndMeasurement(d, block, ok, "fills: a fill or timing failed", r,
+                        line);
 }
 
 bool MeasureFreedFills(TestDriver& d) {
@@ -628,17 +627,8 @@ bool MeasureFreedFills(TestDriver& d) {
          last == 0xfd;
     if (!ok) std::printf("freed fills: the last byte was not written\n");
   }
-  if (block != 0) {
-    d.ctx_synchronize();
-    d.mem_free(block);
-  }
-  if (!ok) {
-    std::printf("freed fills: a fill or timing failed (%s)\n",
-                d.Name(r).c_str());
-    return false;
-  }
-  std::printf("%s\n", line.c_str());
-  return true;
+  return EndMeasurement(d, block, ok, "freed fills: a fill or timing failed", r,
+                        line);
 }
 
 int Main() {
