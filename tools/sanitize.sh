@@ -86,6 +86,15 @@ asan_excluded='ReachabilityTest\.(OffLeavesLeaksWithoutState|ExitLogsTheToolsOwn
 # summary stands). It passes in the normal build; the sanitizer's part in it
 # was not narrowed further.
 asan_excluded+='|CrashTest\.AbortInAnotherThreadWinsOverAnExitDuringTheReport'
+# And the fork test, whose program forks right after its first CUDA call,
+# while the tool's NVML start-up thread allocates: GCC 12's ASan does not
+# lock its allocator around fork(), so the child can inherit a size class's
+# lock held by that thread, and LeakSanitizer's check at the child's exit
+# waits on it for ever (seen 1 run in 12 under sanitize.sh; the child's
+# stack ends in __lsan::LockAllocator); when it does not hang, the
+# allocation that thread had in flight reads as a leak in the child. 40
+# runs in the normal build: the child exits 0 every time.
+asan_excluded+='|ProcessTest\.ForkedChildWritesNoReport'
 # For the crash-report tests, whose programs die by a signal on purpose:
 # handle_segv=0: the program dies by SIGSEGV as in a normal build, not by the
 # sanitizer's exit code and report. (The sanitizer runtime's own 53 KiB
