@@ -233,6 +233,17 @@ class HeldStream {
   CUdeviceptr gate_ = 0;
 };
 
+// The inline fill kernel, from the guard kernels' image loaded as a
+// library of its own (left loaded: the test process ends soon).
+CUresult LoadInlineFill(TestDriver& d, CUkernel* kernel) {
+  CUlibrary library = nullptr;
+  const CUresult r =
+      d.library_load_data(&library, gmt_zone_kernels_fatbin, nullptr, nullptr,
+                          0, nullptr, nullptr, 0);
+  if (r != CUDA_SUCCESS) return r;
+  return d.library_get_kernel(kernel, library, GMT_INLINE_FILL_KERNEL_NAME);
+}
+
 // Frees a measurement's `block` once the device is done with it, then
 // prints its `line`, or `failure` and the driver's answer `r`. Returns `ok`.
 bool EndMeasurement(TestDriver& d, CUdeviceptr block, bool ok,
@@ -508,16 +519,8 @@ bool MeasureFills(TestDriver& d, gmt::DeviceOps& ops) {
   // A new tensor's canaries alone, and the inline fill kernel that writes
   // them in one launch.
   const std::vector<GmtZone> canaries(zones.begin(), zones.begin() + 2);
-  CUlibrary library = nullptr;
   CUkernel inline_fill = nullptr;
-  if (r == CUDA_SUCCESS) {
-    r = d.library_load_data(&library, gmt_zone_kernels_fatbin, nullptr, nullptr,
-                            0, nullptr, nullptr, 0);
-  }
-  if (r == CUDA_SUCCESS) {
-    r = d.library_get_kernel(&inline_fill, library,
-                             GMT_INLINE_FILL_KERNEL_NAME);
-  }
+  if (r == CUDA_SUCCESS) r = LoadInlineFill(d, &inline_fill);
   GmtInlineFill canary_fill{};
   uint64_t canary_chunks = 0;
   for (const GmtZone& z : canaries) {
@@ -579,16 +582,8 @@ bool MeasureFreedFills(TestDriver& d) {
   CUresult r = d.mem_alloc(&block, kMost);
   HeldStream held(d);
   if (r == CUDA_SUCCESS) r = held.result();
-  CUlibrary library = nullptr;
   CUkernel inline_fill = nullptr;
-  if (r == CUDA_SUCCESS) {
-    r = d.library_load_data(&library, gmt_zone_kernels_fatbin, nullptr, nullptr,
-                            0, nullptr, nullptr, 0);
-  }
-  if (r == CUDA_SUCCESS) {
-    r = d.library_get_kernel(&inline_fill, library,
-                             GMT_INLINE_FILL_KERNEL_NAME);
-  }
+  if (r == CUDA_SUCCESS) r = LoadInlineFill(d, &inline_fill);
   CUstream stream = held.stream();
   std::string line = "freed_fill_us";
   bool ok = r == CUDA_SUCCESS;
