@@ -8,7 +8,10 @@
 # Steps (each one may fail; the others still run):
 #   nvidia-smi       the GPU, driver and CUDA version
 #   preflight        ldd of every bundled program: nothing may be missing
-#   gpu-tests        tests/gpu/gpu_tests.py over every example (not PyTorch)
+#   gpu-tests        tests/gpu/gpu_tests.py over every example (not the
+#                    PyTorch loss comparison, not the corpus)
+#   corpus           the differential corpus (.device/corpus): each program
+#                    with and without the tool, under several option sets
 #   pytorch          examples/pytorch_train.py without and with the tool: the
 #                    final loss must be identical
 #   perf-suite       benchmarks/gpu/perf_suite.sh: churn (alloc/free pairs),
@@ -25,18 +28,25 @@
 #   bench:*          the benchmark executables bundled into .device/bench/
 # then prints a summary table. Exit status 1 if any step failed.
 #
+# All steps take longer than one device call may (the GPU tests alone ran
+# ~7 min on an H200, 2026-12-05): run them in two calls, e.g.
+#   GMT_SKIP_STEPS=corpus,pytorch,perf-suite,examples-text,unit,bench
+#   GMT_SKIP_STEPS=gpu-tests
+#
 # Output: $OUT (set by the device tool; default ./out) gets summary.txt,
-# gpu-tests.json, pytorch.json, perf.txt (the perf-suite log), perf.tsv and
+# gpu-tests.json, corpus_table.md/.json, pytorch.json, perf.txt (the perf-suite log), perf.tsv and
 # perf.md (its table; perf.md is README-ready) and device-logs.tgz (every log
 # and JSON report; GMT_KEEP_LOGS=1 keeps them unpacked in $OUT/logs as well).
 # Environment: GMT_BUNDLE (default .device), GMT_PYTHON (default python3),
 # GMT_RUN_BUDGET_S (default 540: steps that would start later are skipped),
-# GMT_GPU_TESTS_LIMIT_S (the gpu-tests step's limit, default 300),
+# GMT_GPU_TESTS_LIMIT_S (the gpu-tests step's limit, default 480),
+# GMT_GPU_TESTS_ARGS (more gpu_tests.py arguments, e.g. "--only a,b" to rerun
+# some cases), GMT_CORPUS_LIMIT_S (the corpus step's, default 300),
 # GMT_PERF_LIMIT_S (the perf-suite step's limit, default 240; the suite's own
 # budget is 15 s less, or less again when the run budget has less left;
 # perf_suite.sh reads its other GMT_PERF_* settings itself), GMT_SKIP_STEPS
-# (comma-separated step names not to run, e.g. "pytorch,perf-suite"; they show
-# as SKIP),
+# (comma-separated step names not to run, e.g. "pytorch,perf-suite"; "unit"
+# and "bench" name every unit:* and bench:* step; they show as SKIP),
 # GMT_EXTRA_OPTIONS (appended to GMT_OPTIONS by the GPU tests).
 set -uo pipefail
 
@@ -97,7 +107,7 @@ step() {
   local name="$1" limit="$2" now left t0 t1 secs status
   shift 2
   case ",${GMT_SKIP_STEPS:-}," in
-    *",$name,"*)
+    *",$name,"* | *",${name%%:*},"*)
       echo "skipped: in GMT_SKIP_STEPS" >"$LOGS/$name.log"
       STEP_RC=77 STEP_STATUS=SKIP STEP_SECS=0
       echo "=== $name: skipped (GMT_SKIP_STEPS)"
@@ -165,9 +175,12 @@ row preflight "$STEP_STATUS" "$STEP_SECS" "$(grep -m3 -E 'not found|missing|: li
 cat "$LOGS/preflight.log"
 
 # --- GPU tests -------------------------------------------------------------------
-step gpu-tests "${GMT_GPU_TESTS_LIMIT_S:-300}" env LD_LIBRARY_PATH="$NATIVE_LD" "$PY" "$GPU_TESTS" \
+# The PyTorch loss comparison and the corpus are steps of their own below.
+# shellcheck disable=SC2086
+step gpu-tests "${GMT_GPU_TESTS_LIMIT_S:-480}" env LD_LIBRARY_PATH="$NATIVE_LD" "$PY" "$GPU_TESTS" \
   --lib "$LIB" --examples-dir "$B/examples" --out-dir "$LOGS/gpu-tests" \
-  --python "$PY" --skip pytorch_train --results "$LOGS/gpu-tests.json"
+  --python "$PY" --skip pytorch_train,corpus --results "$LOGS/gpu-tests.json" \
+  ${GMT_GPU_TESTS_ARGS:-}
 gpu_status="$STEP_STATUS"
 grep -E '^\[|FAILED:|warning:|passed,' "$LOGS/gpu-tests.log" | cut -c1-400
 row gpu-tests "$gpu_status" "$STEP_SECS" "$(tail -1 "$LOGS/gpu-tests.log")"
@@ -207,6 +220,21 @@ PYEOF
 }
 if [ -f "$LOGS/gpu-tests.json" ] || [ "$gpu_status" = FAIL ]; then
   case_rows "$LOGS/gpu-tests.json" gpu >>"$ROWS"
+fi
+
+# --- the differential corpus ------------------------------------------------------
+# Each program of the bundle's corpus with and without the tool, under several
+# option sets: the same output and exit status.
+if [ -d "$B/corpus" ]; then
+  step corpus "${GMT_CORPUS_LIMIT_S:-300}" env LD_LIBRARY_PATH="$NATIVE_LD" \
+    GMT_CORPUS_TABLE_DIR="$OUT" \
+    "$PY" "$GPU_TESTS" --lib "$LIB" --examples-dir "$B/examples" \
+    --out-dir "$LOGS/corpus" --python "$PY" --only corpus \
+    --corpus-dir "$B/corpus" --results "$LOGS/corpus.json"
+  grep -E '^\[|FAILED:|passed,' "$LOGS/corpus.log" | cut -c1-400
+  if [ -f "$LOGS/corpus.json" ] || [ "$STEP_STATUS" = FAIL ]; then
+    case_rows "$LOGS/corpus.json" gpu >>"$ROWS"
+  fi
 fi
 
 # --- PyTorch ---------------------------------------------------------------------
