@@ -145,6 +145,18 @@ typedef struct GmtInlineFill {
   uint64_t total_chunks;
 } GmtInlineFill;
 
+// The check of blocks leaving the quarantine and the fill of new blocks,
+// when both are due on one program stream (at its next launch), as one
+// launch:
+//
+//   gmt_check_fill_zones_inline(GmtInlineCheck check, GmtInlineFill fill,
+//                               uint64_t check_blocks)
+//     blocks [0, check_blocks) are gmt_check_zones_inline's grid over `check`
+//     (their ids check_id .. check_id + check_blocks - 1), the rest
+//     gmt_fill_zones_inline's over `fill`; GMT_INLINE_CHECK_THREADS threads a
+//     block. The two sets of zones must not overlap. Parameters: 2,096 bytes.
+#define GMT_INLINE_CHECK_FILL_KERNEL_NAME "gmt_check_fill_zones_inline"
+
 // One zone with changed bytes. check_id is written last (after a
 // __threadfence_system), and is 0 while the record is being rewritten.
 typedef struct GmtFinding {

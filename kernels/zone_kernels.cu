@@ -539,6 +539,32 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
   }
 }
 
+// Blocks [0, check_blocks) are gmt_check_zones_inline's grid over `check`,
+// the rest gmt_fill_zones_inline's over `fill` (the two sets of zones never
+// overlap): the check of blocks leaving the quarantine rides on the launch
+// that fills new blocks on the same stream. A block takes one branch whole,
+// so the check's barriers see all of its threads.
+extern "C" __global__ void __launch_bounds__(GMT_INLINE_CHECK_THREADS)
+    gmt_check_fill_zones_inline(GmtInlineCheck check, GmtInlineFill fill,
+                                uint64_t check_blocks) {
+  if (blockIdx.x < check_blocks) {
+    __shared__ InlineTally tallies[GMT_INLINE_MAX_ZONES];
+    if (threadIdx.x == 0) InlineClear(tallies);
+    __syncthreads();
+    InlineScan(check, blockIdx.x * blockDim.x + threadIdx.x,
+               static_cast<unsigned>(check_blocks) * blockDim.x, tallies);
+    __syncthreads();
+    if (threadIdx.x == 0) InlinePublish(check, blockIdx.x, tallies);
+    return;
+  }
+  const uint64_t fill_blocks = gridDim.x - check_blocks;
+  uint64_t zone = 0;  // of the block's previous chunk
+  for (uint64_t chunk = blockIdx.x - check_blocks; chunk < fill.total_chunks;
+       chunk += fill_blocks) {
+    InlineFillChunk(fill, chunk, &zone, threadIdx.x, blockDim.x);
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
     gmt_check_zones(const GmtZone* zones, uint64_t zone_count,
                     uint64_t total_chunks, GmtZoneResult* results,

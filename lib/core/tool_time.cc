@@ -36,6 +36,7 @@ thread_local int t_sampled_call __attribute__((tls_model("initial-exec"))) = -1;
 constexpr int kFillBuckets = 4;
 std::atomic<int64_t> g_program_fills[kFillBuckets];
 std::atomic<int64_t> g_program_kernel_fills{0};
+std::atomic<int64_t> g_program_fills_with_check{0};
 
 double Ms(ToolPhase phase) {
   return static_cast<double>(ToolTimeNs(phase)) / 1e6;
@@ -152,12 +153,15 @@ std::string ToolGpuWorkText() {
       "tool GPU calls, us per call: %s (in the timed calls above)", text);
 }
 
-void CountProgramStreamFill(uint64_t zones, bool kernel) {
+void CountProgramStreamFill(uint64_t zones, bool kernel, bool with_check) {
   if (zones == 0) return;
   const uint64_t bucket =
       std::min<uint64_t>(zones, static_cast<uint64_t>(kFillBuckets)) - 1;
   g_program_fills[bucket].fetch_add(1, std::memory_order_relaxed);
   if (kernel) g_program_kernel_fills.fetch_add(1, std::memory_order_relaxed);
+  if (with_check) {
+    g_program_fills_with_check.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 std::string ProgramStreamFillText() {
@@ -170,12 +174,14 @@ std::string ProgramStreamFillText() {
   if (total == 0) return "";
   return absl::StrFormat(
       "program-stream fills: %lld (zones 1: %lld, 2: %lld, 3: %lld, 4 or "
-      "more: %lld; %lld by the fill kernel)",
+      "more: %lld; %lld by the fill kernel, %lld of them with a check)",
       static_cast<long long>(total), static_cast<long long>(n[0]),
       static_cast<long long>(n[1]), static_cast<long long>(n[2]),
       static_cast<long long>(n[3]),
       static_cast<long long>(
-          g_program_kernel_fills.load(std::memory_order_relaxed)));
+          g_program_kernel_fills.load(std::memory_order_relaxed)),
+      static_cast<long long>(
+          g_program_fills_with_check.load(std::memory_order_relaxed)));
 }
 
 std::string ToolTimeText() {

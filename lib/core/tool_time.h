@@ -74,11 +74,15 @@ std::string ToolCallText();
 // freed one's bytes, written just before the stream's next launch), by how
 // many zones each held and whether it was one launch of the fill kernel
 // (`kernel`) or a memset a zone (DriverDeviceOps::FillInline): which of the
-// two a framework's step makes decides much of its cost. Every fill is
-// counted (a relaxed increment or two).
-void CountProgramStreamFill(uint64_t zones, bool kernel = false);
+// two a framework's step makes decides much of its cost; `with_check`: the
+// launch also checked blocks that left the quarantine (CheckAndFill), which
+// would otherwise have been a launch of their own. Every fill is counted (a
+// relaxed increment or a few).
+void CountProgramStreamFill(uint64_t zones, bool kernel = false,
+                            bool with_check = false);
 // "program-stream fills: 60000 (zones 1: 120, 2: 3000, 3: 50000, 4 or more:
-// 6880; 7000 by the fill kernel)", or "" when there was none.
+// 6880; 7000 by the fill kernel, 2500 of them with a check)", or "" when
+// there was none.
 std::string ProgramStreamFillText();
 
 // The tool's own GPU work inside a sampled call, by what it is for: which of

@@ -90,6 +90,20 @@ class DeviceOps {
     return CheckAsync(context, stream, zones);
   }
 
+  // A fill and an asynchronous check due on one program `stream` at once
+  // (the fill of new blocks before the program's next kernel there, the
+  // check of blocks that left the quarantine after their frees there); the
+  // two sets of zones never overlap. `*filled`: whether the fill was
+  // enqueued (as Fill's result). Returns the check's ticket (CheckAsync's
+  // contract; 0 also when `check` is empty). The driver implementation makes
+  // both one launch where the zones allow.
+  virtual uint64_t CheckAndFill(uint64_t context, uint64_t stream,
+                                absl::Span<const GmtZone> check,
+                                absl::Span<const GmtZone> fill, bool* filled) {
+    *filled = Fill(context, stream, fill);
+    return check.empty() ? 0 : CheckAsync(context, stream, check);
+  }
+
   // The state of an asynchronous check. kPending only when `wait` is false.
   // kDone fills `results` (one per zone). kLost: the check ran and found
   // changed zones, but what it found was overwritten before it was read

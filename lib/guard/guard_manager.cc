@@ -277,12 +277,32 @@ void GuardManager::FlushOrderedFillsLocked(uint64_t context, Context& c,
   std::vector<Block*> filled;
   auto flush = [&] {
     if (zones.empty()) return;
-    FilledLocked(filled, ops_->Fill(context, ProgramStream(stream), zones));
+    // The checks of blocks that left the quarantine after their frees on
+    // this stream ride on this fill's launch.
+    std::vector<uint64_t> checked;
+    std::shared_ptr<Table> table;
+    uint64_t ticket = 0;
+    bool ok = false;
+    if (auto waiting = c.deferred_checks.find(stream);
+        waiting != c.deferred_checks.end()) {
+      checked = std::move(waiting->second.raws);
+      c.deferred_checks.erase(waiting);
+      table = ReuseTableLocked(c, checked);
+      ticket = ops_->CheckAndFill(context, ProgramStream(stream), table->zones,
+                                  zones, &ok);
+    } else {
+      ok = ops_->Fill(context, ProgramStream(stream), zones);
+    }
+    FilledLocked(filled, ok);
     // In this stream's order: other streams' checks wait for a
     // synchronization to prove the fill done (Block::confirmed).
     for (Block* b : filled) b->confirmed = false;
     zones.clear();
     filled.clear();
+    if (table) {
+      AwaitReuseCheckLocked(context, c, std::move(checked), std::move(table),
+                            ticket);
+    }
   };
   for (uint64_t raw : ready) {
     DropOrderedFillLocked(c, raw);
@@ -669,6 +689,9 @@ void GuardManager::OnSynchronized(uint64_t context, uint64_t stream,
   auto it = contexts_.find(context);
   if (it == contexts_.end()) return;
   EnqueueFreeChecksLocked(context, it->second);
+  // The program's work is done: checks still waiting for a fill to ride on
+  // go now, so blocks wait for reuse no longer than to a synchronization.
+  if (device_wide) FlushDeferredChecksLocked(context, it->second, std::nullopt);
   if (level_ >= CheckLevel::kSync) {
     // The check of every zone is enqueued, not waited for: a synchronizing
     // call costs the program one check launch, not a round trip to the GPU.
@@ -725,6 +748,11 @@ void GuardManager::BeforeTeardown(int device, uint64_t context,
                                   std::vector<GuardFinding>* findings) {
   if (ops_ == nullptr) return;
   absl::MutexLock lock(&mu_);
+  for (auto& [ctx, c] : contexts_) {
+    if (context != 0 ? ctx == context : c.device == device) {
+      FlushDeferredChecksLocked(ctx, c, std::nullopt);
+    }
+  }
   PollPendingLocked(/*wait=*/true, findings);
   std::vector<uint64_t> doomed;
   for (auto& [ctx, c] : contexts_) {
@@ -916,17 +944,11 @@ void GuardManager::EnqueueReuseChecksLocked(uint64_t context, Context& c,
   absl::flat_hash_map<uint64_t, std::vector<uint64_t>> by_stream;
   for (uint64_t raw : raws) {
     auto it = c.blocks.find(raw);
-    if (it != c.blocks.end())
+    if (it != c.blocks.end() && it->second.reuse == Block::Reuse::kChecking)
       by_stream[it->second.record.stream].push_back(raw);
   }
   for (auto& [stream, group] : by_stream) {
-    auto table = std::make_shared<Table>();
-    for (uint64_t raw : group) AppendArmedZones(c.blocks.at(raw), table.get());
-    uint64_t chunk = 0;
-    for (GmtZone& z : table->zones) {
-      z.chunk_begin = chunk;
-      chunk += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
-    }
+    std::shared_ptr<Table> table = ReuseTableLocked(c, group);
     // On the free's stream, as for a block going back to CUDA: behind the
     // program's last use of the blocks there, so its answer also says that
     // their frees have completed.
@@ -934,18 +956,85 @@ void GuardManager::EnqueueReuseChecksLocked(uint64_t context, Context& c,
         table->zones.empty()
             ? 0
             : ops_->CheckAsync(context, ProgramStream(stream), table->zones);
-    if (ticket == 0) {
-      if (!table->zones.empty()) NoteCheckFailureLocked();
-      for (uint64_t raw : group) {
-        ReleaseReuseBlockLocked(context, c, raw, /*free_complete=*/false);
-      }
+    AwaitReuseCheckLocked(context, c, std::move(group), std::move(table),
+                          ticket);
+  }
+}
+
+std::shared_ptr<GuardManager::Table> GuardManager::ReuseTableLocked(
+    const Context& c, const std::vector<uint64_t>& raws) const {
+  auto table = std::make_shared<Table>();
+  for (uint64_t raw : raws) {
+    auto it = c.blocks.find(raw);
+    if (it != c.blocks.end()) AppendArmedZones(it->second, table.get());
+  }
+  uint64_t chunk = 0;
+  for (GmtZone& z : table->zones) {
+    z.chunk_begin = chunk;
+    chunk += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
+  }
+  return table;
+}
+
+void GuardManager::AwaitReuseCheckLocked(uint64_t context, Context& c,
+                                         std::vector<uint64_t> raws,
+                                         std::shared_ptr<Table> table,
+                                         uint64_t ticket) {
+  if (ticket == 0) {
+    if (!table->zones.empty()) NoteCheckFailureLocked();
+    for (uint64_t raw : raws) {
+      ReleaseReuseBlockLocked(context, c, raw, /*free_complete=*/false);
+    }
+    return;
+  }
+  for (const GmtZone& z : table->zones) stats_.bytes_checked += z.bytes;
+  PendingCheck p{ticket,       context, std::move(table),        0,
+                 "quarantine", {},      next_pending_sequence_++};
+  p.reuse = std::move(raws);
+  pending_.push_back(std::move(p));
+}
+
+void GuardManager::DeferReuseChecksLocked(uint64_t context, Context& c,
+                                          const std::vector<uint64_t>& raws) {
+  // What one launch's check takes (kernels/zone_abi.h): GMT_INLINE_MAX_ZONES
+  // zones, a block adding up to three (its canaries and its freed bytes),
+  // and GMT_INLINE_MAX_BYTES per block of the grid.
+  constexpr size_t kMaxBlocks = GMT_INLINE_MAX_ZONES / 3;
+  constexpr uint64_t kMaxBytes =
+      uint64_t{GMT_INLINE_MAX_BYTES} * GMT_INLINE_MAX_BLOCKS;
+  std::vector<uint64_t> now;
+  for (uint64_t raw : raws) {
+    auto it = c.blocks.find(raw);
+    if (it == c.blocks.end()) continue;
+    const AllocationRecord& r = it->second.record;
+    if (r.raw_bytes > kMaxBytes) {
+      now.push_back(raw);  // never fits one launch's check
       continue;
     }
-    for (const GmtZone& z : table->zones) stats_.bytes_checked += z.bytes;
-    PendingCheck p{
-        ticket, context, table, 0, "quarantine", {}, next_pending_sequence_++};
-    p.reuse = std::move(group);
-    pending_.push_back(std::move(p));
+    Context::DeferredChecks& waiting = c.deferred_checks[r.stream];
+    if (waiting.raws.size() + 1 > kMaxBlocks ||
+        waiting.raw_bytes + r.raw_bytes > kMaxBytes) {
+      EnqueueReuseChecksLocked(context, c, waiting.raws);
+      waiting = Context::DeferredChecks{};
+    }
+    waiting.raws.push_back(raw);
+    waiting.raw_bytes += r.raw_bytes;
+  }
+  if (!now.empty()) EnqueueReuseChecksLocked(context, c, now);
+}
+
+void GuardManager::FlushDeferredChecksLocked(uint64_t context, Context& c,
+                                             std::optional<uint64_t> stream) {
+  if (c.deferred_checks.empty()) return;
+  std::vector<uint64_t> streams;
+  for (const auto& [s, waiting] : c.deferred_checks) {
+    if (!stream || s == *stream) streams.push_back(s);
+  }
+  for (uint64_t s : streams) {
+    // Work enqueued now would become a node of the graph being captured.
+    if (ops_->StreamCapturing(ProgramStream(s))) continue;
+    auto node = c.deferred_checks.extract(s);
+    EnqueueReuseChecksLocked(context, c, node.mapped().raws);
   }
 }
 
@@ -1234,7 +1323,7 @@ uint64_t GuardManager::EvictLocked(uint64_t context, Context& c, size_t count) {
     c.blocks.erase(it);
     if (ChecksEachKernel()) c.ranges.Remove(raw);
   }
-  if (!reuse.empty()) EnqueueReuseChecksLocked(context, c, reuse);
+  if (!reuse.empty()) DeferReuseChecksLocked(context, c, reuse);
   const uint64_t released =
       ordered.empty() ? 0 : ReleaseOrderedLocked(context, std::move(ordered));
   if (batch.blocks.empty()) {
@@ -1521,6 +1610,8 @@ void GuardManager::ReleaseHeldOnStream(uint64_t stream,
   absl::MutexLock lock(&mu_);
   PollPendingLocked(/*wait=*/false, findings);
   for (auto& [context, c] : contexts_) {
+    // Behind the program's work on the stream, before it goes.
+    FlushDeferredChecksLocked(context, c, stream);
     std::vector<Block> leaving = TakeHeldOrderedLocked(c, stream);
     if (!leaving.empty()) ReleaseOrderedLocked(context, std::move(leaving));
   }
@@ -1530,7 +1621,8 @@ uint64_t GuardManager::ReleaseHeldOrdered(std::vector<GuardFinding>* findings) {
   if (ops_ == nullptr || !hold_ordered_) return 0;
   absl::MutexLock lock(&mu_);
   bool checking = false;
-  for (const auto& [context, c] : contexts_) {
+  for (auto& [context, c] : contexts_) {
+    FlushDeferredChecksLocked(context, c, std::nullopt);
     checking = checking || c.reusable_bytes > 0;
   }
   // Blocks on their way to reuse are released once their check is in.
@@ -1602,7 +1694,8 @@ uint64_t GuardManager::ReleaseQuarantine(std::vector<GuardFinding>* findings) {
   // Blocks held for reuse: their checks answered (waited for), then every
   // ready one back to CUDA.
   bool reuse_held = false;
-  for (const auto& [context, c] : contexts_) {
+  for (auto& [context, c] : contexts_) {
+    FlushDeferredChecksLocked(context, c, std::nullopt);
     reuse_held = reuse_held || c.reusable_bytes > 0;
   }
   if (reuse_held) {

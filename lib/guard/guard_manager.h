@@ -467,6 +467,18 @@ class GuardManager {
     absl::flat_hash_map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>>
         reusable;
     std::deque<std::pair<uint64_t, uint64_t>> reusable_order;
+    // Blocks that left the quarantine for reuse (Reuse::kChecking) whose
+    // check waits, per stream, for the next fill there (FlushOrderedFills):
+    // it rides on that fill's launch (DeviceOps::CheckAndFill) instead of
+    // being a launch of its own at the free. At most one launch's worth a
+    // stream (DeferReuseChecksLocked); enqueued alone at a device-wide
+    // synchronization and wherever held blocks must answer (trim,
+    // out-of-memory, stream destruction, teardown).
+    struct DeferredChecks {
+      std::vector<uint64_t> raws;
+      uint64_t raw_bytes = 0;
+    };
+    absl::flat_hash_map<uint64_t, DeferredChecks> deferred_checks;
     uint64_t reusable_bytes = 0;  // raw bytes of kChecking and kReady blocks
     uint64_t ready_count = 0;     // kReady blocks
     uint64_t next_reuse_serial = 1;
@@ -594,6 +606,27 @@ class GuardManager {
   // SettleReuseLocked.
   void EnqueueReuseChecksLocked(uint64_t context, Context& c,
                                 const std::vector<uint64_t>& raws)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The same checks, left to ride on the next fill of their stream
+  // (Context::deferred_checks); a stream's waiting checks that would not fit
+  // one launch with the new ones are enqueued first.
+  void DeferReuseChecksLocked(uint64_t context, Context& c,
+                              const std::vector<uint64_t>& raws)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Enqueues the waiting checks of `stream` (every stream: nullopt) of `c`
+  // on their streams now, leaving those of streams being captured.
+  void FlushDeferredChecksLocked(uint64_t context, Context& c,
+                                 std::optional<uint64_t> stream)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The table of the zones of reuse candidates `raws` (chunk_begin set).
+  std::shared_ptr<Table> ReuseTableLocked(
+      const Context& c, const std::vector<uint64_t>& raws) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The check of `raws` enqueued with `ticket` (0: it could not be): waits
+  // in pending_ for SettleReuseLocked, or gives the blocks back.
+  void AwaitReuseCheckLocked(uint64_t context, Context& c,
+                             std::vector<uint64_t> raws,
+                             std::shared_ptr<Table> table, uint64_t ticket)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The check of `p` answered with `state`: the blocks it found clean
   // become ready for reuse, the rest go back to CUDA; then the bound.

@@ -178,8 +178,9 @@ void DriverDeviceOps::Prepare(uint64_t context) {
   // With lazy loading (CUDA's default) a kernel reaches the device at its
   // first launch; load both here (cuFuncLoad: drivers of CUDA 12.4 on).
   if (d->kernel_get_function == nullptr || d->func_load == nullptr) return;
-  for (CUkernel kernel : {fill_kernel_, check_kernel_, inline_check_kernel_,
-                          small_check_kernel_, inline_fill_kernel_}) {
+  for (CUkernel kernel :
+       {fill_kernel_, check_kernel_, inline_check_kernel_, small_check_kernel_,
+        inline_fill_kernel_, check_fill_kernel_}) {
     if (kernel == nullptr) continue;
     CUfunction function = nullptr;
     if (d->kernel_get_function(&function, kernel) == CUDA_SUCCESS) {
@@ -367,6 +368,47 @@ uint64_t DriverDeviceOps::CheckAfterKernel(uint64_t context, uint64_t stream,
     }
   }
   return CheckAsync(context, stream, zones);
+}
+
+uint64_t DriverDeviceOps::CheckAndFill(uint64_t context, uint64_t stream,
+                                       absl::Span<const GmtZone> check,
+                                       absl::Span<const GmtZone> fill,
+                                       bool* filled) {
+  // Timed as the fill it rides on: both are due at the program's launch.
+  SampledGpuWork timed(ToolGpuWork::kFill);
+  const uint64_t check_blocks = InlineBlocks(check);
+  if (stream != 0 && check_blocks > 0 && fill.size() <= kInlineFillZones) {
+    GmtInlineFill zones{};
+    uint64_t chunks = 0;
+    uint64_t n = 0;
+    for (const GmtZone& z : fill) {
+      if (z.bytes == 0) continue;
+      zones.zones[n] = z;
+      zones.zones[n].chunk_begin = chunks;
+      chunks += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
+      ++n;
+    }
+    zones.zone_count = n;
+    zones.total_chunks = chunks;
+    if (n > 0) {
+      absl::MutexLock lock(&mu_);
+      uint64_t ticket = 0;
+      switch (EnqueueInlineCheck(context, stream, check, check_blocks,
+                                 /*context_current=*/false, &ticket, &zones)) {
+        case InlineOutcome::kEnqueued:
+          CountProgramStreamFill(n, /*kernel=*/true, /*with_check=*/true);
+          *filled = true;
+          return ticket;
+        case InlineOutcome::kFailed:
+          *filled = false;
+          return 0;
+        case InlineOutcome::kNotApplicable:
+          break;
+      }
+    }
+  }
+  *filled = Fill(context, stream, fill);
+  return check.empty() ? 0 : CheckAsync(context, stream, check);
 }
 
 std::optional<uint64_t> DriverDeviceOps::InlineCheckLocked(
@@ -632,9 +674,11 @@ bool DriverDeviceOps::BeginZoneWork(uint64_t context, uint64_t stream,
 
 DriverDeviceOps::InlineOutcome DriverDeviceOps::EnqueueInlineCheck(
     uint64_t context, uint64_t stream, absl::Span<const GmtZone> zones,
-    uint64_t blocks, bool context_current, uint64_t* ticket) {
+    uint64_t blocks, bool context_current, uint64_t* ticket,
+    const GmtInlineFill* fill) {
   const ToolDriver* d = Driver();
-  if (d == nullptr || !EnsureKernels(*d) || inline_check_kernel_ == nullptr) {
+  if (d == nullptr || !EnsureKernels(*d) || inline_check_kernel_ == nullptr ||
+      (fill != nullptr && check_fill_kernel_ == nullptr)) {
     return InlineOutcome::kNotApplicable;
   }
   // The tool's own call, whatever the thread's context: CUPTI and the shims
@@ -700,19 +744,37 @@ DriverDeviceOps::InlineOutcome DriverDeviceOps::EnqueueInlineCheck(
   void* params[] = {&check};
   // A kernel's reach (a few KiB) takes the compact kernel, whose code an SM
   // fetches faster than it would the large one's.
-  const bool small = blocks == 1 && small_check_kernel_ != nullptr &&
+  const bool small = fill == nullptr && blocks == 1 &&
+                     small_check_kernel_ != nullptr &&
                      InlineGranules(zones) <= GMT_INLINE_SMALL_GRANULES;
   CUkernel kernel = small ? small_check_kernel_ : inline_check_kernel_;
+  uint64_t grid = blocks;
+  // With a fill: its blocks after the check's, as many as its chunks (the
+  // fill kernel's own grid), within the context's bound.
+  GmtInlineFill fill_param{};
+  uint64_t check_blocks = blocks;
+  void* check_fill_params[] = {&check, &fill_param, &check_blocks};
+  if (fill != nullptr) {
+    fill_param = *fill;
+    kernel = check_fill_kernel_;
+    grid =
+        blocks + std::clamp<uint64_t>(fill->total_chunks, 1, state->max_grid);
+  }
   const CUresult r = d->launch_kernel(
-      reinterpret_cast<CUfunction>(kernel), static_cast<unsigned>(blocks), 1, 1,
-      GMT_INLINE_CHECK_THREADS, 1, 1, 0, s, params, nullptr);
+      reinterpret_cast<CUfunction>(kernel), static_cast<unsigned>(grid), 1, 1,
+      GMT_INLINE_CHECK_THREADS, 1, 1, 0, s,
+      fill != nullptr ? check_fill_params : params, nullptr);
   if (r != CUDA_SUCCESS) {
     if (IsImageError(r)) {
       // This kernel cannot run here; the others may still.
-      (small ? small_check_kernel_ : inline_check_kernel_) = nullptr;
+      (fill != nullptr ? check_fill_kernel_
+       : small         ? small_check_kernel_
+                       : inline_check_kernel_) = nullptr;
       return InlineOutcome::kNotApplicable;
     }
-    Failed(d, "guard-zone check", r);
+    Failed(d,
+           fill != nullptr ? "guard-zone fill and check" : "guard-zone check",
+           r);
     return InlineOutcome::kFailed;
   }
   state->next_check_id += blocks;
@@ -860,6 +922,12 @@ bool DriverDeviceOps::EnsureKernels(const ToolDriver& d) {
       d.library_get_kernel(&inline_fill_kernel_, library,
                            GMT_INLINE_FILL_KERNEL_NAME) != CUDA_SUCCESS) {
     inline_fill_kernel_ = nullptr;  // fills on program streams are memsets
+  }
+  if (r == CUDA_SUCCESS && inline_check_kernel_ != nullptr &&
+      inline_fill_kernel_ != nullptr &&
+      d.library_get_kernel(&check_fill_kernel_, library,
+                           GMT_INLINE_CHECK_FILL_KERNEL_NAME) != CUDA_SUCCESS) {
+    check_fill_kernel_ = nullptr;  // a fill, then a check of its own
   }
   if (r != CUDA_SUCCESS) {
     image_state_ = ImageState::kFailed;

@@ -21,6 +21,12 @@
 //     earlier copy from it may be in flight. Slots grow by doubling; an
 //     asynchronous check holds its slot until PollCheck answers.
 //
+// A fill and a check due on one program stream at once (CheckAndFill: the
+// fill of new stream-ordered blocks at the program's next launch there, the
+// check of blocks that left the quarantine) are one launch of
+// gmt_check_fill_zones_inline when the check would take the inline path and
+// the fill the inline fill kernel's.
+//
 // Per-kernel checks (CheckAfterKernel) of at most GMT_INLINE_MAX_ZONES zones
 // and GMT_INLINE_MAX_BYTES take the inline path: one cuLaunchKernel of
 // gmt_check_zones_inline on the program's stream, the zones in its parameter
@@ -77,6 +83,9 @@ class DriverDeviceOps : public DeviceOps {
   uint64_t CheckAfterKernel(uint64_t context, uint64_t stream,
                             absl::Span<const GmtZone> zones,
                             bool context_current) override;
+  uint64_t CheckAndFill(uint64_t context, uint64_t stream,
+                        absl::Span<const GmtZone> check,
+                        absl::Span<const GmtZone> fill, bool* filled) override;
   Poll PollCheck(uint64_t ticket, bool wait,
                  std::vector<GmtZoneResult>* results) override;
   int SynchronizeContext(uint64_t context) override;
@@ -170,10 +179,14 @@ class DriverDeviceOps : public DeviceOps {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // EnqueueInlineCheck: one launch of
   // `blocks` blocks (InlineBlocks); `*ticket` set when kEnqueued.
+  // With `fill`: the same check in the first `blocks` blocks of one launch
+  // of gmt_check_fill_zones_inline, whose other blocks write `fill`
+  // (kNotApplicable where that kernel is not loaded).
   InlineOutcome EnqueueInlineCheck(uint64_t context, uint64_t stream,
                                    absl::Span<const GmtZone> zones,
                                    uint64_t blocks, bool context_current,
-                                   uint64_t* ticket)
+                                   uint64_t* ticket,
+                                   const GmtInlineFill* fill = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // An inline check's answer as the report has it now: kPending until the
   // kernel has written its completion; kLost when its findings were
@@ -200,6 +213,8 @@ class DriverDeviceOps : public DeviceOps {
   // The same check for a few KiB in compact code (null: the large one).
   CUkernel small_check_kernel_ ABSL_GUARDED_BY(mu_) = nullptr;
   CUkernel inline_fill_kernel_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // A fill with a check riding on it (null: a fill, then a check).
+  CUkernel check_fill_kernel_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool driver_missing_logged_ ABSL_GUARDED_BY(mu_) = false;
   bool failure_logged_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_map<CUcontext, std::unique_ptr<ContextState>> contexts_

@@ -38,6 +38,10 @@ FakeCudaSmallCheckLaunches();
 // Launches of gmt_fill_zones_inline that ran (fills of a program's stream).
 extern "C" __attribute__((visibility("default"))) unsigned long long
 FakeCudaInlineFillLaunches();
+// Launches of gmt_check_fill_zones_inline (a fill with a check riding on
+// it); their checks count among FakeCudaInlineCheckLaunches too.
+extern "C" __attribute__((visibility("default"))) unsigned long long
+FakeCudaCheckFillLaunches();
 
 // Defines an exported driver entry point under its real symbol name. The C++
 // name is Fake_<name>, so the macros in cuda.h (cuMemAlloc -> cuMemAlloc_v2,

@@ -1,7 +1,7 @@
 // Fake driver: libraries and kernel launches, for the guard-zone kernels only.
 //
 // cuLibraryLoadData accepts a fatbin (checked by its magic number) and hands
-// out a library whose cuLibraryGetKernel knows the four kernels of
+// out a library whose cuLibraryGetKernel knows the kernels of
 // kernels/zone_abi.h (others: CUDA_ERROR_NOT_FOUND). cuLaunchKernel runs them
 // on the host, at once, reading kernelParams in the order zone_abi.h gives;
 // other function handles launch nothing, as fake_driver_launch_sync.cc
@@ -40,6 +40,7 @@ constexpr char kCheckName[] = GMT_CHECK_KERNEL_NAME;
 constexpr char kInlineCheckName[] = GMT_INLINE_CHECK_KERNEL_NAME;
 constexpr char kSmallCheckName[] = GMT_INLINE_SMALL_CHECK_KERNEL_NAME;
 constexpr char kInlineFillName[] = GMT_INLINE_FILL_KERNEL_NAME;
+constexpr char kCheckFillName[] = GMT_INLINE_CHECK_FILL_KERNEL_NAME;
 
 struct Library {
   int unused = 0;
@@ -104,9 +105,7 @@ CUresult RunFill(void** params) {
 // gmt_fill_zones_inline(GmtInlineFill fill): the zones by value, their
 // chunk_begin the prefix sum ending at total_chunks (else
 // CUDA_ERROR_LAUNCH_FAILED, as for a table).
-CUresult RunInlineFill(void** params) {
-  GmtInlineFill fill;
-  std::memcpy(&fill, params[0], sizeof(fill));
+CUresult ValidateInlineFill(const GmtInlineFill& fill) {
   if (fill.zone_count > GMT_INLINE_MAX_ZONES) return CUDA_ERROR_LAUNCH_FAILED;
   uint64_t chunks = 0;
   for (uint64_t i = 0; i < fill.zone_count; ++i) {
@@ -118,13 +117,15 @@ CUresult RunInlineFill(void** params) {
       return CUDA_ERROR_ILLEGAL_ADDRESS;
     }
   }
-  if (chunks != fill.total_chunks) return CUDA_ERROR_LAUNCH_FAILED;
+  return chunks == fill.total_chunks ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_FAILED;
+}
+
+void RunInlineFill(const GmtInlineFill& fill) {
   for (uint64_t i = 0; i < fill.zone_count; ++i) {
     std::memset(reinterpret_cast<void*>(fill.zones[i].address),
                 static_cast<int>(fill.zones[i].pattern & 0xff),
                 fill.zones[i].bytes);
   }
-  return CUDA_SUCCESS;
 }
 
 // gmt_check_zones(const GmtZone* zones, uint64_t zone_count,
@@ -291,6 +292,44 @@ CUresult LaunchInline(void** params, uint64_t blocks, bool small,
   return CUDA_SUCCESS;
 }
 
+std::atomic<unsigned long long> g_check_fill_launches{0};
+
+// gmt_check_fill_zones_inline(GmtInlineCheck check, GmtInlineFill fill,
+// uint64_t check_blocks) on a grid of `grid` blocks: the fill at once, the
+// check as gmt_check_zones_inline's in check_blocks blocks. Refused as the
+// GPU would go wrong on it: no block left for the fill, or zones of the
+// check that overlap zones of the fill (CUDA_ERROR_LAUNCH_FAILED: the
+// kernel would race with itself).
+CUresult LaunchCheckFill(void** params, uint64_t grid, const void* caller) {
+  GmtInlineCheck check;
+  GmtInlineFill fill;
+  std::memcpy(&check, params[0], sizeof(check));
+  std::memcpy(&fill, params[1], sizeof(fill));
+  const auto check_blocks = Param<uint64_t>(params, 2);
+  if (check_blocks == 0 || check_blocks >= grid ||
+      check_blocks > GMT_INLINE_MAX_BLOCKS) {
+    return CUDA_ERROR_LAUNCH_FAILED;
+  }
+  if (CUresult r = ValidateInline(check, check_blocks); r != CUDA_SUCCESS) {
+    return r;
+  }
+  if (CUresult r = ValidateInlineFill(fill); r != CUDA_SUCCESS) return r;
+  for (uint64_t i = 0; i < check.zone_count; ++i) {
+    const GmtZone& c = check.zones[i];
+    for (uint64_t k = 0; k < fill.zone_count; ++k) {
+      const GmtZone& f = fill.zones[k];
+      if (c.bytes != 0 && f.bytes != 0 && c.address < f.address + f.bytes &&
+          f.address < c.address + c.bytes) {
+        return CUDA_ERROR_LAUNCH_FAILED;
+      }
+    }
+  }
+  g_check_fill_launches.fetch_add(1);
+  RunInlineFill(fill);
+  void* check_params[] = {&check};
+  return LaunchInline(check_params, check_blocks, /*small=*/false, caller);
+}
+
 }  // namespace
 
 void RunDeferredChecks() {
@@ -325,6 +364,10 @@ unsigned long long FakeCudaSmallCheckLaunches() {
 
 unsigned long long FakeCudaInlineFillLaunches() {
   return fake_cuda::g_inline_fill_launches.load();
+}
+
+unsigned long long FakeCudaCheckFillLaunches() {
+  return fake_cuda::g_check_fill_launches.load();
 }
 
 FAKE_CU_API(cuLibraryLoadData,
@@ -381,7 +424,7 @@ FAKE_CU_API(cuLibraryGetKernel,
   for (const char* known :
        {fake_cuda::kFillName, fake_cuda::kCheckName,
         fake_cuda::kInlineCheckName, fake_cuda::kSmallCheckName,
-        fake_cuda::kInlineFillName}) {
+        fake_cuda::kInlineFillName, fake_cuda::kCheckFillName}) {
     if (std::strcmp(known, name) == 0) {
       *kernel = reinterpret_cast<CUkernel>(const_cast<char*>(known));
       return CUDA_SUCCESS;
@@ -437,8 +480,9 @@ FAKE_CU_API(cuLaunchKernel,
   const bool small_check = name == fake_cuda::kSmallCheckName;
   const bool inline_check = name == fake_cuda::kInlineCheckName || small_check;
   const bool inline_fill = name == fake_cuda::kInlineFillName;
-  const bool guard_kernel =
-      fill || inline_check || inline_fill || name == fake_cuda::kCheckName;
+  const bool check_fill = name == fake_cuda::kCheckFillName;
+  const bool guard_kernel = fill || inline_check || inline_fill || check_fill ||
+                            name == fake_cuda::kCheckName;
   // CUPTI sees every launch, the tool's own guard kernels included, as the
   // real driver shows it (the tool must tell its own launches from
   // the program's; on the H200 it once took its exit-time check kernel for a
@@ -469,12 +513,12 @@ FAKE_CU_API(cuLaunchKernel,
   // threads (__launch_bounds__): CUDA refuses larger blocks. Its blocks
   // answer as consecutive ids along x; a grid in y or z would publish the
   // same ids twice.
-  if (inline_check) {
+  if (inline_check || check_fill) {
     if (uint64_t{block_x} * block_y * block_z > GMT_INLINE_CHECK_THREADS) {
       return CUDA_ERROR_INVALID_VALUE;
     }
-    if (grid_x > GMT_INLINE_MAX_BLOCKS || grid_y != 1 || grid_z != 1 ||
-        block_x != GMT_INLINE_CHECK_THREADS) {
+    if ((inline_check && grid_x > GMT_INLINE_MAX_BLOCKS) || grid_y != 1 ||
+        grid_z != 1 || block_x != GMT_INLINE_CHECK_THREADS) {
       return CUDA_ERROR_LAUNCH_FAILED;
     }
   }
@@ -482,22 +526,42 @@ FAKE_CU_API(cuLaunchKernel,
   return fake_cuda::WithCuptiCallbacks(
       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", &cupti_params,
       name,
-      [fill, inline_check, small_check, inline_fill, params, caller, grid_x] {
-        // Reliability tests: FAKE_CUDA_FAIL_LAUNCH (fake_tool_faults.h).
+      [fill, inline_check, small_check, inline_fill, check_fill, params, caller,
+       grid_x] {
+        // Reliability tests: FAKE_CUDA_FAIL_LAUNCH (fake_tool_faults.h); a
+        // check riding on a fill fails with either.
         if (CUresult r = fake_cuda::InjectToolFailure(
-                fill || inline_fill ? fake_cuda::ToolCall::kFillLaunch
-                                    : fake_cuda::ToolCall::kCheckLaunch,
+                fill || inline_fill || check_fill
+                    ? fake_cuda::ToolCall::kFillLaunch
+                    : fake_cuda::ToolCall::kCheckLaunch,
                 caller);
             r != CUDA_SUCCESS) {
           return r;
         }
-        if (fill || inline_fill) fake_cuda::HoldFillIfAsked();
+        if (check_fill) {
+          if (CUresult r = fake_cuda::InjectToolFailure(
+                  fake_cuda::ToolCall::kCheckLaunch, caller);
+              r != CUDA_SUCCESS) {
+            return r;
+          }
+        }
+        if (fill || inline_fill || check_fill) fake_cuda::HoldFillIfAsked();
+        if (check_fill) {
+          return fake_cuda::LaunchCheckFill(params, grid_x, caller);
+        }
         if (inline_check) {
           return fake_cuda::LaunchInline(params, grid_x, small_check, caller);
         }
         if (inline_fill) {
           fake_cuda::g_inline_fill_launches.fetch_add(1);
-          return fake_cuda::RunInlineFill(params);
+          GmtInlineFill inline_zones;
+          std::memcpy(&inline_zones, params[0], sizeof(inline_zones));
+          if (CUresult r = fake_cuda::ValidateInlineFill(inline_zones);
+              r != CUDA_SUCCESS) {
+            return r;
+          }
+          fake_cuda::RunInlineFill(inline_zones);
+          return CUDA_SUCCESS;
         }
         return fill ? fake_cuda::RunFill(params) : fake_cuda::RunCheck(params);
       });

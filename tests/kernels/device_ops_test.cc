@@ -355,6 +355,77 @@ TEST_F(InlineCheckTest, FourZonesOnAProgramStreamAreOneLaunch) {
             1u);
 }
 
+// A fill and a check due on one program stream are one launch: the fill's
+// zones are written, nothing else is, and the check answers what it found
+// (here the overrun past zones_[1]'s start), from host memory as an inline
+// check does.
+TEST_F(InlineCheckTest, AFillAndACheckOnAProgramStreamAreOneLaunch) {
+  auto* b = reinterpret_cast<unsigned char*>(block_);
+  Overrun();
+  const std::vector<GmtZone> fill = {{block_ + 600, 100, 0x11, 0},
+                                     {block_ + 800, 0, 0x22, 0},
+                                     {block_ + 900, 50, 0x33, 0}};
+  const unsigned long long combined = FakeCudaCheckFillLaunches();
+  const unsigned long long fills = FakeCudaInlineFillLaunches();
+  const unsigned long long checks = FakeCudaInlineCheckLaunches();
+  FakeCudaDeferInlineChecks(1);
+  bool filled = false;
+  const uint64_t ticket =
+      P().ops.CheckAndFill(ctx(), stream(), zones_, fill, &filled);
+  ASSERT_NE(ticket, 0u);
+  EXPECT_TRUE(filled);
+  EXPECT_EQ(FakeCudaCheckFillLaunches(), combined + 1);
+  EXPECT_EQ(FakeCudaInlineFillLaunches(), fills);  // no launch of its own
+  EXPECT_EQ(FakeCudaInlineCheckLaunches(), checks + 1);
+  for (uint64_t at = 560; at < 1000; ++at) {
+    unsigned char want = 0;
+    if (at >= 600 && at < 700) want = 0x11;
+    if (at >= 900 && at < 950) want = 0x33;
+    ASSERT_EQ(b[at], want) << "byte " << at;
+  }
+  std::vector<GmtZoneResult> results;
+  EXPECT_EQ(P().ops.PollCheck(ticket, false, &results),
+            gmt::DeviceOps::Poll::kPending);
+  FakeCudaRunDeferredChecks();
+  ASSERT_EQ(P().ops.PollCheck(ticket, false, &results),
+            gmt::DeviceOps::Poll::kDone);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].changed_bytes, 0u);
+  EXPECT_EQ(results[1].changed_bytes, 1u);
+  EXPECT_EQ(~results[1].first_inverted, 1u);
+}
+
+// Where one launch cannot hold both (a check of more zones than its
+// parameters take, or on the tool's stream), the fill and the check are
+// made as Fill and CheckAsync would make them, and both still happen.
+TEST_F(InlineCheckTest, ACheckTooLargeToRideOnAFillIsItsOwn) {
+  std::vector<GmtZone> many;
+  for (uint64_t i = 0; i <= GMT_INLINE_MAX_ZONES; ++i) {
+    many.push_back({block_ + 2000 + 16 * i, 8, 0x44, 0});
+  }
+  ASSERT_TRUE(P().ops.Fill(ctx(), 0, many));
+  reinterpret_cast<unsigned char*>(block_)[2000 + 16 * 3 + 7] = 0;
+  Overrun();
+  const std::vector<GmtZone> fill = {{block_ + 600, 100, 0x11, 0}};
+  for (uint64_t s : {stream(), uint64_t{0}}) {
+    const std::vector<GmtZone> check =
+        s == 0 ? zones_ : many;  // the tool's stream: any size is its own
+    const unsigned long long combined = FakeCudaCheckFillLaunches();
+    bool filled = false;
+    const uint64_t ticket =
+        P().ops.CheckAndFill(ctx(), s, check, fill, &filled);
+    ASSERT_NE(ticket, 0u);
+    EXPECT_TRUE(filled);
+    EXPECT_EQ(FakeCudaCheckFillLaunches(), combined);
+    std::vector<GmtZoneResult> results;
+    ASSERT_EQ(P().ops.PollCheck(ticket, true, &results),
+              gmt::DeviceOps::Poll::kDone);
+    ASSERT_EQ(results.size(), check.size());
+    EXPECT_EQ(results[s == 0 ? 1 : 3].changed_bytes, 1u) << "stream " << s;
+    EXPECT_EQ(reinterpret_cast<unsigned char*>(block_)[650], 0x11);
+  }
+}
+
 // The context goes with checks in flight: they ran before it went (the
 // driver finishes queued work), and a ticket of a forgotten context answers
 // kFailed without reading the report, which went with the context.

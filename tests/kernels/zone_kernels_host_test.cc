@@ -448,5 +448,71 @@ TEST(ZoneKernelsOnHostTest, InlineFillWritesEveryZoneAndNothingElse) {
   }
 }
 
+// gmt_check_fill_zones_inline: its first check_blocks blocks answer the
+// check as gmt_check_zones_inline does (ids check_id on), the others fill as
+// gmt_fill_zones_inline does, for any split of the grid; neither touches the
+// other's zones or anything else. One thread a block, so that RunGrid runs
+// the check's barriers exactly (each block clears its shared tallies first).
+TEST(ZoneKernelsOnHostTest, CheckAndFillInOneLaunch) {
+  Memory m(4 * kChunk + 8192);
+  auto report = std::make_unique<GmtCheckReport>();
+  std::memset(report.get(), 0, sizeof(GmtCheckReport));
+  // Checked: three zones of a freed block near the start; filled: a new
+  // block's canaries and a large freed zone further on.
+  const std::vector<GmtZone> checked = {{m.address(5), 300, 0xa5, 0},
+                                        {m.address(400), 1000, 0xf7, 0},
+                                        {m.address(1500), 77, 0xa5, 0}};
+  std::vector<GmtZone> filled = {{m.address(4096), 256, 0xa5, 0},
+                                 {m.address(4400), 0, 0x11, 0},
+                                 {m.address(8192), 2 * kChunk + 9, 0xf7, 0}};
+  const uint64_t chunks = PrefixSum(&filled);
+  GmtInlineFill fill{};
+  std::copy(filled.begin(), filled.end(), fill.zones);
+  fill.zone_count = filled.size();
+  fill.total_chunks = chunks;
+  uint64_t check_id = 0;
+  for (auto [check_blocks, fill_blocks] :
+       {std::pair{1u, 1u}, std::pair{2u, 3u}, std::pair{3u, 1u}}) {
+    std::memset(m.base, 0, 4 * kChunk + 8192);
+    for (const GmtZone& z : checked) {
+      std::memset(reinterpret_cast<void*>(z.address),
+                  static_cast<int>(z.pattern), z.bytes);
+    }
+    const std::vector<Write> writes = {{checked[0].address + 7, {0}},
+                                       {checked[1].address + 999, {1, 2}}};
+    Apply(writes);
+    const std::vector<uint8_t> before(m.base, m.base + m.size);
+    GmtInlineCheck check{};
+    std::copy(checked.begin(), checked.end(), check.zones);
+    check.zone_count = checked.size();
+    check.check_id = ++check_id;
+    check.report = reinterpret_cast<uint64_t>(report.get());
+    check_id += check_blocks - 1;
+    RunGrid(check_blocks + fill_blocks, 1, gmt_check_fill_zones_inline, check,
+            fill, uint64_t{check_blocks});
+    const std::string what = std::to_string(check_blocks) + " check + " +
+                             std::to_string(fill_blocks) + " fill blocks";
+    uint64_t findings = 0;
+    const auto got = ResultsOf(*report, check.check_id, checked.size(),
+                               &findings, check_blocks);
+    const auto want = ExpectedResults(checked, writes);
+    EXPECT_EQ(findings, 2u) << what;
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(got[i].changed_bytes, want[i].changed_bytes) << what << i;
+      EXPECT_EQ(got[i].first_inverted, want[i].first_inverted) << what << i;
+      EXPECT_EQ(got[i].last_plus1, want[i].last_plus1) << what << i;
+    }
+    for (uint64_t at = 0; at < m.size; ++at) {
+      uint8_t want_byte = before[at];
+      for (const GmtZone& z : filled) {
+        if (m.address(at) >= z.address && m.address(at) < z.address + z.bytes) {
+          want_byte = static_cast<uint8_t>(z.pattern);
+        }
+      }
+      ASSERT_EQ(m.base[at], want_byte) << what << ", byte " << at;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gmt_test

@@ -319,6 +319,62 @@ void ProgramStream(ScenarioContext& sc) {
   sc.driver().stream_destroy(stream);
 }
 
+// A check and a fill due on one program stream at once (blocks leaving the
+// quarantine, new blocks before the next kernel): one launch on the driver,
+// whose check blocks answer what the writes changed, one block's worth and
+// several blocks' (their answers merged), and whose fill blocks write the
+// new zones, large ones across chunks, while the checked zones stay as they
+// were.
+void CheckAndFill(ScenarioContext& sc) {
+  const uint64_t b = sc.Alloc(8 * kChunk);
+  if (b == 0) return;
+  CUstream stream = nullptr;
+  if (sc.driver().stream_create(&stream, CU_STREAM_NON_BLOCKING) !=
+      CUDA_SUCCESS) {
+    sc.Fail("cuStreamCreate failed");
+    return;
+  }
+  const uint64_t s = reinterpret_cast<uint64_t>(stream);
+  // Checked: a freed block's canaries and bytes (the second time more bytes
+  // than one check block covers). Filled: a new block's canaries, and a
+  // freed block's 3 chunks of bytes.
+  for (uint64_t freed_bytes : {uint64_t{20011}, 3 * kChunk + 77}) {
+    const std::vector<GmtZone> checked = {
+        {b + 3, 509, 0xa5, 0},
+        {b + 512, freed_bytes, 0xf7, 0},
+        {b + 512 + freed_bytes, 301, 0xa5, 0}};
+    const uint64_t n = b + 5 * kChunk;
+    const std::vector<GmtZone> filled = {{n + 1, 511, 0xa5, 0},
+                                         {n + 512, 0, 0x5a, 0},
+                                         {n + 1024, 3 * kChunk - 2048, 0xf7, 0},
+                                         {n + 3 * kChunk - 1000, 900, 0xa5, 0}};
+    SC_CHECK(sc, sc.ops().Fill(sc.context(), 0, checked));
+    SC_CHECK(sc, sc.ops().OrderAfterFills(sc.context(), s));
+    const std::vector<Write> writes = {{b + 3 + 508, {0}},
+                                       {b + 512 + freed_bytes - 2, {1, 2}},
+                                       {b + 512 + freed_bytes + 300, {9}}};
+    ApplyWrites(sc, writes);
+    SC_CHECK(sc, sc.ops().OrderAfterFills(sc.context(), s));
+    bool ok = false;
+    const uint64_t ticket =
+        sc.ops().CheckAndFill(sc.context(), s, checked, filled, &ok);
+    SC_CHECK(sc, ok);
+    SC_CHECK(sc, ticket != 0);
+    std::vector<GmtZoneResult> results;
+    SC_CHECK(sc, sc.ops().PollCheck(ticket, /*wait=*/true, &results) ==
+                     DeviceOps::Poll::kDone);
+    const std::string what =
+        "check of " + std::to_string(freed_bytes) + " freed bytes with a fill";
+    CompareResults(sc, what, results, ExpectedResults(checked, writes));
+    CompareResults(sc, what + ", the fill", CheckNow(sc, s, filled),
+                   Clean(filled.size()));
+    CompareResults(sc, what + ", the checked zones after",
+                   CheckNow(sc, s, checked), ExpectedResults(checked, writes));
+  }
+  sc.driver().stream_synchronize(stream);
+  sc.driver().stream_destroy(stream);
+}
+
 void ReadAndWrite(ScenarioContext& sc) {
   const uint64_t b = sc.Alloc(4096);
   if (b == 0) return;
@@ -675,6 +731,7 @@ const std::vector<Scenario>& ZoneScenarios() {
       {"RandomZones", RandomZones},
       {"AsyncChecks", AsyncChecks},
       {"ProgramStream", ProgramStream},
+      {"CheckAndFill", CheckAndFill},
       {"ReadAndWrite", ReadAndWrite},
       {"Release", Release},
       {"EmptyInputs", EmptyInputs},

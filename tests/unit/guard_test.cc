@@ -1353,6 +1353,122 @@ TEST_F(GuardReuseTest, ADevicePoolSetByTheProgramEndsReuse) {
   EXPECT_EQ(cuda_allocs_, before + 1);
 }
 
+// A block leaving the quarantine for reuse is checked behind its free on
+// its stream; that check waits for the stream's next fill and rides on its
+// launch (one launch for both) instead of being a launch of its own at the
+// free. Every reuse check of the churn went that way, and each served.
+TEST_F(GuardReuseTest, TheCheckOfABlockLeavingTheQuarantineRidesOnAFill) {
+  std::vector<uint8_t*> blocks;
+  for (int i = 0; i < 8; ++i) blocks.push_back(AllocAsync(kBytes));
+  Launch("k");
+  for (uint8_t* p : blocks) {
+    const int checks = ops_->async_checks;
+    EXPECT_FALSE(Free(p, Api::kCudaFreeAsync, kStream));
+    EXPECT_EQ(ops_->async_checks, checks) << "a check launched at the free";
+    Launch("k");
+  }
+  EXPECT_GT(ops_->check_fills, 0);
+  EXPECT_EQ(ops_->async_checks, ops_->check_fills);
+  EXPECT_EQ(ops_->overlaps, 0);
+  engine_->OnSynchronized(kContext);
+  const int before = cuda_allocs_;
+  uint8_t* p = AllocAsync(kBytes);
+  EXPECT_EQ(cuda_allocs_, before);
+  EXPECT_TRUE(IsOneOf(p, blocks));
+  EXPECT_EQ(ops_->invalid_releases, 0);
+}
+
+// With no fill coming on their stream, waiting checks go at the next
+// device-wide synchronization (their blocks then serve), or at a trim, which
+// gives those blocks back to CUDA. Here the frees of another stream push
+// the first stream's blocks out of the quarantine.
+TEST_F(GuardReuseTest, AWaitingCheckGoesAtADeviceSynchronizationOrATrim) {
+  constexpr uint64_t kOther = 0x3000;
+  for (bool trim : {false, true}) {
+    Start(AsyncQuarantine(/*quarantine=*/64 * 1024));
+    std::vector<uint8_t*> mine, others;
+    for (int i = 0; i < 3; ++i) mine.push_back(AllocAsync(kBytes));
+    for (int i = 0; i < 3; ++i) others.push_back(AllocAsync(kBytes, kOther));
+    Launch("k");
+    Launch("k", kOther);
+    for (uint8_t* p : mine) {
+      EXPECT_FALSE(Free(p, Api::kCudaFreeAsync, kStream));
+      Launch("k");
+    }
+    const int checks = ops_->async_checks;
+    const int rides = ops_->check_fills;
+    for (uint8_t* p : others) {
+      EXPECT_FALSE(Free(p, Api::kCudaFreeAsync, kOther));
+      Launch("k", kOther);
+    }
+    // Out of the quarantine, and no check of theirs made yet: any check
+    // since rode on a fill of the other stream.
+    EXPECT_GT(engine_->guard().Stats().held_bytes, 0u);
+    EXPECT_EQ(ops_->async_checks - checks, ops_->check_fills - rides);
+    const int waiting = ops_->async_checks;
+    const int before = cuda_allocs_;
+    if (trim) {
+      std::vector<GuardFinding> findings;
+      EXPECT_GT(engine_->guard().ReleaseHeldOrdered(&findings), 0u);
+      EXPECT_GT(ops_->async_checks, waiting);
+      for (uint8_t* p : mine) {
+        const uint64_t raw = raw_of_[reinterpret_cast<uint64_t>(p)];
+        EXPECT_EQ(std::count(ops_->released_ordered.begin(),
+                             ops_->released_ordered.end(), raw),
+                  1);
+      }
+      AllocAsync(kBytes);
+      EXPECT_EQ(cuda_allocs_, before + 1);
+    } else {
+      engine_->OnSynchronized(kContext);
+      EXPECT_EQ(ops_->async_checks, waiting + 1);
+      EXPECT_TRUE(IsOneOf(AllocAsync(kBytes), mine));
+      EXPECT_EQ(cuda_allocs_, before);
+    }
+    EXPECT_EQ(ops_->invalid_releases, 0);
+  }
+}
+
+// A stream's waiting checks are at most what one launch's check holds (ten
+// blocks of three zones): many evictions with no launch between them send
+// the earlier ones out at the eviction that would overflow it.
+TEST_F(GuardReuseTest, WaitingChecksAreBoundedByOneLaunch) {
+  // Their freed patterns written (a launch after each free), then pushed out
+  // of the quarantine by frees on another stream, with no launch on theirs.
+  constexpr uint64_t kOther = 0x3000;
+  // A block takes 20.5 KiB with its zones: all twelve fit.
+  Start(AsyncQuarantine(/*quarantine=*/13 * 21 * 1024));
+  std::vector<uint8_t*> mine, others;
+  for (int i = 0; i < 12; ++i) mine.push_back(AllocAsync(kBytes));
+  for (int i = 0; i < 16; ++i) others.push_back(AllocAsync(kBytes, kOther));
+  Launch("k");
+  Launch("k", kOther);
+  std::vector<GuardFinding> findings;
+  for (uint8_t* p : mine) {
+    EXPECT_FALSE(Free(p, Api::kCudaFreeAsync, kStream));
+    Launch("k");
+  }
+  ops_->deferred = true;  // the checks' tables stay to be looked at
+  const int rides = ops_->check_fills;
+  const int checks = ops_->async_checks;
+  for (uint8_t* p : others) {
+    EXPECT_FALSE(Free(p, Api::kCudaFreeAsync, kOther));
+    Launch("k", kOther);
+  }
+  // All twelve of `mine` left the quarantine: the first ten went out as a
+  // check of their own when the eleventh came.
+  const int alone = (ops_->async_checks - checks) - (ops_->check_fills - rides);
+  EXPECT_GE(alone, 1);
+  EXPECT_EQ(ops_->overlaps, 0);
+  // The rest ride on their stream's next fill, within one launch's zones.
+  const int ride = ops_->check_fills;
+  AllocAsync(kBytes * 2);
+  Launch("k");
+  EXPECT_EQ(ops_->check_fills, ride + 1);
+  EXPECT_GT(ops_->last_ride_zones, 0u);
+  EXPECT_LE(ops_->last_ride_zones, size_t{GMT_INLINE_MAX_ZONES});
+}
+
 TEST_F(GuardReuseTest, OffWithQuarantineReuseZero) {
   Options o = AsyncQuarantine(64 * 1024);
   o.quarantine_reuse = false;

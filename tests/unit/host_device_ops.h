@@ -114,6 +114,28 @@ class HostDeviceOps : public DeviceOps {
     }
     return ticket;
   }
+  // A fill with a check riding on it (DeviceOps::CheckAndFill): counted,
+  // with the zones of the latest check, then made as the default makes it
+  // (it counts among fills and async_checks too). `overlaps`: calls whose
+  // check and fill shared a byte, which the contract forbids.
+  int check_fills = 0;
+  size_t last_ride_zones = 0;
+  int overlaps = 0;
+  uint64_t CheckAndFill(uint64_t context, uint64_t stream,
+                        absl::Span<const GmtZone> check,
+                        absl::Span<const GmtZone> fill, bool* filled) override {
+    ++check_fills;
+    last_ride_zones = check.size();
+    for (const GmtZone& c : check) {
+      for (const GmtZone& f : fill) {
+        if (c.bytes != 0 && f.bytes != 0 && c.address < f.address + f.bytes &&
+            f.address < c.address + c.bytes) {
+          ++overlaps;
+        }
+      }
+    }
+    return DeviceOps::CheckAndFill(context, stream, check, fill, filled);
+  }
   Poll PollCheck(uint64_t ticket, bool wait,
                  std::vector<GmtZoneResult>* results) override {
     auto it = tickets_.find(ticket);

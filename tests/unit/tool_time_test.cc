@@ -190,9 +190,10 @@ TEST(ToolTimeTest, ProgramStreamFillsAreCountedByTheirZones) {
   for (uint64_t zones : {1, 2, 3, 3, 3, 4, 7, 32})
     CountProgramStreamFill(zones, /*kernel=*/zones >= 4);
   CountProgramStreamFill(1, /*kernel=*/true);  // one large zone
+  CountProgramStreamFill(2, /*kernel=*/true, /*with_check=*/true);
   EXPECT_EQ(ProgramStreamFillText(),
-            "program-stream fills: 9 (zones 1: 2, 2: 1, 3: 3, 4 or more: 3; 4 "
-            "by the fill kernel)");
+            "program-stream fills: 10 (zones 1: 2, 2: 2, 3: 3, 4 or more: 3; 5 "
+            "by the fill kernel, 1 of them with a check)");
 }
 
 }  // namespace
