@@ -13,9 +13,16 @@ the final print) goes to stderr, so stdout stays comparable:
 
   train_seconds=<float> steps=<n> ms_per_step=<float>
 
-Usage: pytorch_train.py [--steps N] [--seed S]
+With --stages it trains nothing: it runs the first step's forward pass and
+prints a hash of each stage's output (the data, the parameters, each layer,
+the loss), so two runs whose losses differ show where they first part:
+
+  stage <name> <sha1 of the bytes, 16 hex digits>
+
+Usage: pytorch_train.py [--steps N] [--seed S] [--stages]
 """
 import argparse
+import hashlib
 import os
 import sys
 import time
@@ -32,6 +39,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--stages", action="store_true",
+                        help="hash each stage of the first forward pass")
     args = parser.parse_args()
 
     if not torch.cuda.is_available():
@@ -69,6 +78,9 @@ def main() -> int:
 
     batch = 256
     order = torch.randperm(n, generator=generator).to(device)
+    if args.stages:
+        print_stages(model, loss_fn, x, y, order[0:batch])
+        return 0
     loss = None
     # The clock covers the steps only: the set-up's copies and kernels are
     # finished first, the steps' own work before it stops.
@@ -92,6 +104,23 @@ def main() -> int:
     # repr() of a float is exact: equal strings mean equal losses.
     print(f"final loss {final:.9f} ({final!r}, {final.hex()})")
     return 0
+
+
+def print_stages(model, loss_fn, x, y, idx):
+    """The first step's forward pass, every stage computed before any is
+    read back (no synchronization between them, as in training), then a hash
+    of each stage's bytes."""
+    stages = [("x", x), ("y", y)]
+    stages += [("param%d" % i, p) for i, p in enumerate(model.parameters())]
+    a = x[idx]
+    stages.append(("x[idx]", a))
+    for i, layer in enumerate(model):
+        a = layer(a)
+        stages.append(("layer%d:%s" % (i, type(layer).__name__), a))
+    stages.append(("loss", loss_fn(a, y[idx])))
+    for name, t in stages:
+        data = t.detach().contiguous().cpu().numpy().tobytes()
+        print("stage %s %s" % (name, hashlib.sha1(data).hexdigest()[:16]))
 
 
 if __name__ == "__main__":

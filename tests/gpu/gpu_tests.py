@@ -831,6 +831,43 @@ def torch_python(c):
     return py
 
 
+def localize_loss_difference(c, py, script, options, runs=3):
+    """After a loss differed: where the first step's forward pass parts, from
+    `runs` runs of `script --stages` without the tool and `runs` with it
+    (`options`). Notes and warns which stages differ from the first run
+    without the tool, and whether the runs without the tool agree among
+    themselves (then the difference is not the tool's)."""
+    def stages(label, tool):
+        run = c.run(label, [py, script, "--stages"], tool=tool, timeout=240,
+                    options=options)
+        return [line.split()[1:] for line in run.stdout.splitlines()
+                if line.startswith("stage ")]
+    plain = [stages("stages-plain-%d" % i, False) for i in range(runs)]
+    tool = [stages("stages-tool-%d" % i, True) for i in range(runs)]
+    base = plain[0]
+
+    def first_difference(other):
+        for (name, digest), (other_name, other_digest) in zip(base, other):
+            if name != other_name or digest != other_digest:
+                return name
+        return None if len(base) == len(other) else "(stage count)"
+    plain_diffs = [first_difference(p) for p in plain[1:]]
+    tool_diffs = [first_difference(t) for t in tool]
+    text = ("first forward pass, %d runs each: without the tool %s; with "
+            "%s %s" % (
+                runs,
+                "all alike" if not any(plain_diffs) else
+                "they differ among themselves (first at %s)" %
+                ", ".join(d for d in plain_diffs if d),
+                options or "the default options",
+                "all alike the run without it" if not any(tool_diffs) else
+                "%d differ, first at %s" % (
+                    sum(1 for d in tool_diffs if d),
+                    ", ".join(d for d in tool_diffs if d))))
+    c.notes.setdefault("loss_diagnosis", []).append(text)
+    c.warn("loss difference localized: " + text)
+
+
 def case_pytorch_train(c):
     script = os.path.join(c.ctx.examples_dir, "pytorch_train.py")
     if not os.path.isfile(script):
@@ -862,12 +899,15 @@ def case_pytorch_train(c):
         c.check(run.rc == 0 and loss,
                 "pytorch_train %s failed (rc %s): %s" % (what, run.rc,
                                                          _tail(run.stderr)))
-    for (what, run), loss in zip(runs[1:], losses[1:]):
+    for (what, run), loss, options in zip(runs[1:], losses[1:],
+                                          (None, "check=kernel")):
         c.check(losses[0] == loss, "loss changed %s: %r without, %r with" % (
             what, losses[0], loss))
         c.check(plain.stdout == run.stdout,
                 "training log changed %s:\n--- without\n%s--- with\n%s"
                 % (what, plain.stdout, run.stdout))
+        if losses[0] != loss and loss:
+            localize_loss_difference(c, py, script, options)
     for mode, run in (("sync", tool), ("kernel", kern)):
         c.check_report_shape(run)
         r = run.report

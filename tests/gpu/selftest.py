@@ -204,6 +204,12 @@ elif name == "churn":
         summary_override = {"allocations": n, "frees": n}
         guard_override = {"checks": 10, "evicted": n // 2,
                           "check_failures": 0, "quarantine_bytes": 1 << 20}
+elif name == "pytorch_train" and "--stages" in args:
+    # The first forward pass, stage by stage: a broken run parts at layer2.
+    parts = (brk == "loss" and tool) or (brk == "kernel_loss" and kmode)
+    out = ("stage x 1111\nstage layer0:Linear 2222\nstage layer2:Linear %s\n"
+           "stage loss %s\n" % (("3334", "4445") if parts else
+                                ("3333", "4444")))
 elif name == "pytorch_train":
     out = "step 0 loss 1.0\nfinal loss 0.123456789 (0.12345678901)\n"
     sys.stderr.write("train_seconds=%s steps=200 ms_per_step=%s\n" % (
@@ -452,6 +458,18 @@ def main():
                            {"FAKE_BREAK": brk}, [case])
         expect("mistake '%s' fails %s" % (brk, case),
                rc == 1 and st.get(case) == "fail", text)
+
+    # A changed loss is localized: the first forward pass's stages, without
+    # and with the tool, name where the runs part.
+    rc, text, st = run(gpu_tests, work, bindir, exdir, fakepy, lib,
+                       {"FAKE_BREAK": "kernel_loss"}, ["pytorch_train"])
+    with open(os.path.join(work, "results.json")) as f:
+        warnings = [w for r in json.load(f)["results"]
+                    for w in r.get("warnings", [])]
+    expect("a changed loss is localized to its first differing stage",
+           any("without the tool all alike; with check=kernel 3 differ, "
+               "first at layer2:Linear" in w for w in warnings),
+           "\n".join(warnings) + text)
 
     if shutil.which("nvidia-smi") is None and not os.path.isdir(
             "/proc/driver/nvidia/gpus"):
