@@ -101,6 +101,25 @@ uint64_t InlineGranules(absl::Span<const GmtZone> zones) {
   return granules;
 }
 
+// The inline fill kernel's parameter for `zones` (at most
+// GMT_INLINE_MAX_ZONES): the zones with a byte, chunk_begin their prefix
+// sum (zone_abi.h).
+GmtInlineFill InlineFillOf(absl::Span<const GmtZone> zones) {
+  GmtInlineFill fill{};
+  uint64_t chunks = 0;
+  uint64_t n = 0;
+  for (const GmtZone& z : zones) {
+    if (z.bytes == 0) continue;
+    fill.zones[n] = z;
+    fill.zones[n].chunk_begin = chunks;
+    chunks += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
+    ++n;
+  }
+  fill.zone_count = n;
+  fill.total_chunks = chunks;
+  return fill;
+}
+
 // Results the driver gives for an image it cannot run on this GPU or parse.
 bool IsImageError(CUresult r) {
   return r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_INVALID_IMAGE ||
@@ -243,22 +262,11 @@ bool DriverDeviceOps::FillInline(uint64_t context, uint64_t stream,
                          (filled_zones > kMemsetFillZones || large_zone);
   CountProgramStreamFill(filled_zones, by_kernel);
   if (by_kernel) {
-    GmtInlineFill fill{};
-    uint64_t chunks = 0;
-    uint64_t n = 0;
-    for (const GmtZone& z : zones) {
-      if (z.bytes == 0) continue;
-      fill.zones[n] = z;
-      fill.zones[n].chunk_begin = chunks;
-      chunks += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
-      ++n;
-    }
-    if (n == 0) return true;
-    fill.zone_count = n;
-    fill.total_chunks = chunks;
+    GmtInlineFill fill = InlineFillOf(zones);
+    if (fill.zone_count == 0) return true;
     void* params[] = {&fill};
     const CUresult r = Launch(*work.driver, work.state, inline_fill_kernel_,
-                              chunks, work.stream, params);
+                              fill.total_chunks, work.stream, params);
     return r == CUDA_SUCCESS || Failed(work.driver, "guard-zone fill", r);
   }
   for (const GmtZone& z : zones) {
@@ -378,25 +386,15 @@ uint64_t DriverDeviceOps::CheckAndFill(uint64_t context, uint64_t stream,
   SampledGpuWork timed(ToolGpuWork::kFill);
   const uint64_t check_blocks = InlineBlocks(check);
   if (stream != 0 && check_blocks > 0 && fill.size() <= kInlineFillZones) {
-    GmtInlineFill zones{};
-    uint64_t chunks = 0;
-    uint64_t n = 0;
-    for (const GmtZone& z : fill) {
-      if (z.bytes == 0) continue;
-      zones.zones[n] = z;
-      zones.zones[n].chunk_begin = chunks;
-      chunks += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
-      ++n;
-    }
-    zones.zone_count = n;
-    zones.total_chunks = chunks;
-    if (n > 0) {
+    const GmtInlineFill zones = InlineFillOf(fill);
+    if (zones.zone_count > 0) {
       absl::MutexLock lock(&mu_);
       uint64_t ticket = 0;
       switch (EnqueueInlineCheck(context, stream, check, check_blocks,
                                  /*context_current=*/false, &ticket, &zones)) {
         case InlineOutcome::kEnqueued:
-          CountProgramStreamFill(n, /*kernel=*/true, /*with_check=*/true);
+          CountProgramStreamFill(zones.zone_count, /*kernel=*/true,
+                                 /*with_check=*/true);
           *filled = true;
           return ticket;
         case InlineOutcome::kFailed:

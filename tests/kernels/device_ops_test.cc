@@ -127,6 +127,27 @@ class InlineCheckTest : public testing::Test {
     }
     return FakeCudaInlineFillLaunches() - launches;
   }
+  // The inline check `ticket` of zones_ after Overrun(), made while the
+  // double defers inline checks: pending however often it is asked without
+  // waiting (the answer is read from memory; asking must not make the GPU
+  // progress), then, once run, the one changed byte, then forgotten.
+  void ExpectOverrunAnswered(uint64_t ticket) {
+    std::vector<GmtZoneResult> results;
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(P().ops.PollCheck(ticket, false, &results),
+                gmt::DeviceOps::Poll::kPending);
+    }
+    FakeCudaRunDeferredChecks();
+    ASSERT_EQ(P().ops.PollCheck(ticket, false, &results),
+              gmt::DeviceOps::Poll::kDone);
+    ASSERT_EQ(results.size(), 2u);
+    EXPECT_EQ(results[0].changed_bytes, 0u);
+    EXPECT_EQ(results[1].changed_bytes, 1u);
+    EXPECT_EQ(~results[1].first_inverted, 1u);
+    EXPECT_EQ(results[1].last_plus1, 2u);
+    EXPECT_EQ(P().ops.PollCheck(ticket, false, &results),
+              gmt::DeviceOps::Poll::kFailed);
+  }
   // The program's kernel wrote one byte past the user's 4000.
   void Overrun() {
     reinterpret_cast<unsigned char*>(block_)[512 + 4000 + 1] = 0;
@@ -146,24 +167,7 @@ TEST_F(InlineCheckTest, OneLaunchAndAnAnswerReadFromHostMemory) {
                                                    /*context_current=*/true);
   ASSERT_NE(ticket, 0u);
   EXPECT_EQ(FakeCudaInlineCheckLaunches(), launches + 1);
-  // Not run yet: pending, however often it is asked without waiting (the
-  // answer is read from memory; asking must not make the GPU progress).
-  std::vector<GmtZoneResult> results;
-  for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(P().ops.PollCheck(ticket, false, &results),
-              gmt::DeviceOps::Poll::kPending);
-  }
-  FakeCudaRunDeferredChecks();
-  ASSERT_EQ(P().ops.PollCheck(ticket, false, &results),
-            gmt::DeviceOps::Poll::kDone);
-  ASSERT_EQ(results.size(), 2u);
-  EXPECT_EQ(results[0].changed_bytes, 0u);
-  EXPECT_EQ(results[1].changed_bytes, 1u);
-  EXPECT_EQ(~results[1].first_inverted, 1u);
-  EXPECT_EQ(results[1].last_plus1, 2u);
-  // Answered: forgotten.
-  EXPECT_EQ(P().ops.PollCheck(ticket, false, &results),
-            gmt::DeviceOps::Poll::kFailed);
+  ExpectOverrunAnswered(ticket);
 }
 
 TEST_F(InlineCheckTest, AWaitLetsTheDeviceFinish) {
@@ -383,16 +387,7 @@ TEST_F(InlineCheckTest, AFillAndACheckOnAProgramStreamAreOneLaunch) {
     if (at >= 900 && at < 950) want = 0x33;
     ASSERT_EQ(b[at], want) << "byte " << at;
   }
-  std::vector<GmtZoneResult> results;
-  EXPECT_EQ(P().ops.PollCheck(ticket, false, &results),
-            gmt::DeviceOps::Poll::kPending);
-  FakeCudaRunDeferredChecks();
-  ASSERT_EQ(P().ops.PollCheck(ticket, false, &results),
-            gmt::DeviceOps::Poll::kDone);
-  ASSERT_EQ(results.size(), 2u);
-  EXPECT_EQ(results[0].changed_bytes, 0u);
-  EXPECT_EQ(results[1].changed_bytes, 1u);
-  EXPECT_EQ(~results[1].first_inverted, 1u);
+  ExpectOverrunAnswered(ticket);
 }
 
 // Where one launch cannot hold both (a check of more zones than its
