@@ -17,7 +17,7 @@ With --stages it trains nothing: it runs the first step's forward pass and
 prints a hash of each stage's output (the data, the parameters, each layer,
 the loss), so two runs whose losses differ show where they first part:
 
-  stage <name> <sha1 of the bytes, 16 hex digits>
+  stage <name> <sha1 of the bytes, 16 hex digits> <address mod 2 MiB>
 
 Usage: pytorch_train.py [--steps N] [--seed S] [--stages]
 """
@@ -120,7 +120,10 @@ def print_stages(model, loss_fn, x, y, idx):
     stages.append(("loss", loss_fn(a, y[idx])))
     for name, t in stages:
         data = t.detach().contiguous().cpu().numpy().tobytes()
-        print("stage %s %s" % (name, hashlib.sha1(data).hexdigest()[:16]))
+        # Where it lies within its 2 MiB: an algorithm chosen by a pointer's
+        # alignment would show here.
+        print("stage %s %s %#x" % (name, hashlib.sha1(data).hexdigest()[:16],
+                                   t.data_ptr() % (2 << 20)))
 
 
 if __name__ == "__main__":

@@ -847,9 +847,15 @@ def localize_loss_difference(c, py, script, options, runs=3):
     base = plain[0]
 
     def first_difference(other):
-        for (name, digest), (other_name, other_digest) in zip(base, other):
-            if name != other_name or digest != other_digest:
-                return name
+        # Stage lines: name, digest, address within its 2 MiB (named for the
+        # stage that differs: an alignment-chosen algorithm shows there).
+        for mine, theirs in zip(base, other):
+            if mine[:2] != theirs[:2]:
+                where = ""
+                if len(mine) > 2 and len(theirs) > 2:
+                    where = " (at %s, %s without the tool)" % (theirs[2],
+                                                              mine[2])
+                return mine[0] + where
         return None if len(base) == len(other) else "(stage count)"
     plain_diffs = [first_difference(p) for p in plain[1:]]
     tool_diffs = [first_difference(t) for t in tool]

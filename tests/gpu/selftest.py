@@ -207,9 +207,9 @@ elif name == "churn":
 elif name == "pytorch_train" and "--stages" in args:
     # The first forward pass, stage by stage: a broken run parts at layer2.
     parts = (brk == "loss" and tool) or (brk == "kernel_loss" and kmode)
-    out = ("stage x 1111\nstage layer0:Linear 2222\nstage layer2:Linear %s\n"
-           "stage loss %s\n" % (("3334", "4445") if parts else
-                                ("3333", "4444")))
+    out = ("stage x 1111 0x0\nstage layer0:Linear 2222 0x200\n"
+           "stage layer2:Linear %s 0x400\nstage loss %s 0x600\n" % (
+               ("3334", "4445") if parts else ("3333", "4444")))
 elif name == "pytorch_train":
     out = "step 0 loss 1.0\nfinal loss 0.123456789 (0.12345678901)\n"
     sys.stderr.write("train_seconds=%s steps=200 ms_per_step=%s\n" % (
