@@ -27,7 +27,11 @@
 #   LIB     libgpumemtrace.so
 #   SCRIPT  the training script [examples/pytorch_cnn.py beside this repo]
 # Environment: GMT_PARTS_ROUNDS [3], GMT_PARTS_STEPS [300], GMT_PARTS_SETS
-#   (a subset of the names above, in that order [all]), GMT_PYTHON [python3].
+#   (a subset of the names above, in that order [all]), GMT_PYTHON [python3],
+#   GMT_PARTS_BASE_LIB (another libgpumemtrace.so, e.g. the bundle of the
+#   commit before a change: each set with the tool also runs with it, as
+#   "<set>@base", in the same rounds, so the change is measured against its
+#   base on one machine, interleaved).
 # Output: a line per run (for runs with the tool, then the tool's own
 # "tool time per call:" line: its host time per allocation, free, launch and
 # synchronization, the program's own CUDA call left out, and its "stack
@@ -76,6 +80,27 @@ options() {  # the GMT_OPTIONS of a set; "-" for a run without the tool
 
 LINES="$WORK/lines.txt"
 : >"$LINES"
+BASE_LIB="${GMT_PARTS_BASE_LIB:-}"
+if [ -n "$BASE_LIB" ]; then
+  [ -f "$BASE_LIB" ] || { echo "torch_mode_parts: missing $BASE_LIB" >&2; exit 1; }
+  BASE_LIB="$(cd "$(dirname "$BASE_LIB")" && pwd)/$(basename "$BASE_LIB")"
+fi
+
+# run_line NAME ERR: the run's line (exit status, step time, reserved
+# memory), then, for a run with the tool, its own host time per call by
+# kind, what one stack capture cost by part, how many zones its fills on the
+# program's streams held (memsets or a fill launch), which of its own GPU
+# calls the timed calls' time went to, and what reuse served (verbosity=1).
+run_line() {
+  local rc=$? name="$1" err="$2" line
+  line="$(grep -o 'step_ms=[0-9.]* reserved_mb=[0-9.]*' "$err" | tail -1)"
+  echo "$name $round rc=$rc $line" | tee -a "$LINES"
+  grep -o 'tool time per call: .*' "$err" | tail -1 | sed 's/^/    /'
+  grep -o 'stack capture: .*' "$err" | tail -1 | sed 's/^/    /'
+  grep -o 'program-stream fills: .*' "$err" | tail -1 | sed 's/^/    /'
+  grep -o 'tool GPU calls, .*' "$err" | tail -1 | sed 's/^/    /'
+  grep -o 'reuse of checked blocks: .*' "$err" | tail -1 | sed 's/^/    /'
+}
 for round in $(seq 1 "$ROUNDS"); do
   for set in $SETS; do
     opts="$(options "$set")" || exit 2
@@ -87,22 +112,17 @@ for round in $(seq 1 "$ROUNDS"); do
       else
         "$PY" "$SCRIPT" --steps "$STEPS" >/dev/null 2>"$err"
       fi
-    else
-      LD_PRELOAD="$LIB" GMT_OPTIONS="$opts:report=none:verbosity=1" \
-        "$PY" "$SCRIPT" --steps "$STEPS" >/dev/null 2>"$err"
+      run_line "$set" "$err"
+      continue
     fi
-    rc=$?
-    line="$(grep -o 'step_ms=[0-9.]* reserved_mb=[0-9.]*' "$err" | tail -1)"
-    echo "$set $round rc=$rc $line" | tee -a "$LINES"
-    # The tool's own host time per call by kind, what one stack capture
-    # cost by part, how many zones its fills on the program's streams held
-    # (memsets or a fill launch), and which of its own GPU calls the timed
-    # calls' time went to, in this run (verbosity=1).
-    grep -o 'tool time per call: .*' "$err" | tail -1 | sed 's/^/    /'
-    grep -o 'stack capture: .*' "$err" | tail -1 | sed 's/^/    /'
-    grep -o 'program-stream fills: .*' "$err" | tail -1 | sed 's/^/    /'
-    grep -o 'tool GPU calls, .*' "$err" | tail -1 | sed 's/^/    /'
-    grep -o 'reuse of checked blocks: .*' "$err" | tail -1 | sed 's/^/    /'
+    for lib in "$LIB" ${BASE_LIB:+"$BASE_LIB"}; do
+      name="$set"
+      [ "$lib" = "$LIB" ] || name="$set@base"
+      err="$WORK/$name.$round.err"
+      LD_PRELOAD="$lib" GMT_OPTIONS="$opts:report=none:verbosity=1" \
+        "$PY" "$SCRIPT" --steps "$STEPS" >/dev/null 2>"$err"
+      run_line "$name" "$err"
+    done
   done
 done
 
