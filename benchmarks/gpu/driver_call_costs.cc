@@ -8,7 +8,10 @@
 // cuThreadExchangeStreamCaptureMode, cuEventQuery) against the ones that
 // enqueue work (cuMemsetD8Async, cuEventRecord, cuMemcpyDtoHAsync,
 // cuMemAllocAsync + cuMemFreeAsync), on a non-blocking stream and on the
-// legacy stream, as PyTorch's default stream is.
+// legacy stream, as PyTorch's default stream is. Then cuLaunchKernel of an
+// empty kernel whose one parameter is 16 B, 256 B, 1,048 B (the inline
+// check's) or 2,096 B (the check riding on a fill): what the size of a
+// launch's parameters costs the host.
 #include <cuda.h>
 
 #include <algorithm>
@@ -16,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace {
@@ -43,6 +47,17 @@ double MedianNs(int calls, const std::function<void()>& call,
   std::sort(rounds.begin(), rounds.end());
   return rounds[rounds.size() / 2];
 }
+
+// Empty kernels, one by-value parameter of each size (JIT-compiled PTX).
+constexpr char kEmptyKernels[] = R"(
+.version 7.0
+.target sm_52
+.address_size 64
+.visible .entry p16(.param .align 8 .b8 p[16]) { ret; }
+.visible .entry p256(.param .align 8 .b8 p[256]) { ret; }
+.visible .entry p1048(.param .align 8 .b8 p[1048]) { ret; }
+.visible .entry p2096(.param .align 8 .b8 p[2096]) { ret; }
+)";
 
 }  // namespace
 
@@ -104,6 +119,26 @@ int main() {
                       cuMemFreeAsync(p, st);
                     },
                     drain));
+  }
+  CUmodule module;
+  Check(cuModuleLoadData(&module, kEmptyKernels), "load the empty kernels");
+  static unsigned char param[2096];
+  for (int bytes : {16, 256, 1048, 2096}) {
+    CUfunction f;
+    const std::string name = "p" + std::to_string(bytes);
+    Check(cuModuleGetFunction(&f, module, name.c_str()), "get function");
+    void* params[] = {param};
+    for (unsigned threads : {32u, 512u}) {
+      std::printf("cuLaunchKernel[stream,%dB,%u threads] %.0f\n", bytes,
+                  threads,
+                  MedianNs(
+                      n,
+                      [&] {
+                        cuLaunchKernel(f, 1, 1, 1, threads, 1, 1, 0, s, params,
+                                       nullptr);
+                      },
+                      drain));
+    }
   }
   cuCtxSynchronize();
   return 0;
