@@ -106,18 +106,24 @@ TEST(GuardLayoutTest, PitchedRowsLeaveFrontAndTail) {
 
 class GuardTest : public ::testing::Test {
  protected:
+  // A fresh engine (the previous one, if any, stopped first).
   void Start(Options options) {
+    Stop();
     ops_ = std::make_unique<HostDeviceOps>();
     engine_ = std::make_unique<Engine>(options, ops_.get());
   }
   void SetUp() override { Start(GuardOptions()); }
-  void TearDown() override {
+  void TearDown() override { Stop(); }
+  void Stop() {
+    if (ops_ == nullptr) return;
     // Blocks still live or held are host memory of ours.
     engine_.reset();
     EXPECT_EQ(ops_->invalid_releases, 0);  // never a double free
     for (uint64_t raw : ops_->device_blocks) {
       std::free(reinterpret_cast<void*>(raw));
     }
+    ops_.reset();
+    raw_of_.clear();
   }
 
   // What the allocation shims do: plan, "allocate" the raw block, record.
