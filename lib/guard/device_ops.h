@@ -40,6 +40,9 @@
 
 namespace gmt {
 
+// Zones are passed as the caller lists them; their chunk_begin is the
+// implementation's to compute (zone_abi.h's prefix sum), so callers leave it
+// unset.
 class DeviceOps {
  public:
   virtual ~DeviceOps() = default;

@@ -142,11 +142,6 @@ std::shared_ptr<const GuardManager::Table> GuardManager::BuildTable(
     if (!b.confirmed && !device_wide && b.record.stream != stream) continue;
     AppendArmedZones(b, table.get());
   }
-  uint64_t chunk = 0;
-  for (GmtZone& z : table->zones) {
-    z.chunk_begin = chunk;
-    chunk += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
-  }
   return table;
 }
 
@@ -171,11 +166,6 @@ std::shared_ptr<const GuardManager::Table> GuardManager::BuildReachTable(
         z.bytes = kKernelCheckZoneBytes;
       }
     }
-  }
-  uint64_t chunk = 0;
-  for (GmtZone& z : table->zones) {
-    z.chunk_begin = chunk;
-    chunk += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
   }
   return table;
 }
@@ -231,11 +221,6 @@ void GuardManager::FlushFillsLocked(uint64_t context, Context& c) {
   }
   c.pending_fills.clear();
   if (zones.empty()) return;
-  uint64_t chunk = 0;
-  for (GmtZone& z : zones) {
-    z.chunk_begin = chunk;
-    chunk += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
-  }
   FilledLocked(filled, ops_->Fill(context, 0, zones));
   c.TablesStale();
 }
@@ -886,11 +871,6 @@ uint64_t GuardManager::ReleaseOrderedLocked(uint64_t context,
     if (level_ != CheckLevel::kNone) {
       for (const Block& b : group) AppendArmedZones(b, table.get());
     }
-    uint64_t chunk = 0;
-    for (GmtZone& z : table->zones) {
-      z.chunk_begin = chunk;
-      chunk += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
-    }
     if (!table->zones.empty()) {
       // Ahead of CUDA's free in the same stream: the check reads the
       // blocks before the pool can hand them out again. A check made
@@ -967,11 +947,6 @@ std::shared_ptr<GuardManager::Table> GuardManager::ReuseTableLocked(
   for (uint64_t raw : raws) {
     auto it = c.blocks.find(raw);
     if (it != c.blocks.end()) AppendArmedZones(it->second, table.get());
-  }
-  uint64_t chunk = 0;
-  for (GmtZone& z : table->zones) {
-    z.chunk_begin = chunk;
-    chunk += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
   }
   return table;
 }
@@ -1331,11 +1306,6 @@ uint64_t GuardManager::EvictLocked(uint64_t context, Context& c, size_t count) {
     return released;
   }
   c.TablesStale();
-  uint64_t chunk = 0;
-  for (GmtZone& z : table->zones) {
-    z.chunk_begin = chunk;
-    chunk += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
-  }
   if (!table->zones.empty()) {
     // On the tool's stream, after the fills of these blocks; answered at a
     // later entry point, never waited for here.
@@ -1750,11 +1720,6 @@ void GuardManager::BeforeRealFree(const AllocationRecord& block,
   if (it == cit->second.blocks.end()) return;
   auto table = std::make_shared<Table>();
   AppendArmedZones(it->second, table.get());
-  uint64_t chunk = 0;
-  for (GmtZone& z : table->zones) {
-    z.chunk_begin = chunk;
-    chunk += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
-  }
   if (table->zones.empty()) return;
   if (StreamOrdered(block.api) || stream != 0) {
     // In the free's stream order, no host sync; answered at the next poll.

@@ -618,7 +618,7 @@ class GuardManager {
   void FlushDeferredChecksLocked(uint64_t context, Context& c,
                                  std::optional<uint64_t> stream)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The table of the zones of reuse candidates `raws` (chunk_begin set).
+  // The table of the zones of reuse candidates `raws`.
   std::shared_ptr<Table> ReuseTableLocked(
       const Context& c, const std::vector<uint64_t>& raws) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
