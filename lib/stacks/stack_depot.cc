@@ -31,9 +31,28 @@ uintptr_t* StackDepot::AllocateFrames(int count) {
   return out;
 }
 
+StackId StackDepot::FindRecent(uint64_t hash, const uintptr_t* frames,
+                               int count) const {
+  const uint64_t slot =
+      recent_[hash & ((1u << kRecentBits) - 1)].load(std::memory_order_acquire);
+  if ((slot >> 32) != (hash >> 32)) return kNoStack;
+  const auto id = static_cast<StackId>(slot);
+  const Entry* e = Find(id);
+  if (e != nullptr && e->count == static_cast<uint32_t>(count) &&
+      std::memcmp(e->frames, frames, sizeof(uintptr_t) * count) == 0) {
+    return id;
+  }
+  return kNoStack;
+}
+
 StackId StackDepot::Put(const uintptr_t* frames, int count) {
   if (count <= 0) return kNoStack;
   const uint64_t hash = HashFrames(frames, count);
+  if (const StackId id = FindRecent(hash, frames, count); id != kNoStack) {
+    return id;
+  }
+  std::atomic<uint64_t>& recent = recent_[hash & ((1u << kRecentBits) - 1)];
+  const uint64_t tag = hash & ~uint64_t{0xffffffff};
   const uint32_t shard_index = static_cast<uint32_t>(hash >> (64 - kShardBits));
   Shard& shard = shards_[shard_index];
   absl::MutexLock lock(&shard.mu);
@@ -42,6 +61,7 @@ StackId StackDepot::Put(const uintptr_t* frames, int count) {
     const Entry* e = Find(it->second);
     if (e != nullptr && e->count == static_cast<uint32_t>(count) &&
         std::memcmp(e->frames, frames, sizeof(uintptr_t) * count) == 0) {
+      recent.store(tag | it->second, std::memory_order_release);
       return it->second;
     }
   }
@@ -60,6 +80,7 @@ StackId StackDepot::Put(const uintptr_t* frames, int count) {
   const StackId id = (shard_index << kIndexBits) | index;
   shard.by_hash.try_emplace(hash, id);
   size_.fetch_add(1, std::memory_order_relaxed);
+  recent.store(tag | id, std::memory_order_release);
   return id;
 }
 

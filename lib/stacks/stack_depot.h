@@ -2,8 +2,9 @@
 //
 // Records hold a StackId rather than frames (LLVM sanitizers' depot idea), so a
 // million allocations from one call site cost one stack. Put() is the hot path:
-// a hash, a shard lock and a lookup. Stored stacks are never freed; the depot
-// is process-lifetime, leaked at exit on purpose.
+// a hash and, for a stack seen lately, one lock-free slot that names it;
+// otherwise a shard lock and a lookup. Stored stacks are never freed; the
+// depot is process-lifetime, leaked at exit on purpose.
 //
 //   StackId id = depot.Put(frames, n);
 //   StackView v = depot.Get(id);   // frames stay valid forever
@@ -71,6 +72,19 @@ class StackDepot {
 
   const Entry* Find(StackId id) const;
   uintptr_t* AllocateFrames(int count);
+  // The id of the stack `recent_` remembers for `hash` if it is these frames;
+  // kNoStack otherwise.
+  StackId FindRecent(uint64_t hash, const uintptr_t* frames, int count) const;
+
+  // Direct-mapped by hash: (upper 32 bits of the hash << 32) | id of a stack
+  // put lately. A repeated Put, the common case (a training step's
+  // allocations come from a few lines), checks one slot and the stored
+  // frames without the shard's lock and map: between the driver's own work
+  // in every call those are cache misses in a chain, and the lock is two
+  // atomic writes. Stored with release after the entry is written, so a
+  // reader that sees the id sees its frames.
+  static constexpr int kRecentBits = 12;
+  std::atomic<uint64_t> recent_[1 << kRecentBits] = {};
 
   Shard shards_[kShards];
   std::atomic<size_t> size_{0};
