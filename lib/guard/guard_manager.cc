@@ -1013,6 +1013,14 @@ void GuardManager::FlushDeferredChecksLocked(uint64_t context, Context& c,
   }
 }
 
+void GuardManager::LaunchReuseChecksLocked(uint64_t context, Context& c) {
+  if (c.deferred_checks.empty()) return;
+  std::vector<uint64_t> streams;
+  for (const auto& [s, waiting] : c.deferred_checks) streams.push_back(s);
+  for (uint64_t s : streams) FlushOrderedFillsLocked(context, c, s);
+  FlushDeferredChecksLocked(context, c, std::nullopt);  // no fill took them
+}
+
 void GuardManager::SettleReuseLocked(const PendingCheck& p,
                                      DeviceOps::Poll state) {
   auto cit = contexts_.find(p.context);
@@ -1541,7 +1549,10 @@ void GuardManager::EvictOverBudget(std::vector<GuardFinding>* findings) {
       count = c.quarantine.size();
     }
     // Enqueues only: the lock stays held, so contexts_ can be walked on.
-    if (count > 0) EvictLocked(context, c, count);
+    if (count > 0) {
+      EvictLocked(context, c, count);
+      LaunchReuseChecksLocked(context, c);
+    }
     if (!c.releasing.empty()) queued.push_back(context);
   }
   for (uint64_t context : queued) {

@@ -468,12 +468,14 @@ class GuardManager {
         reusable;
     std::deque<std::pair<uint64_t, uint64_t>> reusable_order;
     // Blocks that left the quarantine for reuse (Reuse::kChecking) whose
-    // check waits, per stream, for the next fill there (FlushOrderedFills):
-    // it rides on that fill's launch (DeviceOps::CheckAndFill) instead of
-    // being a launch of its own at the free. At most one launch's worth a
-    // stream (DeferReuseChecksLocked); enqueued alone at a device-wide
-    // synchronization and wherever held blocks must answer (trim,
-    // out-of-memory, stream destruction, teardown).
+    // check is grouped, per stream, to ride on a fill there
+    // (FlushOrderedFills, DeviceOps::CheckAndFill) instead of being a launch
+    // of its own: at the eviction, the fill its free left due
+    // (LaunchReuseChecksLocked). At most one launch's worth a stream
+    // (DeferReuseChecksLocked). Left waiting only where nothing may be
+    // enqueued (a stream being captured): then enqueued at the next fill
+    // there, a device-wide synchronization or wherever held blocks must
+    // answer (trim, out-of-memory, stream destruction, teardown).
     struct DeferredChecks {
       std::vector<uint64_t> raws;
       uint64_t raw_bytes = 0;
@@ -607,11 +609,20 @@ class GuardManager {
   void EnqueueReuseChecksLocked(uint64_t context, Context& c,
                                 const std::vector<uint64_t>& raws)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The same checks, left to ride on the next fill of their stream
+  // The same checks, grouped per stream to ride on a fill there
   // (Context::deferred_checks); a stream's waiting checks that would not fit
   // one launch with the new ones are enqueued first.
   void DeferReuseChecksLocked(uint64_t context, Context& c,
                               const std::vector<uint64_t>& raws)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Launches the waiting checks of `c` at the eviction that made them: each
+  // stream's ride on the fill due there (the pattern of the bytes its free
+  // just left), the others alone. A check gates its blocks' reuse, and an
+  // eager framework allocates the next tensor of a shape it just freed
+  // before its next launch: with the check left for that launch's fill, a
+  // CNN in tensor mode on an H100 had 8 800 of 29 900 allocations served
+  // by reuse, against 24 600 with the check at the eviction.
+  void LaunchReuseChecksLocked(uint64_t context, Context& c)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Enqueues the waiting checks of `stream` (every stream: nullopt) of `c`
   // on their streams now, leaving those of streams being captured.

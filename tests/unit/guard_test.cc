@@ -1360,18 +1360,29 @@ TEST_F(GuardReuseTest, ADevicePoolSetByTheProgramEndsReuse) {
 }
 
 // A block leaving the quarantine for reuse is checked behind its free on
-// its stream; that check waits for the stream's next fill and rides on its
-// launch (one launch for both) instead of being a launch of its own at the
-// free. Every reuse check of the churn went that way, and each served.
-TEST_F(GuardReuseTest, TheCheckOfABlockLeavingTheQuarantineRidesOnAFill) {
+// its stream at the eviction (its answer gates its reuse, and an eager
+// framework allocates the next tensor of a shape it just freed before its
+// next launch), riding on the fill that the evicting free left due there:
+// one launch for both, none at the launch after. Every reuse check of the
+// churn went that way, and each served.
+TEST_F(GuardReuseTest,
+       TheCheckOfABlockLeavingTheQuarantineRidesOnTheFreesFill) {
   std::vector<uint8_t*> blocks;
   for (int i = 0; i < 8; ++i) blocks.push_back(AllocAsync(kBytes));
   Launch("k");
   for (uint8_t* p : blocks) {
     const int checks = ops_->async_checks;
+    const int rides = ops_->check_fills;
     EXPECT_FALSE(Free(p, Api::kCudaFreeAsync, kStream));
-    EXPECT_EQ(ops_->async_checks, checks) << "a check launched at the free";
+    EXPECT_EQ(ops_->async_checks - checks, ops_->check_fills - rides)
+        << "a check of its own at the free";
+    const int after_free = ops_->async_checks;
+    const int fills = ops_->fills;
     Launch("k");
+    EXPECT_EQ(ops_->async_checks, after_free) << "a check left for the launch";
+    if (ops_->check_fills > rides) {
+      EXPECT_EQ(ops_->fills, fills) << "the freed pattern written twice";
+    }
   }
   EXPECT_GT(ops_->check_fills, 0);
   EXPECT_EQ(ops_->async_checks, ops_->check_fills);
@@ -1384,11 +1395,11 @@ TEST_F(GuardReuseTest, TheCheckOfABlockLeavingTheQuarantineRidesOnAFill) {
   EXPECT_EQ(ops_->invalid_releases, 0);
 }
 
-// With no fill coming on their stream, waiting checks go at the next
-// device-wide synchronization (their blocks then serve), or at a trim, which
-// gives those blocks back to CUDA. Here the frees of another stream push
-// the first stream's blocks out of the quarantine.
-TEST_F(GuardReuseTest, AWaitingCheckGoesAtADeviceSynchronizationOrATrim) {
+// With no fill due on their stream, the checks go alone at the eviction
+// (their blocks then serve after the answer is polled), and a trim gives
+// those blocks back to CUDA. Here the frees of another stream push the
+// first stream's blocks out of the quarantine.
+TEST_F(GuardReuseTest, ACheckWithNoFillDueOnItsStreamGoesAloneAtTheEviction) {
   constexpr uint64_t kOther = 0x3000;
   for (bool trim : {false, true}) {
     Start(AsyncQuarantine(/*quarantine=*/64 * 1024));
@@ -1407,16 +1418,14 @@ TEST_F(GuardReuseTest, AWaitingCheckGoesAtADeviceSynchronizationOrATrim) {
       EXPECT_FALSE(Free(p, Api::kCudaFreeAsync, kOther));
       Launch("k", kOther);
     }
-    // Out of the quarantine, and no check of theirs made yet: any check
-    // since rode on a fill of the other stream.
+    // Out of the quarantine, and checked at once, without a fill of theirs.
     EXPECT_GT(engine_->guard().Stats().held_bytes, 0u);
-    EXPECT_EQ(ops_->async_checks - checks, ops_->check_fills - rides);
-    const int waiting = ops_->async_checks;
+    EXPECT_GT(ops_->async_checks - checks, ops_->check_fills - rides);
+    const int made = ops_->async_checks;
     const int before = cuda_allocs_;
     if (trim) {
       std::vector<GuardFinding> findings;
       EXPECT_GT(engine_->guard().ReleaseHeldOrdered(&findings), 0u);
-      EXPECT_GT(ops_->async_checks, waiting);
       for (uint8_t* p : mine) {
         const uint64_t raw = raw_of_[reinterpret_cast<uint64_t>(p)];
         EXPECT_EQ(std::count(ops_->released_ordered.begin(),
@@ -1427,7 +1436,7 @@ TEST_F(GuardReuseTest, AWaitingCheckGoesAtADeviceSynchronizationOrATrim) {
       EXPECT_EQ(cuda_allocs_, before + 1);
     } else {
       engine_->OnSynchronized(kContext);
-      EXPECT_EQ(ops_->async_checks, waiting + 1);
+      EXPECT_EQ(ops_->async_checks, made) << "a check left for the sync";
       EXPECT_TRUE(IsOneOf(AllocAsync(kBytes), mine));
       EXPECT_EQ(cuda_allocs_, before);
     }
@@ -1435,44 +1444,34 @@ TEST_F(GuardReuseTest, AWaitingCheckGoesAtADeviceSynchronizationOrATrim) {
   }
 }
 
-// A stream's waiting checks are at most what one launch's check holds (ten
-// blocks of three zones): many evictions with no launch between them send
-// the earlier ones out at the eviction that would overflow it.
-TEST_F(GuardReuseTest, WaitingChecksAreBoundedByOneLaunch) {
+// One eviction's checks on a stream are at most what one launch's check
+// holds (ten blocks of three zones): an eviction of more sends them as
+// several checks, each within the bound.
+TEST_F(GuardReuseTest, OneEvictionsChecksAreBoundedByOneLaunch) {
   // Their freed patterns written (a launch after each free), then pushed out
-  // of the quarantine by frees on another stream, with no launch on theirs.
+  // of the quarantine together by a large free on another stream.
   constexpr uint64_t kOther = 0x3000;
   // A block takes 20.5 KiB with its zones: all twelve fit.
   Start(AsyncQuarantine(/*quarantine=*/13 * 21 * 1024));
-  std::vector<uint8_t*> mine, others;
+  std::vector<uint8_t*> mine;
   for (int i = 0; i < 12; ++i) mine.push_back(AllocAsync(kBytes));
-  for (int i = 0; i < 16; ++i) others.push_back(AllocAsync(kBytes, kOther));
+  uint8_t* large = AllocAsync(12 * kBytes, kOther);
   Launch("k");
   Launch("k", kOther);
-  std::vector<GuardFinding> findings;
   for (uint8_t* p : mine) {
     EXPECT_FALSE(Free(p, Api::kCudaFreeAsync, kStream));
     Launch("k");
   }
   ops_->deferred = true;  // the checks' tables stay to be looked at
-  const int rides = ops_->check_fills;
   const int checks = ops_->async_checks;
-  for (uint8_t* p : others) {
-    EXPECT_FALSE(Free(p, Api::kCudaFreeAsync, kOther));
-    Launch("k", kOther);
-  }
-  // All twelve of `mine` left the quarantine: the first ten went out as a
-  // check of their own when the eleventh came.
-  const int alone = (ops_->async_checks - checks) - (ops_->check_fills - rides);
-  EXPECT_GE(alone, 1);
+  ops_->max_check_zones = 0;
+  EXPECT_FALSE(Free(large, Api::kCudaFreeAsync, kOther));
+  // All twelve of `mine` left the quarantine at that free: more than one
+  // check, none over one launch's zones.
+  EXPECT_GE(ops_->async_checks - checks, 2);
+  EXPECT_GT(ops_->max_check_zones, 0u);
+  EXPECT_LE(ops_->max_check_zones, size_t{GMT_INLINE_MAX_ZONES});
   EXPECT_EQ(ops_->overlaps, 0);
-  // The rest ride on their stream's next fill, within one launch's zones.
-  const int ride = ops_->check_fills;
-  AllocAsync(kBytes * 2);
-  Launch("k");
-  EXPECT_EQ(ops_->check_fills, ride + 1);
-  EXPECT_GT(ops_->last_ride_zones, 0u);
-  EXPECT_LE(ops_->last_ride_zones, size_t{GMT_INLINE_MAX_ZONES});
 }
 
 TEST_F(GuardReuseTest, OffWithQuarantineReuseZero) {

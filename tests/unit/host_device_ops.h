@@ -29,6 +29,7 @@ class HostDeviceOps : public DeviceOps {
   size_t last_async_zones = 0;    // zones of the latest program-stream check
   size_t last_tool_zones = 0;     // zones of the latest tool-stream check
   uint64_t last_async_bytes = 0;  // the bytes of those zones
+  size_t max_check_zones = 0;     // zones of the largest program-stream check
   int orders = 0;                 // OrderAfterFills calls
   int syncs = 0;
   // Host waits for a check's answer: PollCheck with `wait`, Check.
@@ -89,6 +90,7 @@ class HostDeviceOps : public DeviceOps {
     if (stream == 0) last_tool_zones = zones.size();
     if (stream != 0) {
       last_async_zones = zones.size();
+      max_check_zones = std::max(max_check_zones, zones.size());
       last_async_bytes = 0;
       for (const GmtZone& z : zones) last_async_bytes += z.bytes;
     }
@@ -119,13 +121,11 @@ class HostDeviceOps : public DeviceOps {
   // (it counts among fills and async_checks too). `overlaps`: calls whose
   // check and fill shared a byte, which the contract forbids.
   int check_fills = 0;
-  size_t last_ride_zones = 0;
   int overlaps = 0;
   uint64_t CheckAndFill(uint64_t context, uint64_t stream,
                         absl::Span<const GmtZone> check,
                         absl::Span<const GmtZone> fill, bool* filled) override {
     ++check_fills;
-    last_ride_zones = check.size();
     for (const GmtZone& c : check) {
       for (const GmtZone& f : fill) {
         if (c.bytes != 0 && f.bytes != 0 && c.address < f.address + f.bytes &&
