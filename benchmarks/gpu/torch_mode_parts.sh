@@ -17,6 +17,10 @@
 #   q256, q1024    torch=1 with a 256 MiB / 1 GiB quarantine (fewer, larger
 #                  evictions against more reserved memory)
 #   checkexit      torch=1:check=exit: no zone checks at synchronizations
+#   freed1m        torch=1:freed_check_bytes=1048576: a freed tensor's first
+#                  and last 512 KiB poisoned and checked, not all of it (the
+#                  CNN frees about eight 33.5 MB activations a step: their
+#                  poison and checks are ~0.5 GB of GPU memory traffic)
 #   default        the tool's default options without tensor mode (redzones
 #                  around PyTorch's cached segments, checks at
 #                  synchronizations)
@@ -58,7 +62,7 @@ LIB="$(cd "$(dirname "$LIB")" && pwd)/$(basename "$LIB")"
 PY="${GMT_PYTHON:-python3}"
 ROUNDS="${GMT_PARTS_ROUNDS:-3}"
 STEPS="${GMT_PARTS_STEPS:-300}"
-SETS="${GMT_PARTS_SETS:-plain plain_async torch noreuse guard0 nostacks nopython q0 q256 q1024 checkexit}"
+SETS="${GMT_PARTS_SETS:-plain plain_async torch noreuse guard0 nostacks nopython q0 q256 q1024 checkexit freed1m}"
 
 options() {  # the GMT_OPTIONS of a set; "-" for a run without the tool
   case "$1" in
@@ -74,6 +78,7 @@ options() {  # the GMT_OPTIONS of a set; "-" for a run without the tool
     q256) echo "torch=1:quarantine_bytes=268435456" ;;
     q1024) echo "torch=1:quarantine_bytes=1073741824" ;;
     checkexit) echo "torch=1:check=exit" ;;
+    freed1m) echo "torch=1:freed_check_bytes=1048576" ;;
     *) echo "torch_mode_parts: unknown set $1" >&2; exit 2 ;;
   esac
 }

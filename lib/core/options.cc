@@ -108,6 +108,9 @@ std::string CheckValue(absl::string_view key, const Options& o) {
   if (key == "quarantine_bytes") {
     return range(o.quarantine_bytes, 0, int64_t{1} << 40);
   }
+  if (key == "freed_check_bytes") {
+    return range(o.freed_check_bytes, 0, int64_t{1} << 40);
+  }
   if (key == "report_path" && o.report_path.find('\0') != std::string::npos) {
     return "contains a NUL byte";
   }

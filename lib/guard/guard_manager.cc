@@ -50,6 +50,11 @@ GuardManager::GuardManager(const Options& options, DeviceOps* ops)
                      ? std::max(quarantine_budget_ * kReuseCapFactor,
                                 kMinReleaseCapBytes)
                      : 0),
+      freed_half_bytes_(
+          options.freed_check_bytes > 0
+              ? (static_cast<uint64_t>(options.freed_check_bytes) + 511) / 512 *
+                    256
+              : 0),
       ops_(policy_.enabled ? ops : nullptr) {}
 
 GuardManager::Context& GuardManager::ContextFor(uint64_t context, int device) {
@@ -123,7 +128,9 @@ void GuardManager::AppendArmedZones(const Block& b, Table* table) const {
     add(UserEnd(r), r.raw_address + r.raw_bytes, kCanaryByte, Role::kTail);
   }
   if (b.held && b.freed_armed && !b.freed_pending) {
-    add(r.address, UserEnd(r), kFreedByte, Role::kFreedUser);
+    ForEachFreedRange(r, [&](uint64_t begin, uint64_t end) {
+      add(begin, end, kFreedByte, Role::kFreedUser);
+    });
   }
 }
 
@@ -171,7 +178,7 @@ std::shared_ptr<const GuardManager::Table> GuardManager::BuildReachTable(
 }
 
 void GuardManager::AppendPendingZones(const Block& b,
-                                      std::vector<GmtZone>* zones) {
+                                      std::vector<GmtZone>* zones) const {
   const AllocationRecord& r = b.record;
   auto add = [&](uint64_t begin, uint64_t end, uint8_t pattern) {
     if (end > begin) zones->push_back(GmtZone{begin, end - begin, pattern, 0});
@@ -180,7 +187,10 @@ void GuardManager::AppendPendingZones(const Block& b,
     add(b.front_begin, r.address, kCanaryByte);
     add(UserEnd(r), r.raw_address + r.raw_bytes, kCanaryByte);
   }
-  if (b.freed_pending) add(r.address, UserEnd(r), kFreedByte);
+  if (b.freed_pending) {
+    ForEachFreedRange(
+        r, [&](uint64_t begin, uint64_t end) { add(begin, end, kFreedByte); });
+  }
 }
 
 void GuardManager::FilledLocked(absl::Span<Block* const> blocks, bool ok) {
@@ -343,10 +353,24 @@ void GuardManager::CollectResults(uint64_t context, Context& c,
   std::vector<uint32_t> kernels;
   uint64_t omitted = 0;
   bool kernels_known = false;
+  // The zone whose finding is findings->back() (none: SIZE_MAX).
+  size_t last_finding_zone = SIZE_MAX;
   for (size_t i = 0; i < table.zones.size() && i < results.size(); ++i) {
     const GmtZoneResult& res = results[i];
     if (res.changed_bytes == 0) continue;
     const ZoneRef& ref = table.refs[i];
+    if (ref.role == Role::kFreedUser && i > 0 && last_finding_zone == i - 1 &&
+        table.refs[i - 1].raw == ref.raw &&
+        table.refs[i - 1].role == Role::kFreedUser) {
+      // The end of a freed block checked in two parts (freed_check_bytes),
+      // both written: one write after free, from the first change to the
+      // last.
+      GuardFinding& f = findings->back();
+      f.last_offset = static_cast<int64_t>(
+          table.zones[i].address + res.last_plus1 - 1 - f.block.address);
+      f.changed_bytes += res.changed_bytes;
+      continue;
+    }
     Block* live = nullptr;
     if (auto it = c.blocks.find(ref.raw); it != c.blocks.end()) {
       live = &it->second;
@@ -386,6 +410,7 @@ void GuardManager::CollectResults(uint64_t context, Context& c,
       f.kernels_omitted = omitted;
     }
     findings->push_back(std::move(f));
+    last_finding_zone = i;
     // Re-arm: the next check starts from clean canaries, so one overrun is
     // reported once.
     if (live != nullptr) {

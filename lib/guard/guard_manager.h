@@ -671,7 +671,22 @@ class GuardManager {
     return ++last_generation_;
   }
   // The zones of `b` waiting to be written, appended to `zones`.
-  static void AppendPendingZones(const Block& b, std::vector<GmtZone>* zones);
+  void AppendPendingZones(const Block& b, std::vector<GmtZone>* zones) const;
+  // Calls f(begin, end) for each range of the freed bytes of `r` that is
+  // poisoned and checked: all of them, or with freed_check_bytes its first
+  // and last half of that many (the same ranges for the fill and every
+  // check, so a check reads only what was written).
+  template <typename F>
+  void ForEachFreedRange(const AllocationRecord& r, F&& f) const {
+    const uint64_t begin = r.address;
+    const uint64_t end = r.address + r.bytes;
+    if (freed_half_bytes_ == 0 || end - begin <= 2 * freed_half_bytes_) {
+      f(begin, end);
+      return;
+    }
+    f(begin, begin + freed_half_bytes_);
+    f(end - freed_half_bytes_, end);
+  }
   // `blocks` were filled (`ok`) or could not be: their pending zones are
   // armed, or left unchecked and the failure counted.
   void FilledLocked(absl::Span<Block* const> blocks, bool ok)
@@ -736,6 +751,8 @@ class GuardManager {
   const uint64_t release_cap_;
   // Bound on the raw bytes of a context held for reuse (0: no reuse).
   const uint64_t reuse_cap_;
+  // Half of freed_check_bytes, rounded up to 256 (0: every freed byte).
+  const uint64_t freed_half_bytes_;
   DeviceOps* const ops_;
 
   // Held for bookkeeping only, never across a wait for the GPU (a check's

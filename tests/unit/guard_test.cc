@@ -377,6 +377,71 @@ TEST_F(GuardTest, WriteAfterFreeInQuarantineIsUafWithTheFreeRecord) {
   EXPECT_EQ(errors[0].kernels.back(), "writer(int*)");
 }
 
+// freed_check_bytes: a freed block larger than it is poisoned and checked
+// at its two ends only (half each), the fill and the check over the same
+// bytes; a smaller one whole.
+TEST_F(GuardTest, FreedCheckBytesPoisonAndCheckTheEndsOfALargeFreedBlock) {
+  Options o = GuardOptions();
+  o.freed_check_bytes = 4000;  // rounded up to 4096: 2 KiB at each end
+  Start(o);
+  constexpr int kBytes = 64 * 1024;
+  uint8_t* large = Alloc(kBytes);
+  uint8_t* small = Alloc(4000);
+  std::memset(large, 0x11, kBytes);
+  std::memset(small, 0x11, 4000);
+  Launch("k");
+  EXPECT_FALSE(Free(large));
+  EXPECT_FALSE(Free(small));
+  const uint64_t checked = engine_->guard().Stats().bytes_checked;
+  Launch("k");  // the freed patterns go in before it
+  EXPECT_EQ(large[0], kFreedByte);
+  EXPECT_EQ(large[2047], kFreedByte);
+  EXPECT_EQ(large[2048], 0x11);  // left as the program wrote it
+  EXPECT_EQ(large[kBytes - 2049], 0x11);
+  EXPECT_EQ(large[kBytes - 2048], kFreedByte);
+  EXPECT_EQ(large[kBytes - 1], kFreedByte);
+  EXPECT_EQ(small[0], kFreedByte);
+  EXPECT_EQ(small[2500], kFreedByte);
+  EXPECT_EQ(small[3999], kFreedByte);
+  // A write into the middle is not seen; the check reads 4 KiB of the
+  // large block's freed bytes, not 64.
+  large[kBytes / 2] = 0;
+  engine_->OnSynchronized(kContext);
+  EXPECT_TRUE(Errors().empty());
+  const uint64_t read = engine_->guard().Stats().bytes_checked - checked;
+  EXPECT_GE(read, 4096u + 4000u);
+  EXPECT_LT(read, 4096u + 4000u + 2 * 8192u);  // and their canaries
+  // Writes at both ends are one write after free, from the first change to
+  // the last.
+  large[100] = 0;
+  large[kBytes - 10] = 0;
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].kind, ErrorKind::kUafWrite);
+  EXPECT_EQ(errors[0].first_offset, 100);
+  EXPECT_EQ(errors[0].last_offset, kBytes - 10);
+  EXPECT_EQ(errors[0].changed_bytes, 2u);
+}
+
+TEST_F(GuardTest, FreedCheckBytesSeesAWriteAtTheEndOfALargeFreedBlock) {
+  Options o = GuardOptions();
+  o.freed_check_bytes = 4096;
+  Start(o);
+  constexpr int kBytes = 64 * 1024;
+  uint8_t* p = Alloc(kBytes);
+  Launch("k");
+  EXPECT_FALSE(Free(p));
+  Launch("k");
+  p[kBytes - 1] = 0;
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].kind, ErrorKind::kUafWrite);
+  EXPECT_EQ(errors[0].first_offset, kBytes - 1);
+  EXPECT_EQ(errors[0].last_offset, kBytes - 1);
+}
+
 TEST_F(GuardTest, QuarantineEvictsOldestBatchAndChecksIt) {
   Start(GuardOptions(CheckLevel::kSync, /*quarantine=*/64 * 1024));
   std::vector<uint8_t*> blocks;

@@ -122,15 +122,17 @@ TEST(OptionsTest, Ranges) {
     const char* text;
     const char* key;
   };
-  for (const Case& c :
-       std::vector<Case>{{"stack_depth=65", "stack_depth"},
-                         {"stack_depth=-1", "stack_depth"},
-                         {"freed_history=16777217", "freed_history"},
-                         {"freed_history=-5", "freed_history"},
-                         {"exitcode=256", "exitcode"},
-                         {"exitcode=-1", "exitcode"},
-                         {"verbosity=3", "verbosity"},
-                         {"max_leaks=-1", "max_leaks"}}) {
+  for (const Case& c : std::vector<Case>{
+           {"stack_depth=65", "stack_depth"},
+           {"stack_depth=-1", "stack_depth"},
+           {"freed_history=16777217", "freed_history"},
+           {"freed_history=-5", "freed_history"},
+           {"exitcode=256", "exitcode"},
+           {"exitcode=-1", "exitcode"},
+           {"verbosity=3", "verbosity"},
+           {"max_leaks=-1", "max_leaks"},
+           {"freed_check_bytes=-1", "freed_check_bytes"},
+           {"freed_check_bytes=1099511627777", "freed_check_bytes"}}) {
     ParseResult r = ParseOptions(c.text);
     ASSERT_THAT(r.errors, SizeIs(1)) << c.text;
     EXPECT_THAT(r.errors[0], HasSubstr(c.key)) << c.text;
@@ -146,6 +148,9 @@ TEST(OptionsTest, Ranges) {
   EXPECT_EQ(ok.options.freed_history, 16777216);
   EXPECT_EQ(ok.options.exitcode, 255);
   EXPECT_THAT(ParseOptions("stack_depth=0:freed_history=0").errors, IsEmpty());
+  EXPECT_EQ(
+      ParseOptions("freed_check_bytes=1099511627776").options.freed_check_bytes,
+      int64_t{1} << 40);
 }
 
 TEST(OptionsTest, ReportFormats) {
