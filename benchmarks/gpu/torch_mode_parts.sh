@@ -105,6 +105,9 @@ run_line() {
   grep -o 'program-stream fills: .*' "$err" | tail -1 | sed 's/^/    /'
   grep -o 'tool GPU calls, .*' "$err" | tail -1 | sed 's/^/    /'
   grep -o 'reuse of checked blocks: .*' "$err" | tail -1 | sed 's/^/    /'
+  # A run whose fast unwinder or symbolizer did not load is not comparable
+  # with one whose did (glibc's backtrace() costs ~7x a capture).
+  grep -o '[^ ]* could not be loaded: .*' "$err" | sort -u | sed 's/^/    NOTE /'
 }
 for round in $(seq 1 "$ROUNDS"); do
   for set in $SETS; do
@@ -124,7 +127,10 @@ for round in $(seq 1 "$ROUNDS"); do
       name="$set"
       [ "$lib" = "$LIB" ] || name="$set@base"
       err="$WORK/$name.$round.err"
-      LD_PRELOAD="$lib" GMT_OPTIONS="$opts:report=none:verbosity=1" \
+      # The optional libraries (libunwind, libdw) the tool loads from its
+      # own folder are found beside LIB for a base library kept elsewhere.
+      LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$(dirname "$LIB")" \
+        LD_PRELOAD="$lib" GMT_OPTIONS="$opts:report=none:verbosity=1" \
         "$PY" "$SCRIPT" --steps "$STEPS" >/dev/null 2>"$err"
       run_line "$name" "$err"
     done
