@@ -306,7 +306,7 @@ void GuardManager::FlushOrderedFillsLocked(uint64_t context, Context& c,
     Block& b = it->second;
     if (b.freeing) continue;  // never write into memory CUDA may reuse
     if (!b.canaries_pending && !b.freed_pending) continue;
-    if (zones.size() + 3 > kOrderedFillZones) flush();  // a block adds <= 3
+    if (zones.size() + MaxZonesPerBlock() > kOrderedFillZones) flush();
     AppendPendingZones(b, &zones);
     filled.push_back(&b);
   }
@@ -997,9 +997,10 @@ void GuardManager::AwaitReuseCheckLocked(uint64_t context, Context& c,
 void GuardManager::DeferReuseChecksLocked(uint64_t context, Context& c,
                                           const std::vector<uint64_t>& raws) {
   // What one launch's check takes (kernels/zone_abi.h): GMT_INLINE_MAX_ZONES
-  // zones, a block adding up to three (its canaries and its freed bytes),
-  // and GMT_INLINE_MAX_BYTES per block of the grid.
-  constexpr size_t kMaxBlocks = GMT_INLINE_MAX_ZONES / 3;
+  // zones, a block adding up to MaxZonesPerBlock (three by default: its
+  // canaries and its freed bytes), and GMT_INLINE_MAX_BYTES per block of
+  // the grid.
+  const size_t max_blocks = GMT_INLINE_MAX_ZONES / MaxZonesPerBlock();
   constexpr uint64_t kMaxBytes =
       uint64_t{GMT_INLINE_MAX_BYTES} * GMT_INLINE_MAX_BLOCKS;
   std::vector<uint64_t> now;
@@ -1012,7 +1013,7 @@ void GuardManager::DeferReuseChecksLocked(uint64_t context, Context& c,
       continue;
     }
     Context::DeferredChecks& waiting = c.deferred_checks[r.stream];
-    if (waiting.raws.size() + 1 > kMaxBlocks ||
+    if (waiting.raws.size() + 1 > max_blocks ||
         waiting.raw_bytes + r.raw_bytes > kMaxBytes) {
       EnqueueReuseChecksLocked(context, c, waiting.raws);
       waiting = Context::DeferredChecks{};

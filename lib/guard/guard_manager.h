@@ -753,6 +753,9 @@ class GuardManager {
   const uint64_t reuse_cap_;
   // Half of freed_check_bytes, rounded up to 256 (0: every freed byte).
   const uint64_t freed_half_bytes_;
+  // The most zones one block adds to a fill or a check: its two canaries
+  // and its freed bytes, in two ranges with freed_check_bytes.
+  size_t MaxZonesPerBlock() const { return freed_half_bytes_ > 0 ? 4 : 3; }
   DeviceOps* const ops_;
 
   // Held for bookkeeping only, never across a wait for the GPU (a check's

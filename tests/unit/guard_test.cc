@@ -1510,33 +1510,39 @@ TEST_F(GuardReuseTest, ACheckWithNoFillDueOnItsStreamGoesAloneAtTheEviction) {
 }
 
 // One eviction's checks on a stream are at most what one launch's check
-// holds (ten blocks of three zones): an eviction of more sends them as
-// several checks, each within the bound.
+// holds (32 zones: ten blocks of three, or eight of four when
+// freed_check_bytes splits their freed bytes in two): an eviction of more
+// sends them as several checks, each within the bound.
 TEST_F(GuardReuseTest, OneEvictionsChecksAreBoundedByOneLaunch) {
-  // Their freed patterns written (a launch after each free), then pushed out
-  // of the quarantine together by a large free on another stream.
-  constexpr uint64_t kOther = 0x3000;
-  // A block takes 20.5 KiB with its zones: all twelve fit.
-  Start(AsyncQuarantine(/*quarantine=*/13 * 21 * 1024));
-  std::vector<uint8_t*> mine;
-  for (int i = 0; i < 12; ++i) mine.push_back(AllocAsync(kBytes));
-  uint8_t* large = AllocAsync(12 * kBytes, kOther);
-  Launch("k");
-  Launch("k", kOther);
-  for (uint8_t* p : mine) {
-    EXPECT_FALSE(Free(p, Api::kCudaFreeAsync, kStream));
+  for (int64_t freed_check_bytes : {0, 4096}) {
+    SCOPED_TRACE(freed_check_bytes);
+    // Their freed patterns written (a launch after each free), then pushed
+    // out of the quarantine together by a large free on another stream.
+    constexpr uint64_t kOther = 0x3000;
+    // A block takes 20.5 KiB with its zones: all twelve fit.
+    Options o = AsyncQuarantine(/*quarantine=*/13 * 21 * 1024);
+    o.freed_check_bytes = freed_check_bytes;
+    Start(o);
+    std::vector<uint8_t*> mine;
+    for (int i = 0; i < 12; ++i) mine.push_back(AllocAsync(kBytes));
+    uint8_t* large = AllocAsync(12 * kBytes, kOther);
     Launch("k");
+    Launch("k", kOther);
+    for (uint8_t* p : mine) {
+      EXPECT_FALSE(Free(p, Api::kCudaFreeAsync, kStream));
+      Launch("k");
+    }
+    ops_->deferred = true;  // the checks' tables stay to be looked at
+    const int checks = ops_->async_checks;
+    ops_->max_check_zones = 0;
+    EXPECT_FALSE(Free(large, Api::kCudaFreeAsync, kOther));
+    // All twelve of `mine` left the quarantine at that free: more than one
+    // check, none over one launch's zones.
+    EXPECT_GE(ops_->async_checks - checks, 2);
+    EXPECT_GT(ops_->max_check_zones, 0u);
+    EXPECT_LE(ops_->max_check_zones, size_t{GMT_INLINE_MAX_ZONES});
+    EXPECT_EQ(ops_->overlaps, 0);
   }
-  ops_->deferred = true;  // the checks' tables stay to be looked at
-  const int checks = ops_->async_checks;
-  ops_->max_check_zones = 0;
-  EXPECT_FALSE(Free(large, Api::kCudaFreeAsync, kOther));
-  // All twelve of `mine` left the quarantine at that free: more than one
-  // check, none over one launch's zones.
-  EXPECT_GE(ops_->async_checks - checks, 2);
-  EXPECT_GT(ops_->max_check_zones, 0u);
-  EXPECT_LE(ops_->max_check_zones, size_t{GMT_INLINE_MAX_ZONES});
-  EXPECT_EQ(ops_->overlaps, 0);
 }
 
 TEST_F(GuardReuseTest, OffWithQuarantineReuseZero) {
