@@ -288,13 +288,17 @@ build_tsan_abseil() {
 check_tsan_abseil_link() {
   local bad=() f
   while IFS= read -r f; do
-    file -b "$f" | grep -q '^ELF' || continue
+    # (Into variables first: with pipefail, grep -q leaving early can fail
+    # the writer with SIGPIPE and the pipeline with it.)
+    [[ "$(file -b "$f")" == ELF* ]] || continue
     while IFS= read -r l; do
       [[ "$l" == *"$absl_prefix/lib/"* ]] || bad+=("$f: $l")
     done < <(ldd "$f" 2>/dev/null | grep 'libabsl_')
   done < <(find build-tsan \( -path build-tsan/abseil -o -name consumer_work \) -prune \
     -o -type f -perm -u+x -print -o -type f -name '*.so*' -print)
-  if ! ldd build-tsan/interpose/libgpumemtrace.so | grep -q "$absl_prefix/lib/libabsl_synchronization"; then
+  local needed
+  needed="$(ldd build-tsan/interpose/libgpumemtrace.so 2>/dev/null)"
+  if [[ "$needed" != *"$absl_prefix/lib/libabsl_synchronization"* ]]; then
     bad+=("build-tsan/interpose/libgpumemtrace.so: no libabsl_synchronization from $absl_prefix")
   fi
   # The link lines name Abseil by full path: none may name Debian's.
