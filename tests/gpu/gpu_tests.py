@@ -1007,6 +1007,22 @@ def guard_case(program):
     return case
 
 
+def case_uaf_write_freed_ends(c):
+    """freed_check_bytes on the GPU: with 4096 only 2 KiB at each end of the
+    freed 64 KiB block are poisoned and checked (split fills and checks in
+    the guard kernels); the stale write at offset 128 is found as with every
+    byte. (A write between the ends going unseen is a CPU test's: the
+    smallest end, 256 bytes, still holds this example's offset.)"""
+    program = "uaf_write"
+    argv = [c.example(program)]
+    plain = c.run("plain", argv, tool=False)
+    run = c.run("ends4096", argv, tool=True, options="freed_check_bytes=4096")
+    c.check(run.rc == plain.rc and run.stdout == plain.stdout,
+            "exit %s / stdout changed by the tool (plain exit %s)" % (
+                run.rc, plain.rc))
+    c.expect_guard_error(run, "sync", **GUARD_EXAMPLES[program])
+
+
 # api_bounds: label printed by the program -> (function making the call,
 # offset, bytes or None, allocating function, allocation api, allocation
 # bytes or "pitched").
@@ -1263,6 +1279,7 @@ CASES = [
     ("churn", case_churn),
     ("churn_freed_checks", case_churn_freed_checks),
 ] + [(name, guard_case(name)) for name in GUARD_EXAMPLES] + [
+    ("uaf_write_freed_ends", case_uaf_write_freed_ends),
     ("api_bounds", case_api_bounds),
     ("user_view", case_user_view),
     ("ipc_pair", case_ipc_pair),
