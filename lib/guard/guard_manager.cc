@@ -1332,7 +1332,10 @@ uint64_t GuardManager::EvictLocked(uint64_t context, Context& c, size_t count) {
     c.blocks.erase(it);
     if (ChecksEachKernel()) c.ranges.Remove(raw);
   }
-  if (!reuse.empty()) DeferReuseChecksLocked(context, c, reuse);
+  if (!reuse.empty()) {
+    DeferReuseChecksLocked(context, c, reuse);
+    LaunchReuseChecksLocked(context, c);
+  }
   const uint64_t released =
       ordered.empty() ? 0 : ReleaseOrderedLocked(context, std::move(ordered));
   if (batch.blocks.empty()) {
@@ -1575,10 +1578,7 @@ void GuardManager::EvictOverBudget(std::vector<GuardFinding>* findings) {
       count = c.quarantine.size();
     }
     // Enqueues only: the lock stays held, so contexts_ can be walked on.
-    if (count > 0) {
-      EvictLocked(context, c, count);
-      LaunchReuseChecksLocked(context, c);
-    }
+    if (count > 0) EvictLocked(context, c, count);
     if (!c.releasing.empty()) queued.push_back(context);
   }
   for (uint64_t context : queued) {

@@ -405,8 +405,7 @@ uint64_t DriverDeviceOps::CheckAndFill(uint64_t context, uint64_t stream,
       }
     }
   }
-  *filled = Fill(context, stream, fill);
-  return check.empty() ? 0 : CheckAsync(context, stream, check);
+  return DeviceOps::CheckAndFill(context, stream, check, fill, filled);
 }
 
 std::optional<uint64_t> DriverDeviceOps::InlineCheckLocked(
