@@ -32,6 +32,8 @@
 #   SCRIPT  the training script [examples/pytorch_cnn.py beside this repo]
 # Environment: GMT_PARTS_ROUNDS [3], GMT_PARTS_STEPS [300], GMT_PARTS_SETS
 #   (a subset of the names above, in that order [all]), GMT_PYTHON [python3],
+#   GMT_PARTS_BUDGET_S (seconds: no run starts that the longest run so far
+#   would take past it, so a device call's limit cuts no summary [none]),
 #   GMT_PARTS_BASE_LIB (another libgpumemtrace.so, e.g. the bundle of the
 #   commit before a change: each set with the tool also runs with it, as
 #   "<set>@base", in the same rounds, so the change is measured against its
@@ -46,8 +48,11 @@
 # by how many zones each held; and its "reuse of checked blocks:" line:
 # allocations served by reuse, and why the others were not), then one line
 # per set:
-#   <set>  median <ms> ms/step  <ratio>x  reserved <MB> MB  (<each run>)
-# and RESULT torch_mode_parts <set>=<ratio> ...
+#   <set>  median <ms> ms/step  <ratio>x  paired <ratio>x  reserved <MB> MB
+#          (<each run>)
+# where "paired" is the median of each round's ratio to that round's plain
+# run (a box whose speed drifts between rounds moves both alike), and
+# RESULT torch_mode_parts <set>=<ratio> ...
 set -uo pipefail
 
 usage="usage: torch_mode_parts.sh LIB [SCRIPT] [WORK_DIR]"
@@ -109,16 +114,45 @@ run_line() {
   # with one whose did (glibc's backtrace() costs ~7x a capture).
   grep -o '[^ ]* could not be loaded: .*' "$err" | sort -u | sed 's/^/    NOTE /'
 }
+BUDGET_S="${GMT_PARTS_BUDGET_S:-}"
+case "$BUDGET_S" in
+  '' | *[!0-9]*) [ -z "$BUDGET_S" ] ||
+    { echo "torch_mode_parts: GMT_PARTS_BUDGET_S must be seconds" >&2; exit 2; } ;;
+esac
+START_S="$(date +%s)"
+LONGEST_S=0
+STOPPED=""
+# fits: whether a run as long as the longest so far ends within the budget.
+fits() {
+  [ -z "$BUDGET_S" ] && return 0
+  [ $(($(date +%s) - START_S + LONGEST_S)) -le "$BUDGET_S" ]
+}
+# timed CMD...: runs CMD, keeps LONGEST_S.
+timed() {
+  local t0 rc
+  t0="$(date +%s)"
+  "$@"
+  rc=$?
+  [ $(($(date +%s) - t0)) -gt "$LONGEST_S" ] && LONGEST_S=$(($(date +%s) - t0))
+  return "$rc"
+}
 for round in $(seq 1 "$ROUNDS"); do
+  [ -n "$STOPPED" ] && break
   for set in $SETS; do
     opts="$(options "$set")" || exit 2
     err="$WORK/$set.$round.err"
+    if ! fits; then
+      STOPPED="round $round, before $set"
+      echo "torch_mode_parts: budget of ${BUDGET_S}s reached ($STOPPED):" \
+        "the summary covers the runs made"
+      break
+    fi
     if [ "$opts" = - ]; then
       if [ "$set" = plain_async ]; then
         PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync \
-          "$PY" "$SCRIPT" --steps "$STEPS" >/dev/null 2>"$err"
+          timed "$PY" "$SCRIPT" --steps "$STEPS" >/dev/null 2>"$err"
       else
-        "$PY" "$SCRIPT" --steps "$STEPS" >/dev/null 2>"$err"
+        timed "$PY" "$SCRIPT" --steps "$STEPS" >/dev/null 2>"$err"
       fi
       run_line "$set" "$err"
       continue
@@ -131,7 +165,7 @@ for round in $(seq 1 "$ROUNDS"); do
       # own folder are found beside LIB for a base library kept elsewhere.
       LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$(dirname "$LIB")" \
         LD_PRELOAD="$lib" GMT_OPTIONS="$opts:report=none:verbosity=1" \
-        "$PY" "$SCRIPT" --steps "$STEPS" >/dev/null 2>"$err"
+        timed "$PY" "$SCRIPT" --steps "$STEPS" >/dev/null 2>"$err"
       run_line "$name" "$err"
     done
   done
@@ -145,24 +179,31 @@ import sys
 
 steps = collections.defaultdict(list)
 reserved = collections.defaultdict(list)
+by_round = collections.defaultdict(dict)  # round -> set -> ms
 order = []
 for line in open(sys.argv[1]):
-    m = re.match(r"(\S+) \d+ rc=0 step_ms=([0-9.]+) reserved_mb=([0-9.]+)",
+    m = re.match(r"(\S+) (\d+) rc=0 step_ms=([0-9.]+) reserved_mb=([0-9.]+)",
                  line)
     if not m:
         continue
-    if m.group(1) not in order:
-        order.append(m.group(1))
-    steps[m.group(1)].append(float(m.group(2)))
-    reserved[m.group(1)].append(float(m.group(3)))
+    name, rnd, ms = m.group(1), int(m.group(2)), float(m.group(3))
+    if name not in order:
+        order.append(name)
+    steps[name].append(ms)
+    reserved[name].append(float(m.group(4)))
+    by_round[rnd][name] = ms
 base = statistics.median(steps["plain"]) if steps["plain"] else None
 ratios = []
 for name in order:
     med = statistics.median(steps[name])
     ratio = med / base if base else float("nan")
+    pairs = [r[name] / r["plain"] for r in by_round.values()
+             if name in r and r.get("plain")]
+    paired = statistics.median(pairs) if pairs else float("nan")
     ratios.append("%s=%.3f" % (name, ratio))
-    print("%-12s median %.3f ms/step  %.2fx  reserved %.0f MB  (%s)" % (
-        name, med, ratio, statistics.median(reserved[name]),
-        " ".join("%.2f" % v for v in steps[name])))
+    print("%-12s median %.3f ms/step  %.2fx  paired %.2fx  reserved %.0f MB"
+          "  (%s)" % (name, med, ratio, paired,
+                      statistics.median(reserved[name]),
+                      " ".join("%.2f" % v for v in steps[name])))
 print("RESULT torch_mode_parts " + " ".join(ratios))
 PYEOF
