@@ -4,8 +4,11 @@
 
 namespace gmt {
 
+// `Type` is a function type (a template argument): no parentheses.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define GMT_RUNTIME_HOOK(Symbol, Type) \
   RealSlot<std::add_pointer_t<Type>> g_real_##Symbol(#Symbol, false);
+// NOLINTEND(bugprone-macro-parentheses)
 #include "interpose/resolve/runtime_hooks.inc"
 
 namespace {

@@ -27,7 +27,8 @@ const StartTime& Start() {
     timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
     return StartTime{ReadMonotonic(),
-                     static_cast<double>(wall.tv_sec) + wall.tv_nsec * 1e-9};
+                     static_cast<double>(wall.tv_sec) +
+                         static_cast<double>(wall.tv_nsec) * 1e-9};
   }();
   return start;
 }

@@ -132,7 +132,9 @@ std::ostream& operator<<(std::ostream& os, OptionSet<Enum> values) {
   return os << OptionValueText(values);
 }
 
-// The instantiations: one line per enum of option_values.h.
+// The instantiations: one line per enum of option_values.h. `Enum` is a type
+// (a template argument), which parentheses would break.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define GMT_OPTION_ENUM(Enum)                                             \
   template bool ParseOptionValue(absl::string_view, Enum*, std::string*); \
   template absl::string_view OptionValueText(Enum);                       \
@@ -145,6 +147,7 @@ std::ostream& operator<<(std::ostream& os, OptionSet<Enum> values) {
   template std::string OptionValueText(OptionSet<Enum>);              \
   template std::string AcceptedOptionValues<OptionSet<Enum>>();       \
   template std::ostream& operator<<(std::ostream&, OptionSet<Enum>);
+// NOLINTEND(bugprone-macro-parentheses)
 
 GMT_OPTION_ENUM(CheckLevel)
 GMT_OPTION_ENUM(CuptiMode)

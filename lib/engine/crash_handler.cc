@@ -210,7 +210,7 @@ void RunReport(const CrashSignal& s) {
   // or malloc right after the program's first CUDA call: the copy would
   // inherit those locks held. It runs on while this thread is in the
   // handler, so it is given a moment (bounded) to finish first.
-  struct timespec one_ms = {0, 1000 * 1000};
+  struct timespec one_ms = {0, 1000L * 1000};
   for (int waited = 0; NvmlStartInProgress() && waited < kNvmlStartWaitMs;
        ++waited) {
     nanosleep(&one_ms, nullptr);
@@ -228,7 +228,7 @@ void RunReport(const CrashSignal& s) {
     return;
   }
   const int64_t max_waits = (g_timeout_s > 0 ? g_timeout_s : 3600) * 100;
-  struct timespec ten_ms = {0, 10 * 1000 * 1000};
+  struct timespec ten_ms = {0, 10L * 1000 * 1000};
   int status = 0;
   bool done = false;
   for (int64_t i = 0; i <= max_waits && !done; ++i) {
@@ -278,7 +278,7 @@ void OnCrashSignal(int sig, siginfo_t* info, void* context) {
     WriteHeader(s, "another thread writes the crash report");
     // Wait for it (bounded), so the process does not die under its writer.
     const int64_t max_waits = (g_timeout_s > 0 ? g_timeout_s : 60) * 100 + 100;
-    struct timespec ten_ms = {0, 10 * 1000 * 1000};
+    struct timespec ten_ms = {0, 10L * 1000 * 1000};
     for (int64_t i = 0;
          i < max_waits && !g_report_done.load(std::memory_order_acquire); ++i) {
       nanosleep(&ten_ms, nullptr);
@@ -296,7 +296,7 @@ void WaitForCrashReportOfAnotherThread() {
   // The handler chains the signal once the report is written: the wait ends
   // with the process, or after the bound if the handler returned.
   const int64_t max_waits = (g_timeout_s > 0 ? g_timeout_s : 60) * 100 + 200;
-  struct timespec ten_ms = {0, 10 * 1000 * 1000};
+  struct timespec ten_ms = {0, 10L * 1000 * 1000};
   for (int64_t i = 0; i < max_waits; ++i) {
     if (g_report_done.load(std::memory_order_acquire)) {
       // Written: the handler is re-raising; give it a moment to end us.

@@ -291,10 +291,11 @@ FreeTicket Engine::BeginFree(Api api, uint64_t address, StackId stack,
     std::vector<GuardFinding> findings;
     const bool synchronous_free =
         api == Api::kCudaFree || api == Api::kCuMemFree;
-    if (synchronous_free && guard_.TryHold(ticket.record, freed, &findings)) {
-      ticket.held = true;
-    } else if ((api == Api::kCudaFreeAsync || api == Api::kCuMemFreeAsync) &&
-               guard_.TryHoldOrdered(ticket.record, freed, stream)) {
+    const bool stream_ordered_free =
+        api == Api::kCudaFreeAsync || api == Api::kCuMemFreeAsync;
+    if ((synchronous_free && guard_.TryHold(ticket.record, freed, &findings)) ||
+        (stream_ordered_free &&
+         guard_.TryHoldOrdered(ticket.record, freed, stream))) {
       ticket.held = true;
     } else {
       if (synchronous_free) guard_.NoteSynchronousPoolFree(ticket.record);
@@ -734,9 +735,8 @@ void Engine::FinalReport() {
               "check had not answered",
               static_cast<unsigned long long>(g.reused),
               static_cast<unsigned long long>(g.reuse_misses),
-              static_cast<unsigned long long>(g.reuse_miss_none +
-                                              g.reuse_miss_quarantine +
-                                              g.reuse_miss_checking),
+              static_cast<unsigned long long>(g.reuse_miss_none) +
+                  g.reuse_miss_quarantine + g.reuse_miss_checking,
               static_cast<unsigned long long>(g.reuse_miss_none),
               static_cast<unsigned long long>(g.reuse_miss_quarantine),
               static_cast<unsigned long long>(g.reuse_miss_checking));

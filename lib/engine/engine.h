@@ -458,7 +458,7 @@ class Engine {
                             StackId stack);
   void OnNvtxRegionResize(uint64_t address, uint64_t bytes);
   void OnNvtxRegionUnregister(uint64_t address);
-  void OnNvtxRegionName(uint64_t address, std::string name);
+  void OnNvtxRegionName(uint64_t address, absl::string_view name);
   // Bad input in a call (counted; the first of each kind logged).
   void NoteNvtxMemProblem(NvtxMemProblem problem);
   const NvtxMemRegions& nvtx_mem() const { return nvtx_mem_; }

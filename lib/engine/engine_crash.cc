@@ -38,7 +38,7 @@ constexpr size_t kMaxRecentKernels = 16;
 // Takes `mu` if it comes free within about `ms` milliseconds. A signal
 // handler must never block on a lock: its own thread may hold it.
 bool TryLockFor(absl::Mutex& mu, int ms) {
-  struct timespec one_ms = {0, 1000 * 1000};
+  struct timespec one_ms = {0, 1000L * 1000};
   for (int i = 0;; ++i) {
     if (mu.TryLock()) return true;
     if (i >= ms) return false;

@@ -180,6 +180,7 @@ __attribute__((noinline)) void Engine::ScanReachability() {
   if (!live.empty() && !suppressions_.empty()) {
     StackTable stacks;
     std::vector<StackId> ids;
+    ids.reserve(live.size());
     for (const AllocationRecord& r : live) ids.push_back(r.stack);
     SymbolizeInto(ids, &stacks);
     std::vector<AllocationRecord> kept;
@@ -203,6 +204,7 @@ __attribute__((noinline)) void Engine::ScanReachability() {
   // then finds them in the symbolizer's cache. The helper's stack is the
   // tool's memory, never a root.
   std::vector<StackId> report_stacks;
+  report_stacks.reserve(live.size());
   for (const AllocationRecord& r : live) report_stacks.push_back(r.stack);
   {
     absl::MutexLock lock(&errors_mu_);

@@ -143,7 +143,7 @@ void Engine::OnNvtxRegionUnregister(uint64_t address) {
   nvtx_mem_stats_.Add(NvtxMemStats::kRegionsUnregistered);
 }
 
-void Engine::OnNvtxRegionName(uint64_t address, std::string name) {
+void Engine::OnNvtxRegionName(uint64_t address, absl::string_view name) {
   if (!nvtx_mem_.NameRegion(address, name)) {
     NoteNvtxMemProblem(NvtxMemProblem::kUnknownRegion);
   }

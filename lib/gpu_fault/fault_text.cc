@@ -1,6 +1,7 @@
 #include "lib/gpu_fault/fault_text.h"
 
 #include <algorithm>
+#include <cstddef>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -151,7 +152,9 @@ std::string RenderGpuFaultText(const GpuFaultExplanation& e,
     const size_t listed = std::min<size_t>(blocks.size(), 4);
     absl::StrAppend(
         &out, " (in blocks ",
-        absl::StrJoin(blocks.begin(), blocks.begin() + listed, " "),
+        absl::StrJoin(blocks.begin(),
+                      blocks.begin() + static_cast<std::ptrdiff_t>(listed),
+                      " "),
         blocks.size() > listed
             ? absl::StrCat(" and ", blocks.size() - listed, " more)")
             : ")",
@@ -178,12 +181,13 @@ std::string RenderGpuFaultText(const GpuFaultExplanation& e,
                           GpuExceptionMeaning(s.exception));
     absl::StrAppend(&out, "    in ", WhereText(s), "\n");
     const size_t listed = std::min<size_t>(sms.size(), 4);
-    std::string by =
-        absl::StrCat(sms.size() == 1 ? "SM " : "SMs ",
-                     absl::StrJoin(sms.begin(), sms.begin() + listed, ", "),
-                     sms.size() > listed
-                         ? absl::StrCat(" and ", sms.size() - listed, " more")
-                         : "");
+    std::string by = absl::StrCat(
+        sms.size() == 1 ? "SM " : "SMs ",
+        absl::StrJoin(sms.begin(),
+                      sms.begin() + static_cast<std::ptrdiff_t>(listed), ", "),
+        sms.size() > listed
+            ? absl::StrCat(" and ", sms.size() - listed, " more")
+            : "");
     absl::StrAppendFormat(&out,
                           "    recorded by %s of device %d; no warp left to "
                           "show (they exited), so the block, threads and "

@@ -53,6 +53,7 @@ absl::StatusOr<int> RunCapturing(const std::vector<std::string>& argv,
     return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
   }
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const std::string& a : argv)
     args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);

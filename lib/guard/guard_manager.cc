@@ -23,7 +23,7 @@ uint64_t UserEnd(const AllocationRecord& r) { return r.address + r.bytes; }
 // be read after every kernel (once the zone-table path, 14x the inline
 // check on the H200; now several blocks of the inline check); the rest of
 // every zone is read at the next synchronization, as with check=sync.
-constexpr uint64_t kKernelCheckZoneBytes = 8 * 1024;
+constexpr uint64_t kKernelCheckZoneBytes = uint64_t{8} * 1024;
 
 // What a quarantined block takes from the device's free memory: all of it,
 // with CUDA's rounding (what the program's free would have given back).
@@ -106,7 +106,7 @@ void GuardManager::Arm(const AllocationRecord& record) {
   if (ChecksEachKernel() && !reused) {
     c.ranges.Add(record.raw_address, record.raw_address + record.raw_bytes);
   }
-  slot->second = std::move(b);
+  slot->second = b;
   c.TablesStale();
   any_armed_.store(true, std::memory_order_relaxed);
 }
@@ -427,7 +427,7 @@ void GuardManager::CollectResults(uint64_t context, Context& c,
 }
 
 void GuardManager::CheckTableLocked(uint64_t context,
-                                    std::shared_ptr<const Table> table,
+                                    const std::shared_ptr<const Table>& table,
                                     absl::string_view check,
                                     std::optional<Block> owned, uint64_t since,
                                     uint64_t sequence,
@@ -542,8 +542,8 @@ void GuardManager::CheckContextLocked(uint64_t context, Context& c,
   std::shared_ptr<const Table> table =
       FullTableLocked(context, c, stream, device_wide);
   const bool had_lost_findings = c.findings_lost;
-  CheckTableLocked(context, std::move(table), check, std::nullopt,
-                   c.clean_sequence, sequence, findings);
+  CheckTableLocked(context, table, check, std::nullopt, c.clean_sequence,
+                   sequence, findings);
   // The full check has reported what lost findings left changed (the lock
   // was let go meanwhile: the context is looked up again).
   if (had_lost_findings) {
@@ -887,9 +887,9 @@ bool GuardManager::TryHoldOrdered(const AllocationRecord& block,
 }
 
 uint64_t GuardManager::ReleaseOrderedLocked(uint64_t context,
-                                            std::vector<Block> blocks) {
+                                            const std::vector<Block>& blocks) {
   absl::flat_hash_map<uint64_t, std::vector<Block>> by_stream;
-  for (Block& b : blocks) by_stream[b.record.stream].push_back(std::move(b));
+  for (const Block& b : blocks) by_stream[b.record.stream].push_back(b);
   uint64_t released = 0;
   for (auto& [stream, group] : by_stream) {
     auto table = std::make_shared<Table>();
@@ -1001,8 +1001,11 @@ void GuardManager::DeferReuseChecksLocked(uint64_t context, Context& c,
   // canaries and its freed bytes), and GMT_INLINE_MAX_BYTES per block of
   // the grid.
   const size_t max_blocks = GMT_INLINE_MAX_ZONES / MaxZonesPerBlock();
+  // zone_abi.h's sizes are 32-bit products, shared with the kernels.
+  // NOLINTBEGIN(bugprone-implicit-widening-of-multiplication-result)
   constexpr uint64_t kMaxBytes =
-      uint64_t{GMT_INLINE_MAX_BYTES} * GMT_INLINE_MAX_BLOCKS;
+      uint64_t{GMT_INLINE_MAX_BYTES} * uint64_t{GMT_INLINE_MAX_BLOCKS};
+  // NOLINTEND(bugprone-implicit-widening-of-multiplication-result)
   std::vector<uint64_t> now;
   for (uint64_t raw : raws) {
     auto it = c.blocks.find(raw);
@@ -1321,14 +1324,14 @@ uint64_t GuardManager::EvictLocked(uint64_t context, Context& c, size_t count) {
         reuse.push_back(raw);
         continue;
       }
-      ordered.push_back(std::move(b));
+      ordered.push_back(b);
       c.blocks.erase(it);
       if (ChecksEachKernel()) c.ranges.Remove(raw);
       continue;
     }
     AppendArmedZones(b, table.get());
     batch.bytes += b.record.raw_bytes;
-    batch.blocks.push_back(std::move(b));
+    batch.blocks.push_back(b);
     c.blocks.erase(it);
     if (ChecksEachKernel()) c.ranges.Remove(raw);
   }
@@ -1337,7 +1340,7 @@ uint64_t GuardManager::EvictLocked(uint64_t context, Context& c, size_t count) {
     LaunchReuseChecksLocked(context, c);
   }
   const uint64_t released =
-      ordered.empty() ? 0 : ReleaseOrderedLocked(context, std::move(ordered));
+      ordered.empty() ? 0 : ReleaseOrderedLocked(context, ordered);
   if (batch.blocks.empty()) {
     c.TablesStale();
     return released;
@@ -1457,7 +1460,7 @@ std::optional<GuardManager::Block> GuardManager::TakeReleasableLocked(
         !KernelChecksAnsweredLocked(batch.kernel_checks_before)) {
       return std::nullopt;
     }
-    Block b = std::move(batch.blocks[batch.next++]);
+    Block b = batch.blocks[batch.next++];
     const uint64_t bytes = b.record.raw_bytes;
     batch.bytes -= std::min(batch.bytes, bytes);
     c.releasing_bytes -= std::min(c.releasing_bytes, bytes);
@@ -1597,7 +1600,7 @@ std::vector<GuardManager::Block> GuardManager::TakeHeldOrderedLocked(
         (!stream || it->second.record.stream == *stream)) {
       c.held_bytes -= std::min(c.held_bytes, it->second.record.raw_bytes);
       DropOrderedFillLocked(c, raw);
-      leaving.push_back(std::move(it->second));
+      leaving.push_back(it->second);
       c.blocks.erase(it);
       if (ChecksEachKernel()) c.ranges.Remove(raw);
     } else {
@@ -1620,7 +1623,7 @@ void GuardManager::ReleaseHeldOnStream(uint64_t stream,
     // Behind the program's work on the stream, before it goes.
     FlushDeferredChecksLocked(context, c, stream);
     std::vector<Block> leaving = TakeHeldOrderedLocked(c, stream);
-    if (!leaving.empty()) ReleaseOrderedLocked(context, std::move(leaving));
+    if (!leaving.empty()) ReleaseOrderedLocked(context, leaving);
   }
 }
 
@@ -1639,7 +1642,7 @@ uint64_t GuardManager::ReleaseHeldOrdered(std::vector<GuardFinding>* findings) {
   for (auto& [context, c] : contexts_) {
     std::vector<Block> leaving = TakeHeldOrderedLocked(c, std::nullopt);
     uint64_t bytes =
-        leaving.empty() ? 0 : ReleaseOrderedLocked(context, std::move(leaving));
+        leaving.empty() ? 0 : ReleaseOrderedLocked(context, leaving);
     bytes += ReleaseReusableLocked(context, c);
     if (bytes > 0) synchronize.push_back(context);
     released += bytes;
@@ -1777,8 +1780,7 @@ void GuardManager::BeforeRealFree(const AllocationRecord& block,
   const int synced = ops_->SynchronizeContext(block.context);
   mu_.Lock();
   if (synced != 0) return;
-  CheckTableLocked(block.context, std::move(table), "free", std::move(owned),
-                   since, 0, findings);
+  CheckTableLocked(block.context, table, "free", owned, since, 0, findings);
 }
 
 void GuardManager::NoteSynchronousPoolFree(const AllocationRecord& block) {

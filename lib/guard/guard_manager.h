@@ -522,7 +522,8 @@ class GuardManager {
   // then the context counts as clean up to launch `sequence` (0: unchanged).
   // Waits for the GPU with mu_ let go: references into contexts_ are stale
   // afterwards.
-  void CheckTableLocked(uint64_t context, std::shared_ptr<const Table> table,
+  void CheckTableLocked(uint64_t context,
+                        const std::shared_ptr<const Table>& table,
                         absl::string_view check, std::optional<Block> owned,
                         uint64_t since, uint64_t sequence,
                         std::vector<GuardFinding>* findings)
@@ -598,7 +599,8 @@ class GuardManager {
   // stream, one check of their zones on that stream, then CUDA's
   // stream-ordered free of each right behind it. Returns the raw bytes
   // handed back.
-  uint64_t ReleaseOrderedLocked(uint64_t context, std::vector<Block> blocks)
+  uint64_t ReleaseOrderedLocked(uint64_t context,
+                                const std::vector<Block>& blocks)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `b`, leaving the quarantine, may wait for reuse.
   bool MayReuseLocked(const Context& c, const Block& b) const

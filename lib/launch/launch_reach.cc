@@ -10,7 +10,7 @@ namespace {
 // before): anything larger is not a parameter buffer CUDA accepted.
 constexpr uint64_t kMaxParamBytes = 32768;
 // `extra` is a handful of key/value pairs; a longer list is not one.
-constexpr int kMaxExtraPairs = 16;
+constexpr size_t kMaxExtraPairs = 16;
 
 // The aligned words of `bytes` at `data`, which sits at `offset` of the
 // kernel's parameter buffer.
@@ -58,7 +58,7 @@ bool ReadArgWords(const LaunchArgs& args, const ParamLayout* layout,
   if (args.extra == nullptr) return true;  // no parameters at all
   const void* buffer = nullptr;
   const size_t* size = nullptr;
-  for (int i = 0; i < kMaxExtraPairs; ++i) {
+  for (size_t i = 0; i < kMaxExtraPairs; ++i) {
     const auto key = reinterpret_cast<uintptr_t>(args.extra[2 * i]);
     if (key == kLaunchParamEnd) break;
     if (key == kLaunchParamBufferPointer) buffer = args.extra[2 * i + 1];

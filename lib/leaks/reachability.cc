@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <deque>
 #include <numeric>
@@ -177,7 +178,7 @@ ReachResult FloodFill(const std::vector<AddressRange>& roots,
   bool near_phase = !near.empty();
   result.roots = roots.size();
 
-  constexpr size_t kWindow = 64 * 1024;  // bytes read per Read() call
+  constexpr size_t kWindow = size_t{64} * 1024;  // bytes read per Read() call
   std::vector<uint64_t> buffer(kWindow / sizeof(uint64_t));
   std::vector<uint64_t> batch_words;  // the words of a batch of small objects
   batch_words.reserve(kWindow / sizeof(uint64_t) * 5);
@@ -290,8 +291,8 @@ ReachResult FloodFill(const std::vector<AddressRange>& roots,
   // Small heap objects are read in batches, so that the chunk headers their
   // words point at are fetched in one go (HeapOracle::Prefetch); a root or a
   // large object alone, window by window.
-  constexpr uint64_t kSmallObject = 16 * 1024;
-  constexpr size_t kBatchBytes = 256 * 1024;
+  constexpr uint64_t kSmallObject = uint64_t{16} * 1024;
+  constexpr size_t kBatchBytes = size_t{256} * 1024;
   std::vector<AddressRange> parts;
   std::vector<Window> batch;
   std::vector<std::pair<size_t, size_t>> batch_spans;  // offset, words
@@ -365,8 +366,9 @@ ReachResult FloodFill(const std::vector<AddressRange>& roots,
             read_part(item, part, [&](uint64_t at, size_t words) {
               batch.push_back(window_of(item, at));
               batch_spans.emplace_back(batch_words.size(), words);
-              batch_words.insert(batch_words.end(), buffer.begin(),
-                                 buffer.begin() + words);
+              batch_words.insert(
+                  batch_words.end(), buffer.begin(),
+                  buffer.begin() + static_cast<std::ptrdiff_t>(words));
               return true;
             });
         if (!followed) break;

@@ -226,7 +226,7 @@ class SelfReader : public MemoryReader {
  private:
   static constexpr uint64_t kPage = 4096;
   static constexpr uint64_t kLine = 64;
-  static constexpr size_t kSmallObject = 16 * 1024;
+  static constexpr size_t kSmallObject = size_t{16} * 1024;
   static constexpr size_t kPageSlots = 1024;   // 4 MiB
   static constexpr size_t kLineSlots = 65536;  // 4 MiB
   static constexpr uint64_t kLinesPerPage = kPage / kLine;
@@ -615,7 +615,7 @@ std::optional<uint64_t> BlockedThreadSp(long tid) {
 // module. Stale frames deeper down cannot mislead this.
 bool StartedByExcludedModule(SelfReader& reader, const Mapping& stack,
                              const std::vector<CodeRange>& code) {
-  constexpr uint64_t kTop = 64 * 1024;
+  constexpr uint64_t kTop = uint64_t{64} * 1024;
   uint64_t begin =
       stack.end - std::min<uint64_t>(kTop, stack.end - stack.begin);
   std::vector<uint64_t> words((stack.end - begin) / 8);

@@ -82,7 +82,8 @@ absl::StatusOr<SizeSpec> ParseSize(absl::string_view text) {
         "' is not a size (examples: 90%, 10G, 512M, 1.5GiB, 4096)"));
   }
   spec.percent = false;
-  spec.bytes = static_cast<uint64_t>(std::floor(number * unit));
+  spec.bytes =
+      static_cast<uint64_t>(std::floor(number * static_cast<double>(unit)));
   return spec;
 }
 

@@ -61,6 +61,13 @@ constexpr size_t kMemsetFillZones = 3;
 // (a freed activation, a block's 1 MiB tail) is one launch for all its zones.
 constexpr uint64_t kMemsetFillMaxBytes = uint64_t{64} << 10;
 
+// zone_abi.h's sizes (32-bit products there, shared with the kernels), as
+// the host's 64-bit arithmetic uses them.
+// NOLINTBEGIN(bugprone-implicit-widening-of-multiplication-result)
+constexpr uint64_t kChunkBytes = uint64_t{GMT_ZONE_CHUNK_BYTES};
+constexpr uint64_t kInlineMaxBytes = uint64_t{GMT_INLINE_MAX_BYTES};
+// NOLINTEND(bugprone-implicit-widening-of-multiplication-result)
+
 // Copies `zones` into the staging `table` with chunk_begin recomputed (the
 // prefix sum of zone_abi.h), so a caller's stale value cannot send the kernel
 // out of bounds. Returns the total number of chunks.
@@ -69,8 +76,7 @@ uint64_t StageTable(absl::Span<const GmtZone> zones, GmtZone* table) {
   for (size_t i = 0; i < zones.size(); ++i) {
     table[i] = zones[i];
     table[i].chunk_begin = chunks;
-    chunks +=
-        (zones[i].bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
+    chunks += (zones[i].bytes + kChunkBytes - 1) / kChunkBytes;
   }
   return chunks;
 }
@@ -83,8 +89,7 @@ uint64_t InlineBlocks(absl::Span<const GmtZone> zones) {
   uint64_t bytes = 0;
   for (const GmtZone& z : zones) bytes += z.bytes;
   if (bytes == 0) return 0;
-  const uint64_t blocks =
-      (bytes + GMT_INLINE_MAX_BYTES - 1) / GMT_INLINE_MAX_BYTES;
+  const uint64_t blocks = (bytes + kInlineMaxBytes - 1) / kInlineMaxBytes;
   return blocks <= GMT_INLINE_MAX_BLOCKS ? blocks : 0;
 }
 
@@ -112,7 +117,7 @@ GmtInlineFill InlineFillOf(absl::Span<const GmtZone> zones) {
     if (z.bytes == 0) continue;
     fill.zones[n] = z;
     fill.zones[n].chunk_begin = chunks;
-    chunks += (z.bytes + GMT_ZONE_CHUNK_BYTES - 1) / GMT_ZONE_CHUNK_BYTES;
+    chunks += (z.bytes + kChunkBytes - 1) / kChunkBytes;
     ++n;
   }
   fill.zone_count = n;

@@ -26,7 +26,7 @@ NvmlApi LoadNvmlFrom(const char* library) {
   }
 #define GMT_NVML_RESOLVE(required, member, symbol, type)                      \
   api.member = reinterpret_cast<NvmlApi::member##_fn>(dlsym(handle, symbol)); \
-  if (required && api.member == nullptr) {                                    \
+  if ((required) && api.member == nullptr) {                                  \
     api.reason = absl::StrCat(library, " lacks ", symbol,                     \
                               " (driver too old for this tool)");             \
     return api;                                                               \

@@ -488,7 +488,7 @@ class ReportReader {
       return Fail(Join(at, "kind"), "missing (every error has a kind)");
     }
 #define GMT_ERROR_MATCH(Enum, Name, Meaning) \
-  if (name == Name) {                        \
+  if (name == (Name)) {                      \
     *out = ErrorKind::Enum;                  \
     return true;                             \
   }

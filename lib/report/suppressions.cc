@@ -23,7 +23,7 @@ constexpr size_t kMaxFileBytes = 4 << 20;
 bool KnownKind(absl::string_view kind) {
   if (kind == "*" || kind == "leak") return true;
 #define GMT_KIND_NAME(Enum, Name, Meaning) \
-  if (kind == Name) return true;
+  if (kind == (Name)) return true;
   GMT_ERROR_KINDS(GMT_KIND_NAME)
 #undef GMT_KIND_NAME
   return false;

@@ -18,7 +18,7 @@ StackDepot::StackDepot() = default;
 uintptr_t* StackDepot::AllocateFrames(int count) {
   // Frames live in large leaked blocks: one allocation per 64 Ki frames instead
   // of one per stack.
-  constexpr size_t kBlockFrames = 64 * 1024;
+  constexpr size_t kBlockFrames = size_t{64} * 1024;
   absl::MutexLock lock(&arena_mu_);
   if (arena_left_ < static_cast<size_t>(count)) {
     size_t frames = std::max(kBlockFrames, static_cast<size_t>(count));
