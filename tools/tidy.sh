@@ -34,10 +34,11 @@ trap 'rm -f "$log"' EXIT
 printf '%s\n' "${files[@]}" |
   xargs -P"${GMT_JOBS:-$(nproc)}" -n4 clang-tidy -p "$BUILD" --quiet \
     >"$log" 2>/dev/null
-warnings="$(grep -c 'warning:' "$log")"
+# A file clang-tidy cannot parse reports an error: that fails too.
+warnings="$(grep -cE '(warning|error):' "$log")"
 if [ "$warnings" -gt 0 ]; then
-  grep -A2 'warning:' "$log"
-  echo "tidy: $warnings warning(s) in ${#files[@]} file(s)"
+  grep -A2 -E '(warning|error):' "$log"
+  echo "tidy: $warnings warning(s) or error(s) in ${#files[@]} file(s)"
   exit 1
 fi
 echo "tidy: ${#files[@]} file(s), no warnings"

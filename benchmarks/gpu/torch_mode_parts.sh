@@ -129,11 +129,12 @@ fits() {
 }
 # timed CMD...: runs CMD, keeps LONGEST_S.
 timed() {
-  local t0 rc
+  local t0 rc took
   t0="$(date +%s)"
   "$@"
   rc=$?
-  [ $(($(date +%s) - t0)) -gt "$LONGEST_S" ] && LONGEST_S=$(($(date +%s) - t0))
+  took=$(($(date +%s) - t0))
+  [ "$took" -gt "$LONGEST_S" ] && LONGEST_S="$took"
   return "$rc"
 }
 for round in $(seq 1 "$ROUNDS"); do
