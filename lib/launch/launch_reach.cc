@@ -78,7 +78,7 @@ bool ReadArgWords(const LaunchArgs& args, const ParamLayout* layout,
   return true;
 }
 
-uint64_t BlockRanges::Find(uint64_t address) const {
+uint64_t BlockRanges::FindInTree(uint64_t address) const {
   // The last block starting at or before `address`.
   auto it = ranges_.upper_bound(address);
   if (it == ranges_.begin()) return 0;
@@ -92,6 +92,9 @@ std::vector<uint64_t> ReachedBlocks(absl::Span<const ArgWord> words,
   for (const ArgWord& w : words) {
     const uint64_t begin = ranges.Find(w.value);
     if (begin == 0) continue;
+    // Pointers into the same block often follow each other (a tensor's data
+    // and its end, the operands of an in-place op).
+    if (!blocks.empty() && blocks.back() == begin) continue;
     if (std::find(blocks.begin(), blocks.end(), begin) != blocks.end()) {
       continue;
     }

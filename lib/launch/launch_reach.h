@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <vector>
 
@@ -55,25 +56,51 @@ bool ReadArgWords(const LaunchArgs& args, const ParamLayout* layout,
 // points into: built once (Add, then Seal), looked up many times.
 class BlockRanges {
  public:
-  void Clear() { ranges_.clear(); }
+  void Clear() {
+    ranges_.clear();
+    UpdateSpan();
+  }
   // [begin, end): a block's extent (the raw block, redzones included); a
   // block already at `begin` is replaced.
   void Add(uint64_t begin, uint64_t end) {
     ranges_.insert_or_assign(begin, end);
+    UpdateSpan();
   }
   // Forgets the block at `begin`, if any.
-  void Remove(uint64_t begin) { ranges_.erase(begin); }
+  void Remove(uint64_t begin) {
+    if (ranges_.erase(begin) > 0) UpdateSpan();
+  }
   // The begin of the block holding `address`, or 0. An address one past a
   // block's end counts for that block (a loop's end pointer), unless another
   // block starts there.
-  uint64_t Find(uint64_t address) const;
+  uint64_t Find(uint64_t address) const {
+    // Most of a framework's parameter words are sizes, strides and scalars,
+    // far from any device address: answered without the tree.
+    if (address < lowest_ || address > highest_) return 0;
+    return FindInTree(address);
+  }
   size_t size() const { return ranges_.size(); }
 
  private:
+  uint64_t FindInTree(uint64_t address) const;
+  // What Find can answer at all: from the first block's begin to the last
+  // block's end (the tree's answer for anything outside is 0 too).
+  void UpdateSpan() {
+    if (ranges_.empty()) {
+      lowest_ = 1;
+      highest_ = 0;
+      return;
+    }
+    lowest_ = ranges_.begin()->first;
+    highest_ = std::prev(ranges_.end())->second;
+  }
+
   // Kept ordered as blocks come and go: a guarded program adds and removes
   // one at every allocation and free, and a launch looks up its arguments
   // in between.
   absl::btree_map<uint64_t, uint64_t> ranges_;  // begin -> end
+  uint64_t lowest_ = 1;  // empty: no address is in [lowest_, highest_]
+  uint64_t highest_ = 0;
 };
 
 // The distinct blocks (their begin in `ranges`) the words point into, in the

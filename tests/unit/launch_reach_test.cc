@@ -158,6 +158,50 @@ TEST(BlockRangesTest, FollowsBlocksAsTheyComeAndGo) {
   EXPECT_EQ(ranges.size(), 0u);
 }
 
+// Find answers words outside the span of all blocks without the tree; that
+// span must follow the first and the last block as they come and go, or a
+// block added below the first, or past the last, would not be found.
+TEST(BlockRangesTest, FindsBlocksAtEitherEndAsTheSpanMoves) {
+  BlockRanges ranges;
+  EXPECT_EQ(ranges.Find(kBlock), 0u);  // empty
+  ranges.Add(kBlock + 0x4000, kBlock + 0x5000);
+  ranges.Add(kBlock, kBlock + 0x1000);           // below the first
+  ranges.Add(kBlock + 0x8000, kBlock + 0x9000);  // past the last
+  EXPECT_EQ(ranges.Find(kBlock), kBlock);
+  EXPECT_EQ(ranges.Find(kBlock + 0x9000), kBlock + 0x8000);  // one past
+  EXPECT_EQ(ranges.Find(kBlock + 0x9001), 0u);
+  ranges.Remove(kBlock);
+  ranges.Remove(kBlock + 0x8000);
+  EXPECT_EQ(ranges.Find(kBlock + 0x10), 0u);
+  EXPECT_EQ(ranges.Find(kBlock + 0x8010), 0u);
+  EXPECT_EQ(ranges.Find(kBlock + 0x4010), kBlock + 0x4000);
+  EXPECT_EQ(ranges.Find(kBlock + 0x5000), kBlock + 0x4000);
+  ranges.Add(kBlock + 0x4000, kBlock + 0x6000);  // the last one grown
+  EXPECT_EQ(ranges.Find(kBlock + 0x5800), kBlock + 0x4000);
+  ranges.Clear();
+  EXPECT_EQ(ranges.Find(kBlock + 0x4010), 0u);
+  EXPECT_EQ(ranges.size(), 0u);
+  // Addresses at the extremes of the word range, with and without blocks.
+  EXPECT_EQ(ranges.Find(~uint64_t{0}), 0u);
+  ranges.Add(~uint64_t{0} - 0x1000, ~uint64_t{0});
+  EXPECT_EQ(ranges.Find(~uint64_t{0}), ~uint64_t{0} - 0x1000);
+  EXPECT_EQ(ranges.Find(0), 0u);
+}
+
+// Consecutive words into one block name it once, and a block reached again
+// after another is not named twice either.
+TEST(BlockRangesTest, ReachedBlocksNamesEachBlockOnce) {
+  BlockRanges ranges;
+  ranges.Add(kBlock, kBlock + 0x1000);
+  ranges.Add(kBlock + 0x2000, kBlock + 0x3000);
+  std::vector<ArgWord> words = {{kBlock + 8, 0, 0},
+                                {kBlock + 0x1000, 1, 8},
+                                {kBlock + 0x2008, 2, 16},
+                                {kBlock + 0x10, 3, 24}};
+  EXPECT_EQ(ReachedBlocks(words, ranges),
+            (std::vector<uint64_t>{kBlock, kBlock + 0x2000}));
+}
+
 class CountingSource : public ParamLayoutSource {
  public:
   Answer Query(KernelHandleKind, const void*, ParamLayout* layout) override {
