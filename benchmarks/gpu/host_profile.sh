@@ -16,9 +16,11 @@
 #   OPTIONS  GMT_OPTIONS (e.g. torch=1); report=none:verbosity=1 are added
 # Environment: GMT_PROFILE_DELAY seconds before recording [12],
 #   GMT_PROFILE_SECONDS recorded [4], GMT_PROFILE_HZ [499],
-#   GMT_PROFILE_TOP lines of each table [40].
-# Output: the three tables, then the program's own last lines (the tool's
-# verbosity=1 exit log). The program should run for at least DELAY +
+#   GMT_PROFILE_TOP lines of each table [40], GMT_PROFILE_REPORT_LIMIT_S
+#   seconds the inclusive table may take [120] (perf unwinds every sample
+#   for it: over two minutes for 4 s of a PyTorch process on an H100 box).
+# Output: the program's own last lines (the tool's verbosity=1 exit log),
+# then the three tables. The program should run for at least DELAY +
 # SECONDS (e.g. examples/pytorch_cnn.py --steps 6000).
 set -uo pipefail
 
@@ -36,6 +38,10 @@ DELAY="${GMT_PROFILE_DELAY:-12}"
 SECONDS_RECORDED="${GMT_PROFILE_SECONDS:-4}"
 HZ="${GMT_PROFILE_HZ:-499}"
 TOP="${GMT_PROFILE_TOP:-40}"
+REPORT_LIMIT="${GMT_PROFILE_REPORT_LIMIT_S:-120}"
+case "$REPORT_LIMIT" in
+  '' | *[!0-9]*) echo "host_profile: GMT_PROFILE_REPORT_LIMIT_S must be whole seconds" >&2; exit 2 ;;
+esac
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
@@ -59,6 +65,11 @@ fi
 "$PERF" record -F "$HZ" --call-graph dwarf,16384 -p "$pid" \
   -o "$WORK/perf.data" -- sleep "$SECONDS_RECORDED" >/dev/null 2>&1
 wait "$pid"
+# The program's exit log first: it is read at once, where the tables below
+# take perf minutes on a PyTorch process (the inclusive one unwinds every
+# sample), and a call's time limit must not cost it.
+echo "== the program's last lines"
+tail -8 "$WORK/out.txt"
 echo "== self time by shared object"
 "$PERF" report -i "$WORK/perf.data" --no-children --sort dso -g none \
   --stdio 2>/dev/null | grep '%' | head -n 15
@@ -67,8 +78,11 @@ echo "== self time of the tool's library by symbol"
   --dsos "$DSO" --stdio 2>/dev/null |
   grep '%' | head -n "$TOP"
 echo "== inclusive time of the tool's symbols (children)"
-"$PERF" report -i "$WORK/perf.data" --children --sort sym -g none --stdio \
-  2>/dev/null | grep '%' | grep -E 'gmt::|Shim_|Tracked|Guarded|cuda[A-Z]' |
-  head -n "$TOP"
-echo "== the program's last lines"
-tail -8 "$WORK/out.txt"
+timeout "$REPORT_LIMIT" "$PERF" report -i "$WORK/perf.data" --children \
+  --sort sym -g none --stdio 2>/dev/null >"$WORK/children.txt"
+rc=$?
+grep '%' "$WORK/children.txt" |
+  grep -E 'gmt::|Shim_|Tracked|Guarded|cuda[A-Z]' | head -n "$TOP"
+[ "$rc" -eq 124 ] &&
+  echo "(cut: perf report took over ${REPORT_LIMIT}s; GMT_PROFILE_REPORT_LIMIT_S)"
+exit 0
