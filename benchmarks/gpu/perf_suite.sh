@@ -33,7 +33,9 @@
 # core dump armed, whose ratio is taken against the default's; pytorch: and
 # torch, tensor mode, target <= 1.15x), in interleaved rounds
 # compared by median (one run after another on a GPU drifts by more than the
-# tool costs); then the memory overhead; then each under compute-sanitizer
+# tool costs; the verdict is the ratio of the medians, and beside it the
+# median of each round's own ratio, "paired", which a box whose speed moves
+# between rounds disturbs less); then the memory overhead; then each under compute-sanitizer
 # memcheck once, with fewer iterations (the figures are per unit, so they
 # compare), skipped when it is absent, disabled, out of budget, or over its
 # per-run limit.
@@ -89,7 +91,8 @@
 #   GMT_PYTHON             [python3]
 #   COMPUTE_SANITIZER      its path [PATH, then /usr/local/cuda/bin]
 # Output: a line per run, then the table (workload x mode: median per unit,
-# runs, ratio to plain, target, PASS / MISS / info) and the memory lines;
+# runs, ratio to plain, target, PASS / MISS / info, paired ratio) and the
+# memory lines;
 # WORK_DIR/perf.tsv and WORK_DIR/perf.md (a README-ready markdown table with
 # the date and the GPU), copied to $OUT; machine-readable lines
 #   RESULT perf_<workload> <mode>=<ratio> ...
@@ -474,6 +477,23 @@ def fmt(v):
         return "-"
     return "%.4g" % v if v < 100 else "%.0f" % v
 
+def per_round(these):
+    """{round: figure} of the successful runs."""
+    out = {}
+    for r in these:
+        if r["rc"] == "0":
+            v, _ = value(r)
+            if v is not None:
+                out[r["round"]] = v
+    return out
+
+def paired_ratio(mine, base):
+    """The median of each round's own ratio (a mode's run against the base
+    run of the same round): the box's drift between rounds moves both sides
+    of a round alike, where it moves the two medians apart."""
+    ratios = [mine[k] / base[k] for k in mine if base.get(k)]
+    return statistics.median(ratios) if len(ratios) >= 2 else None
+
 rows = []
 met = total = 0
 results = {}
@@ -483,6 +503,7 @@ for w in ("churn", "train_loop", "kernel_loop", "pytorch"):
         continue
     base = None
     meds = {}
+    by_round = {}
     for mode in ("plain", "guard0", "sync", "q0", "kernel", "explain",
                  "torch", "sanitizer"):
         these = [r for r in mine if r["mode"] == mode]
@@ -500,6 +521,7 @@ for w in ("churn", "train_loop", "kernel_loop", "pytorch"):
                 notes.append("skipped (budget)")
         med = statistics.median(vals) if vals else None
         meds[mode] = med
+        by_round[mode] = per_round(these)
         if mode == "plain":
             base = med
         ratio = med / base if med is not None and base else None
@@ -523,9 +545,14 @@ for w in ("churn", "train_loop", "kernel_loop", "pytorch"):
                                             "pairs" if w == "churn" else
                                             "steps" if w == "pytorch" else
                                             "iterations"))
+        paired = None
+        if mode not in ("plain", "sanitizer"):
+            paired = paired_ratio(by_round[mode],
+                                  by_round.get("sync" if mode == "explain"
+                                               else "plain", {}))
         results.setdefault(w, {})[mode] = ratio
         rows.append(dict(workload=w, mode=mode, unit=unit, median=med,
-                         runs=len(vals), ratio=ratio,
+                         runs=len(vals), ratio=ratio, paired=paired,
                          target=("<= %.2f" % target) if target else "-",
                          result=verdict, note="; ".join(dict.fromkeys(
                              n for n in notes if n))))
@@ -627,17 +654,20 @@ for w in ("churn", "pytorch"):
 
 # Print, TSV, markdown.
 head = ("workload", "mode", "unit", "median", "runs", "ratio", "target",
-        "result", "note")
+        "result", "note", "paired")
 lines = []
-lines.append("%-12s %-27s %-15s %10s %4s %7s %7s %6s  %s" % head)
+lines.append("%-12s %-27s %-15s %10s %4s %7s %7s %6s %6s  %s" % (
+    head[:8] + head[9:] + head[8:9]))
 for r in rows:
-    lines.append("%-12s %-27s %-15s %10s %4d %7s %7s %6s  %s" % (
+    lines.append("%-12s %-27s %-15s %10s %4d %7s %7s %6s %6s  %s" % (
         r["workload"], MODE_NAMES[r["mode"]], r["unit"], fmt(r["median"]),
         r["runs"], "%.2f" % r["ratio"] if r["ratio"] is not None else "-",
-        r["target"], r["result"], r["note"]))
+        r["target"], r["result"],
+        "%.2f" % r["paired"] if r["paired"] is not None else "-", r["note"]))
 print()
 print("=== perf suite: %s, CUDA %s, %s; medians of %s interleaved rounds "
-      "(PyTorch %s); ratio = mode / no tool" % (
+      "(PyTorch %s); ratio = mode / no tool (the verdict's); paired = the "
+      "median of each round's own ratio" % (
           gpu, cuda, time.strftime("%Y-%m-%d"), rounds, torch_rounds))
 print("\n".join(lines))
 print("targets met: %d of %d" % (met, total))
@@ -654,10 +684,11 @@ with open(os.path.join(work, "perf.tsv"), "w") as f:
             r["workload"], r["mode"], r["unit"],
             "" if r["median"] is None else "%.6g" % r["median"], r["runs"],
             "" if r["ratio"] is None else "%.4f" % r["ratio"], r["target"],
-            r["result"], r["note"])) + "\n")
+            r["result"], r["note"],
+            "" if r["paired"] is None else "%.4f" % r["paired"])) + "\n")
     for what, mode, fig, note in memory:
         f.write("\t".join(("memory", mode, what, fig, "", "", "-", "info",
-                           note)) + "\n")
+                           note, "")) + "\n")
 
 md = []
 md.append("### Overhead on the GPU (%s, %s, CUDA %s)" % (
@@ -665,11 +696,13 @@ md.append("### Overhead on the GPU (%s, %s, CUDA %s)" % (
 md.append("")
 md.append("`benchmarks/gpu/perf_suite.sh` (from `tools/device_run.sh`, step "
           "`perf-suite`): medians of %s interleaved rounds (PyTorch: %s); "
-          "ratio to the same run without the tool; compute-sanitizer with "
-          "fewer iterations, per unit." % (rounds, torch_rounds))
+          "ratio to the same run without the tool (of the medians: the "
+          "verdict's); paired, the median of each round's own ratio; "
+          "compute-sanitizer with fewer iterations, per unit." % (
+              rounds, torch_rounds))
 md.append("")
-md.append("| workload | mode | per unit | ratio | target | |")
-md.append("| --- | --- | --- | --- | --- | --- |")
+md.append("| workload | mode | per unit | ratio | paired | target | |")
+md.append("| --- | --- | --- | --- | --- | --- | --- |")
 last = None
 for r in rows:
     name = WORK_NAMES[r["workload"]] if r["workload"] != last else ""
@@ -680,8 +713,9 @@ for r in rows:
     result = r["result"] if r["result"] not in ("-", "info") else ""
     if r["note"]:
         result = (result + " " if result else "") + "(%s)" % r["note"]
-    md.append("| %s | %s | %s | %s | %s | %s |" % (
-        name, MODE_NAMES[r["mode"]], per, ratio,
+    paired = "" if r["paired"] is None else "%.2f×" % r["paired"]
+    md.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+        name, MODE_NAMES[r["mode"]], per, ratio, paired,
         r["target"].replace("<=", "≤") if r["target"] != "-" else "", result))
 if memory:
     md.append("")

@@ -53,7 +53,7 @@ bool ReadArgWords(const LaunchArgs& args, const ParamLayout* layout,
                   size_t max_words = std::numeric_limits<size_t>::max());
 
 // Address ranges of tracked blocks, sorted, for finding the block an address
-// points into: built once (Add, then Seal), looked up many times.
+// points into: kept as blocks come and go, looked up at every launch.
 class BlockRanges {
  public:
   void Clear() {
