@@ -131,16 +131,16 @@ CUresult Shim_cuMemPoolGetAttribute(CUmemoryPool pool,
 
 // A trim releases the pool's free reserved memory, and a reset of its
 // USED_MEM_HIGH restarts the watermark from its use now: the stream-ordered
-// blocks the tool holds (quarantine_async, and those kept for reuse) would
-// be free without it, so they go back to CUDA first
+// blocks of that pool the tool holds (quarantine_async, and those kept for
+// reuse) would be free without it, so they go back to CUDA first
 // (Engine::ReleaseHeldPoolBlocks), then `call` is made.
 namespace {
 
 template <typename Call>
-auto AfterReleasingHeldBlocks(bool release, Call&& call) {
+auto AfterReleasingHeldBlocks(const void* pool, bool release, Call&& call) {
   InterceptScope scope;
-  if (release && scope.Recording()) {
-    gmt::Engine::Get().ReleaseHeldPoolBlocks();
+  if (release && scope.Recording() && pool != nullptr) {
+    gmt::Engine::Get().ReleaseHeldPoolBlocks(reinterpret_cast<uint64_t>(pool));
   }
   return call();
 }
@@ -150,13 +150,13 @@ auto AfterReleasingHeldBlocks(bool release, Call&& call) {
 cudaError_t Shim_cudaMemPoolTrimTo(cudaMemPool_t pool, size_t keep) {
   auto real = gmt::g_real_cudaMemPoolTrimTo.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
-  return AfterReleasingHeldBlocks(true, [&] { return real(pool, keep); });
+  return AfterReleasingHeldBlocks(pool, true, [&] { return real(pool, keep); });
 }
 
 CUresult Shim_cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
   auto real = gmt::g_real_cuMemPoolTrimTo.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  return AfterReleasingHeldBlocks(true, [&] { return real(pool, keep); });
+  return AfterReleasingHeldBlocks(pool, true, [&] { return real(pool, keep); });
 }
 
 cudaError_t Shim_cudaMemPoolSetAttribute(cudaMemPool_t pool,
@@ -164,7 +164,7 @@ cudaError_t Shim_cudaMemPoolSetAttribute(cudaMemPool_t pool,
                                          void* value) {
   auto real = gmt::g_real_cudaMemPoolSetAttribute.Get();
   if (real == nullptr) return gmt::NoRuntimeError();
-  return AfterReleasingHeldBlocks(attribute == cudaMemPoolAttrUsedMemHigh,
+  return AfterReleasingHeldBlocks(pool, attribute == cudaMemPoolAttrUsedMemHigh,
                                   [&] { return real(pool, attribute, value); });
 }
 
@@ -173,7 +173,8 @@ CUresult Shim_cuMemPoolSetAttribute(CUmemoryPool pool,
                                     void* value) {
   auto real = gmt::g_real_cuMemPoolSetAttribute.Get();
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  return AfterReleasingHeldBlocks(attribute == CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+  return AfterReleasingHeldBlocks(pool,
+                                  attribute == CU_MEMPOOL_ATTR_USED_MEM_HIGH,
                                   [&] { return real(pool, attribute, value); });
 }
 

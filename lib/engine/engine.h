@@ -199,11 +199,12 @@ class Engine {
   // Out of memory with redzones: gives the quarantine back to CUDA. Returns
   // whether anything was released (a retry may succeed).
   bool ReleaseQuarantine();
-  // A memory pool is about to be trimmed, or its USED_MEM_HIGH reset: the
-  // stream-ordered blocks the guard holds go back to CUDA (and their frees
-  // are waited for), so the trim releases, and the watermark starts from,
-  // what it would without the tool.
-  void ReleaseHeldPoolBlocks();
+  // Memory pool `pool` is about to be trimmed, or its USED_MEM_HIGH reset:
+  // the stream-ordered blocks of that pool the guard holds go back to CUDA
+  // (and their frees are waited for), so the trim releases, and the
+  // watermark starts from, what it would without the tool. Other pools'
+  // blocks stay held.
+  void ReleaseHeldPoolBlocks(uint64_t pool);
 
   // Stream-ordered pools the program shares with other processes
   // (lib/registry/mem_pools.h): their blocks are never guarded.

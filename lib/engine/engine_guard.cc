@@ -81,9 +81,9 @@ bool Engine::ReleaseQuarantine() {
   return released > 0;
 }
 
-void Engine::ReleaseHeldPoolBlocks() {
+void Engine::ReleaseHeldPoolBlocks(uint64_t pool) {
   std::vector<GuardFinding> findings;
-  guard_.ReleaseHeldOrdered(&findings);
+  guard_.ReleaseHeldOrdered(pool, &findings);
   ReportFindings(findings);
 }
 

@@ -1144,19 +1144,35 @@ uint64_t GuardManager::ReleaseReuseBlockLocked(uint64_t context, Context& c,
   return bytes;
 }
 
-uint64_t GuardManager::ReleaseReusableLocked(uint64_t context, Context& c) {
+uint64_t GuardManager::ReleaseReusableLocked(uint64_t context, Context& c,
+                                             uint64_t pool) {
   uint64_t released = 0;
+  bool kept = false;
   for (const auto& [raw, serial] : c.reusable_order) {
     auto it = c.blocks.find(raw);
     if (it == c.blocks.end() || it->second.reuse != Block::Reuse::kReady ||
         it->second.reuse_serial != serial) {
       continue;
     }
+    if (!OfPoolLocked(context, raw, pool)) {
+      kept = true;
+      continue;
+    }
     released += ReleaseReuseBlockLocked(context, c, raw, true);
   }
-  c.reusable_order.clear();
-  c.reusable.clear();
+  // The released ones' entries are stale now (their blocks are gone);
+  // with blocks of other pools kept, CompactReusableLocked drops them later.
+  if (!kept) {
+    c.reusable_order.clear();
+    c.reusable.clear();
+  }
   return released;
+}
+
+bool GuardManager::OfPoolLocked(uint64_t context, uint64_t raw, uint64_t pool) {
+  if (pool == 0) return true;
+  const uint64_t of = ops_->PoolOf(context, raw);
+  return of == 0 || of == pool;
 }
 
 std::optional<uint64_t> GuardManager::TakeReusable(uint64_t context,
@@ -1591,13 +1607,15 @@ void GuardManager::EvictOverBudget(std::vector<GuardFinding>* findings) {
 }
 
 std::vector<GuardManager::Block> GuardManager::TakeHeldOrderedLocked(
-    Context& c, std::optional<uint64_t> stream) {
+    uint64_t context, Context& c, std::optional<uint64_t> stream,
+    uint64_t pool) {
   std::vector<Block> leaving;
   std::deque<uint64_t> kept;
   for (uint64_t raw : c.quarantine) {
     auto it = c.blocks.find(raw);
     if (it != c.blocks.end() && StreamOrdered(it->second.record.api) &&
-        (!stream || it->second.record.stream == *stream)) {
+        (!stream || it->second.record.stream == *stream) &&
+        OfPoolLocked(context, raw, pool)) {
       c.held_bytes -= std::min(c.held_bytes, it->second.record.raw_bytes);
       DropOrderedFillLocked(c, raw);
       leaving.push_back(it->second);
@@ -1622,12 +1640,13 @@ void GuardManager::ReleaseHeldOnStream(uint64_t stream,
   for (auto& [context, c] : contexts_) {
     // Behind the program's work on the stream, before it goes.
     FlushDeferredChecksLocked(context, c, stream);
-    std::vector<Block> leaving = TakeHeldOrderedLocked(c, stream);
+    std::vector<Block> leaving = TakeHeldOrderedLocked(context, c, stream);
     if (!leaving.empty()) ReleaseOrderedLocked(context, leaving);
   }
 }
 
-uint64_t GuardManager::ReleaseHeldOrdered(std::vector<GuardFinding>* findings) {
+uint64_t GuardManager::ReleaseHeldOrdered(uint64_t pool,
+                                          std::vector<GuardFinding>* findings) {
   if (ops_ == nullptr || !hold_ordered_) return 0;
   absl::MutexLock lock(&mu_);
   bool checking = false;
@@ -1640,10 +1659,11 @@ uint64_t GuardManager::ReleaseHeldOrdered(std::vector<GuardFinding>* findings) {
   uint64_t released = 0;
   std::vector<uint64_t> synchronize;
   for (auto& [context, c] : contexts_) {
-    std::vector<Block> leaving = TakeHeldOrderedLocked(c, std::nullopt);
+    std::vector<Block> leaving =
+        TakeHeldOrderedLocked(context, c, std::nullopt, pool);
     uint64_t bytes =
         leaving.empty() ? 0 : ReleaseOrderedLocked(context, leaving);
-    bytes += ReleaseReusableLocked(context, c);
+    bytes += ReleaseReusableLocked(context, c, pool);
     if (bytes > 0) synchronize.push_back(context);
     released += bytes;
   }

@@ -227,11 +227,15 @@ class GuardManager {
   // a free on it leave the quarantine now (check and free enqueued on it).
   void ReleaseHeldOnStream(uint64_t stream,
                            std::vector<GuardFinding>* findings);
-  // A pool trim: every held stream-ordered block (quarantine, and those
-  // kept for reuse, their checks answered first) goes back to CUDA, and the
-  // contexts they were in are synchronized so that their frees have run.
-  // Returns the raw bytes given back.
-  uint64_t ReleaseHeldOrdered(std::vector<GuardFinding>* findings);
+  // A trim of `pool` (or a reset of its USED_MEM_HIGH): every held
+  // stream-ordered block of that pool (quarantine, and those kept for reuse,
+  // their checks answered first) goes back to CUDA, and the contexts they
+  // were in are synchronized so that their frees have run. Blocks of other
+  // pools stay held: the trim does not touch their pools. A block whose pool
+  // the driver does not name goes too, as do all with `pool` 0. Returns the
+  // raw bytes given back.
+  uint64_t ReleaseHeldOrdered(uint64_t pool,
+                              std::vector<GuardFinding>* findings);
   // Collects the answers of release-queue checks that are in, without
   // waiting (entry points that must not synchronize: allocations).
   void PollReleases(std::vector<GuardFinding>* findings);
@@ -652,9 +656,16 @@ class GuardManager {
                                    bool free_complete)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes the held stream-ordered blocks of `c` (of `stream` only, unless
-  // nullopt) out of its quarantine and block map, for ReleaseOrderedLocked.
-  std::vector<Block> TakeHeldOrderedLocked(Context& c,
-                                           std::optional<uint64_t> stream)
+  // nullopt; of `pool` only, unless 0: see OfPoolLocked) out of its
+  // quarantine and block map, for ReleaseOrderedLocked.
+  std::vector<Block> TakeHeldOrderedLocked(uint64_t context, Context& c,
+                                           std::optional<uint64_t> stream,
+                                           uint64_t pool = 0)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the block at `raw` of `context` counts as `pool`'s for a release
+  // of that pool's blocks: `pool` 0 (any), or the driver names it (or names
+  // no pool: released rather than kept, as before pools were told apart).
+  bool OfPoolLocked(uint64_t context, uint64_t raw, uint64_t pool)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // An allocation found no block ready: counts it; true for the ones to
   // look at (the first, then every kReuseMissSampleEvery-th).
@@ -663,8 +674,10 @@ class GuardManager {
   // of its size the tool holds (GuardStats::reuse_miss_*).
   void ClassifyReuseMissLocked(const Context& c, uint64_t bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Every block of `c` ready for reuse goes back to CUDA (out of memory).
-  uint64_t ReleaseReusableLocked(uint64_t context, Context& c)
+  // Every block of `c` ready for reuse (of `pool` only, unless 0) goes back
+  // to CUDA (out of memory, a trim).
+  uint64_t ReleaseReusableLocked(uint64_t context, Context& c,
+                                 uint64_t pool = 0)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops the stale entries of `c`'s reuse lists once they outnumber the
   // live ones.

@@ -234,6 +234,33 @@ TEST(GuardAsyncQuarantineTest, APoolTrimGivesBackTheBlocksTheToolHolds) {
       << with.Describe();
 }
 
+// A trim of one pool gives back the held blocks of that pool only: device
+// 1's pool keeps nothing reserved, as without the tool, while the blocks
+// freed on device 0 stay in quarantine, still watched for writes after free.
+// (A trim used to release the held blocks of every pool.)
+TEST(GuardAsyncQuarantineTest, APoolTrimKeepsOtherPoolsBlocksHeld) {
+  ScopedTempDir tmp;
+  RunResult plain = RunProgram(GMT_GUARD_LAUNCH_PROGRAM, {"pool_trim_other"},
+                               tmp.path(), WithoutTheTool());
+  ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
+  ASSERT_TRUE(Contains(plain.out, "device 1's pool reserved after its trim: 0"))
+      << plain.Describe();
+  RunOptions held;
+  held.gmt_options =
+      "report=json:report_path=<dir>/r.%p.json:torch=1:"
+      "quarantine_bytes=1048576";
+  RunResult with = RunProgram(GMT_GUARD_LAUNCH_PROGRAM, {"pool_trim_other"},
+                              tmp.path(), held);
+  ASSERT_EQ(with.exit_code, 0) << with.Describe();
+  EXPECT_EQ(with.out, plain.out);
+  ASSERT_TRUE(with.has_report) << with.Describe();
+  EXPECT_TRUE(with.report["errors"].empty()) << with.Describe();
+  // Device 0's last freed blocks of 100 000 bytes (up to the quarantine's
+  // 1 MiB), with their redzones; the others wait for reuse.
+  EXPECT_GE(with.report["guard"].value("quarantine_bytes", 0), 500000)
+      << with.Describe();
+}
+
 // verbosity=1 logs the tool's own host time per call at exit, by kind, with
 // the program's own CUDA call left out: with every allocation made 2 ms slow
 // by the double, an allocation's part still reads far below 2 ms.

@@ -1490,7 +1490,7 @@ TEST_F(GuardReuseTest, ACheckWithNoFillDueOnItsStreamGoesAloneAtTheEviction) {
     const int before = cuda_allocs_;
     if (trim) {
       std::vector<GuardFinding> findings;
-      EXPECT_GT(engine_->guard().ReleaseHeldOrdered(&findings), 0u);
+      EXPECT_GT(engine_->guard().ReleaseHeldOrdered(0, &findings), 0u);
       for (uint8_t* p : mine) {
         const uint64_t raw = raw_of_[reinterpret_cast<uint64_t>(p)];
         EXPECT_EQ(std::count(ops_->released_ordered.begin(),

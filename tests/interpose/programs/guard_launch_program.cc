@@ -276,6 +276,31 @@ NOINLINE void PoolTrim() {
   Rt("cudaStreamDestroy", cudaStreamDestroy(s));
 }
 
+// Two pools, each a device's default pool: blocks of both used and freed,
+// then only device 1's pool trimmed. What that pool still holds reserved
+// after the trim.
+NOINLINE void PoolTrimOther() {
+  cudaStream_t streams[2] = {nullptr, nullptr};
+  for (int device = 0; device < 2; ++device) {
+    Rt("cudaSetDevice", cudaSetDevice(device));
+    Rt("cudaStreamCreate", cudaStreamCreate(&streams[device]));
+    // Device 0's churn passes the quarantine's 1 MiB in the test: some of
+    // its blocks wait for reuse too.
+    ChurnAsync(streams[device], device == 0 ? 32 : 8);
+    Rt("cudaStreamSynchronize", cudaStreamSynchronize(streams[device]));
+  }
+  cudaMemPool_t pool = nullptr;
+  Rt("cudaDeviceGetDefaultMemPool", cudaDeviceGetDefaultMemPool(&pool, 1));
+  Rt("cudaMemPoolTrimTo", cudaMemPoolTrimTo(pool, 0));
+  unsigned long long reserved = 1;
+  Rt("cudaMemPoolGetAttribute",
+     cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent,
+                             &reserved));
+  std::printf("device 1's pool reserved after its trim: %llu\n", reserved);
+  // The streams stay: destroying one gives back the blocks held since frees
+  // on it, and what the trim left held is what the report is to show.
+}
+
 NOINLINE void Loop(int rounds) {
   int failures = 0;
   for (int i = 0; i < rounds; ++i) {
@@ -310,6 +335,8 @@ int main(int argc, char** argv) {
     ConcurrentWithACheck(argv[2]);
   } else if (mode == "pool_trim") {
     PoolTrim();
+  } else if (mode == "pool_trim_other") {
+    PoolTrimOther();
   } else if (mode == "async_quarantine") {
     AsyncQuarantine(argc > 2 && std::string(argv[2]) == "write");
   } else if (mode == "loop" && argc > 2) {
