@@ -19,8 +19,28 @@ Context g_primary[kDeviceCount] = {{0, true, 0}, {1, true, 0}};
 std::set<const Context*>* g_created = new std::set<const Context*>();
 thread_local Context* t_current = nullptr;
 // The thread's context stack below t_current (cuCtxPushCurrent); the top of
-// the stack is t_current itself, which cuCtxSetCurrent replaces.
-thread_local std::vector<Context*> t_below;
+// the stack is t_current itself, which cuCtxSetCurrent replaces. On the heap,
+// made at the first push and freed when popped empty: a thread_local vector
+// would be destroyed at exit before the atexit handlers run, and a traced
+// program's exit handler (the tool's last check) still pushes a context.
+thread_local std::vector<Context*>* t_below = nullptr;
+
+bool BelowEmpty() { return t_below == nullptr || t_below->empty(); }
+
+void PushBelow(Context* ctx) {
+  if (t_below == nullptr) t_below = new std::vector<Context*>();
+  t_below->push_back(ctx);
+}
+
+Context* PopBelow() {
+  Context* top = t_below->back();
+  t_below->pop_back();
+  if (t_below->empty()) {
+    delete t_below;
+    t_below = nullptr;
+  }
+  return top;
+}
 
 bool ValidDevice(CUdevice dev) { return dev >= 0 && dev < kDeviceCount; }
 
@@ -121,9 +141,8 @@ FAKE_CU_API(cuCtxSetCurrent, (CUcontext ctx)) {
     return CUDA_ERROR_INVALID_CONTEXT;
   }
   // Replaces the top of the context stack; null pops it, as in the driver.
-  if (ctx == nullptr && !fake_cuda::t_below.empty()) {
-    fake_cuda::t_current = fake_cuda::t_below.back();
-    fake_cuda::t_below.pop_back();
+  if (ctx == nullptr && !fake_cuda::BelowEmpty()) {
+    fake_cuda::t_current = fake_cuda::PopBelow();
     return CUDA_SUCCESS;
   }
   fake_cuda::t_current = reinterpret_cast<Context*>(ctx);
@@ -136,7 +155,7 @@ FAKE_CU_API(cuCtxPushCurrent_v2, (CUcontext ctx)) {
     return CUDA_ERROR_INVALID_CONTEXT;
   }
   if (fake_cuda::t_current != nullptr) {
-    fake_cuda::t_below.push_back(fake_cuda::t_current);
+    fake_cuda::PushBelow(fake_cuda::t_current);
   }
   fake_cuda::t_current = reinterpret_cast<Context*>(ctx);
   return CUDA_SUCCESS;
@@ -148,12 +167,8 @@ FAKE_CU_API(cuCtxPopCurrent_v2, (CUcontext * pctx)) {
   if (pctx != nullptr) {
     *pctx = reinterpret_cast<CUcontext>(fake_cuda::t_current);
   }
-  if (fake_cuda::t_below.empty()) {
-    fake_cuda::t_current = nullptr;
-  } else {
-    fake_cuda::t_current = fake_cuda::t_below.back();
-    fake_cuda::t_below.pop_back();
-  }
+  fake_cuda::t_current =
+      fake_cuda::BelowEmpty() ? nullptr : fake_cuda::PopBelow();
   return CUDA_SUCCESS;
 }
 
