@@ -214,9 +214,13 @@ for r in results:
                                          n.get("seconds_tool", 0))
     elif r["case"] == "churn":
         detail = "%s / %s" % (n.get("plain", ""), n.get("tool", ""))
-    elif "seconds_plain" in n:
+    elif "seconds_plain" in n and "seconds_tool" in n:
         detail = "%.2fs -> %.2fs with the tool" % (n["seconds_plain"],
                                                     n["seconds_tool"])
+    elif "seconds_plain" in n:  # e.g. seconds_pluggable: another second run
+        other = sorted(k for k in n if k.startswith("seconds_"))
+        detail = ", ".join("%s %.2fs" % (k[len("seconds_"):], n[k])
+                           for k in other)
     if r["warnings"]:
         detail += " [%d warning(s)]" % len(r["warnings"])
     detail = " ".join(detail.split())

@@ -21,6 +21,7 @@
 #                  and last 512 KiB poisoned and checked, not all of it (the
 #                  CNN frees about eight 33.5 MB activations a step: their
 #                  poison and checks are ~0.5 GB of GPU memory traffic)
+#   freed4m        torch=1:freed_check_bytes=4194304: 2 MiB at each end
 #   default        the tool's default options without tensor mode (redzones
 #                  around PyTorch's cached segments, checks at
 #                  synchronizations)
@@ -84,6 +85,7 @@ options() {  # the GMT_OPTIONS of a set; "-" for a run without the tool
     q1024) echo "torch=1:quarantine_bytes=1073741824" ;;
     checkexit) echo "torch=1:check=exit" ;;
     freed1m) echo "torch=1:freed_check_bytes=1048576" ;;
+    freed4m) echo "torch=1:freed_check_bytes=4194304" ;;
     *) echo "torch_mode_parts: unknown set $1" >&2; exit 2 ;;
   esac
 }
