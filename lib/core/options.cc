@@ -109,7 +109,7 @@ std::string CheckValue(absl::string_view key, const Options& o) {
     return range(o.quarantine_bytes, 0, int64_t{1} << 40);
   }
   if (key == "freed_check_bytes") {
-    return range(o.freed_check_bytes, 0, int64_t{1} << 40);
+    return range(o.freed_check_bytes, -1, int64_t{1} << 40);
   }
   if (key == "report_path" && o.report_path.find('\0') != std::string::npos) {
     return "contains a NUL byte";
@@ -193,6 +193,11 @@ ParseResult ParseOptions(absl::string_view text) {
   }
   CheckAcrossKeys(&result);
   return result;
+}
+
+int64_t FreedCheckBytes(const Options& options) {
+  if (options.freed_check_bytes >= 0) return options.freed_check_bytes;
+  return options.torch ? kTensorModeFreedCheckBytes : 0;
 }
 
 std::string OptionsHelp() {

@@ -37,6 +37,12 @@ struct ParseResult {
 // `errors` and leave their keys at the defaults.
 ParseResult ParseOptions(absl::string_view text);
 
+// Bytes of a held freed block poisoned and checked, as freed_check_bytes
+// resolves (0: all of them): its own value, or for -1 (the default) 0 in
+// general and kTensorModeFreedCheckBytes with torch=1.
+inline constexpr int64_t kTensorModeFreedCheckBytes = int64_t{4} << 20;
+int64_t FreedCheckBytes(const Options& options);
+
 // "key  default  description" lines for every option, for help output.
 std::string OptionsHelp();
 

@@ -51,8 +51,8 @@ GuardManager::GuardManager(const Options& options, DeviceOps* ops)
                                 kMinReleaseCapBytes)
                      : 0),
       freed_half_bytes_(
-          options.freed_check_bytes > 0
-              ? (static_cast<uint64_t>(options.freed_check_bytes) + 511) / 512 *
+          FreedCheckBytes(options) > 0
+              ? (static_cast<uint64_t>(FreedCheckBytes(options)) + 511) / 512 *
                     256
               : 0),
       ops_(policy_.enabled ? ops : nullptr) {}

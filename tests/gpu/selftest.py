@@ -60,9 +60,14 @@ def err(kind, api, fn, offset=0, alloc=None, first=None):
 
 kmode = "check=kernel" in os.environ.get("GMT_OPTIONS", "")
 # freed_check_bytes=N: a freed block larger than N is checked at its ends
-# only, N/2 bytes each (rounded up to 256), as the tool does.
-_fcb = re.search(r"freed_check_bytes=(\d+)", os.environ.get("GMT_OPTIONS", ""))
-freed_half = (int(_fcb.group(1)) + 511) // 512 * 256 if _fcb else 0
+# only, N/2 bytes each (rounded up to 256), as the tool does; unset or -1,
+# every byte, or 4 MiB in tensor mode (torch=1).
+_opts = os.environ.get("GMT_OPTIONS", "")
+_fcb = re.search(r"freed_check_bytes=(-?\d+)", _opts)
+_fcb_bytes = int(_fcb.group(1)) if _fcb else -1
+if _fcb_bytes < 0:
+    _fcb_bytes = 4 << 20 if re.search(r"(^|:)torch=(1|true)", _opts) else 0
+freed_half = (_fcb_bytes + 511) // 512 * 256
 
 
 def freed_write_seen(nbytes, offset, changed):

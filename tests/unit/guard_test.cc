@@ -424,6 +424,35 @@ TEST_F(GuardTest, FreedCheckBytesPoisonAndCheckTheEndsOfALargeFreedBlock) {
   EXPECT_EQ(errors[0].changed_bytes, 2u);
 }
 
+// Tensor mode bounds the freed bytes by default (kTensorModeFreedCheckBytes:
+// 2 MiB at each end of a larger block); freed_check_bytes=0 still asks for
+// every freed byte.
+TEST_F(GuardTest, TensorModePoisonsTheEndsOfALargeFreedBlockUnlessAskedForAll) {
+  constexpr int kBytes = 16 << 20;
+  constexpr int kHalf = static_cast<int>(kTensorModeFreedCheckBytes / 2);
+  for (int64_t freed_check_bytes : {int64_t{-1}, int64_t{0}}) {
+    SCOPED_TRACE(freed_check_bytes);
+    Options o = GuardOptions(CheckLevel::kSync, /*quarantine=*/64 << 20);
+    o.torch = true;
+    o.freed_check_bytes = freed_check_bytes;
+    Start(o);
+    uint8_t* p = Alloc(kBytes);
+    std::memset(p, 0x11, kBytes);
+    Launch("k");
+    EXPECT_FALSE(Free(p));
+    Launch("k");  // the freed pattern goes in before it
+    EXPECT_EQ(p[0], kFreedByte);
+    EXPECT_EQ(p[kHalf - 1], kFreedByte);
+    EXPECT_EQ(p[kBytes - kHalf], kFreedByte);
+    EXPECT_EQ(p[kBytes - 1], kFreedByte);
+    const uint8_t middle = freed_check_bytes == 0 ? kFreedByte : 0x11;
+    EXPECT_EQ(p[kHalf], middle);
+    EXPECT_EQ(p[kBytes / 2], middle);
+    EXPECT_EQ(p[kBytes - kHalf - 1], middle);
+    Stop();
+  }
+}
+
 TEST_F(GuardTest, FreedCheckBytesSeesAWriteAtTheEndOfALargeFreedBlock) {
   Options o = GuardOptions();
   o.freed_check_bytes = 4096;

@@ -131,7 +131,7 @@ TEST(OptionsTest, Ranges) {
            {"exitcode=-1", "exitcode"},
            {"verbosity=3", "verbosity"},
            {"max_leaks=-1", "max_leaks"},
-           {"freed_check_bytes=-1", "freed_check_bytes"},
+           {"freed_check_bytes=-2", "freed_check_bytes"},
            {"freed_check_bytes=1099511627777", "freed_check_bytes"}}) {
     ParseResult r = ParseOptions(c.text);
     ASSERT_THAT(r.errors, SizeIs(1)) << c.text;
@@ -151,6 +151,23 @@ TEST(OptionsTest, Ranges) {
   EXPECT_EQ(
       ParseOptions("freed_check_bytes=1099511627776").options.freed_check_bytes,
       int64_t{1} << 40);
+}
+
+// freed_check_bytes=-1 (the default) resolves by the mode: every freed byte,
+// or a bounded part of each large freed tensor in tensor mode.
+TEST(OptionsTest, FreedCheckBytesResolvesByTheMode) {
+  EXPECT_EQ(ParseOptions("").options.freed_check_bytes, -1);
+  EXPECT_EQ(FreedCheckBytes(ParseOptions("").options), 0);
+  EXPECT_EQ(FreedCheckBytes(ParseOptions("torch=1").options),
+            kTensorModeFreedCheckBytes);
+  EXPECT_EQ(
+      FreedCheckBytes(ParseOptions("torch=1:freed_check_bytes=0").options), 0);
+  EXPECT_EQ(
+      FreedCheckBytes(ParseOptions("torch=1:freed_check_bytes=4096").options),
+      4096);
+  EXPECT_EQ(FreedCheckBytes(ParseOptions("freed_check_bytes=8192").options),
+            8192);
+  EXPECT_THAT(ParseOptions("freed_check_bytes=-1").errors, IsEmpty());
 }
 
 TEST(OptionsTest, ReportFormats) {
