@@ -729,11 +729,13 @@ void Engine::FinalReport() {
     const GuardStats g = guard_.Stats();
     if (g.reused + g.reuse_misses > 0) {
       LogNote(1,
-              "reuse of checked blocks: %llu allocations served, %llu not; "
+              "reuse of checked blocks: %llu allocations served (%llu on "
+              "their check's stream before it answered), %llu not; "
               "of %llu of those looked at, %llu had no block of their size "
               "with the tool, %llu one in quarantine still, %llu one whose "
               "check had not answered",
               static_cast<unsigned long long>(g.reused),
+              static_cast<unsigned long long>(g.reused_in_flight),
               static_cast<unsigned long long>(g.reuse_misses),
               static_cast<unsigned long long>(g.reuse_miss_none) +
                   g.reuse_miss_quarantine + g.reuse_miss_checking,

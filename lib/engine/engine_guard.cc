@@ -45,7 +45,7 @@ GuardedAllocation Engine::AllocateLinear(Api api, uint64_t bytes,
       (api == Api::kCudaMallocAsync || api == Api::kCuMemAllocAsync) &&
       !ContextLost()) {
     if (std::optional<uint64_t> raw =
-            guard_.TakeReusable(context, bytes, *layout)) {
+            guard_.TakeReusable(context, bytes, *layout, stream)) {
       GuardedAllocation a;
       a.raw = *raw;
       a.user = *raw + layout->front;

@@ -77,6 +77,7 @@ void GuardManager::Arm(const AllocationRecord& record) {
   // since its last owner's free, and that free had completed.
   auto [slot, inserted] = c.blocks.try_emplace(record.raw_address);
   const bool reused = !inserted && slot->second.reuse == Block::Reuse::kTaken;
+  const uint64_t owed = reused ? slot->second.canaries_owed_to : 0;
   if (reused) DropOrderedFillLocked(c, record.raw_address);
   Block b;
   b.record = record;
@@ -95,6 +96,7 @@ void GuardManager::Arm(const AllocationRecord& record) {
   if (reused) {
     b.canaries_pending = false;
     b.canaries_armed = true;
+    b.canaries_owed_to = owed;
     ++stats_.reused;
   } else {
     // Pool memory is a stream-ordered block's only in its stream's order:
@@ -123,7 +125,11 @@ void GuardManager::AppendArmedZones(const Block& b, Table* table) const {
   };
   // A zone waiting for its refill still holds what a check already reported
   // (CollectResults re-arms it): not checked again until it is rewritten.
-  if (b.canaries_armed && !b.canaries_pending) {
+  // Canaries a check of their last lifetime still owes an answer for wait
+  // for it, unless the block is held again (then that check ran first on
+  // its stream, and this one must see the new lifetime's writes).
+  if (b.canaries_armed && !b.canaries_pending &&
+      (b.canaries_owed_to == 0 || b.held)) {
     add(b.front_begin, r.address, kCanaryByte, Role::kFront);
     add(UserEnd(r), r.raw_address + r.raw_bytes, kCanaryByte, Role::kTail);
   }
@@ -412,8 +418,15 @@ void GuardManager::CollectResults(uint64_t context, Context& c,
     findings->push_back(std::move(f));
     last_finding_zone = i;
     // Re-arm: the next check starts from clean canaries, so one overrun is
-    // reported once.
-    if (live != nullptr) {
+    // reported once. A finding of an owned block's last lifetime re-arms
+    // only the canaries of the block taken from it in flight (the same
+    // bytes); never the user bytes of a live block (its data), nor a block
+    // CUDA handed out again at that address.
+    const bool same_block = live != nullptr && b == live;
+    const bool inherited = live != nullptr && b != live &&
+                           live->canaries_owed_to != 0 &&
+                           ref.role != Role::kFreedUser;
+    if (same_block || inherited) {
       if (ref.role == Role::kFreedUser) {
         live->freed_pending = true;
       } else {
@@ -476,11 +489,13 @@ void GuardManager::PollPendingLocked(bool wait,
       if (state == DeviceOps::Poll::kPending) return;
       p = std::move(pending_.front());
       pending_.pop_front();
+      if (p.counted_for_reuse) reuse_checks_in_flight_.fetch_sub(1);
     } else {
       // Out of the queue first: another thread may poll it while this one
       // waits, without the lock, for the GPU.
       p = std::move(pending_.front());
       pending_.pop_front();
+      if (p.counted_for_reuse) reuse_checks_in_flight_.fetch_sub(1);
       ++pending_in_wait_;  // its blocks stay out of CUDA's hands meanwhile
       mu_.Unlock();
       state = ops_->PollCheck(p.ticket, true, &results);
@@ -510,6 +525,7 @@ void GuardManager::PollPendingLocked(bool wait,
       ++stats_.check_failures;
     }
     if (!p.reuse.empty()) SettleReuseLocked(p, state);
+    if (!p.handed_over.empty()) SettleHandedOverLocked(p, state);
   }
 }
 
@@ -991,6 +1007,8 @@ void GuardManager::AwaitReuseCheckLocked(uint64_t context, Context& c,
   PendingCheck p{ticket,       context, std::move(table),        0,
                  "quarantine", {},      next_pending_sequence_++};
   p.reuse = std::move(raws);
+  p.counted_for_reuse = !p.reuse.empty();
+  if (p.counted_for_reuse) reuse_checks_in_flight_.fetch_add(1);
   pending_.push_back(std::move(p));
 }
 
@@ -1177,10 +1195,13 @@ bool GuardManager::OfPoolLocked(uint64_t context, uint64_t raw, uint64_t pool) {
 
 std::optional<uint64_t> GuardManager::TakeReusable(uint64_t context,
                                                    uint64_t bytes,
-                                                   const GuardLayout& layout) {
+                                                   const GuardLayout& layout,
+                                                   uint64_t stream) {
   if (ops_ == nullptr || reuse_cap_ == 0) return std::nullopt;
-  if (reusable_count_.load(std::memory_order_relaxed) <= 0) {
-    // Nothing ready anywhere: no lock, but for the misses looked at.
+  if (reusable_count_.load(std::memory_order_relaxed) <= 0 &&
+      reuse_checks_in_flight_.load(std::memory_order_relaxed) <= 0) {
+    // Nothing ready or on its way anywhere: no lock, but for the misses
+    // looked at.
     if (CountReuseMiss()) {
       absl::MutexLock lock(&mu_);
       auto cit = contexts_.find(context);
@@ -1200,40 +1221,96 @@ std::optional<uint64_t> GuardManager::TakeReusable(uint64_t context,
   }
   Context& c = cit->second;
   if (pool_set_devices_.contains(c.device)) return std::nullopt;
-  auto lit = c.reusable.find(bytes);
-  if (lit == c.reusable.end()) {
-    if (CountReuseMiss()) ClassifyReuseMissLocked(c, bytes);
-    return std::nullopt;
-  }
   std::optional<uint64_t> taken;
-  auto& list = lit->second;
-  while (!list.empty() && !taken) {
-    const auto [raw, serial] = list.back();
-    list.pop_back();
+  if (auto lit = c.reusable.find(bytes); lit != c.reusable.end()) {
+    auto& list = lit->second;
+    while (!list.empty() && !taken) {
+      const auto [raw, serial] = list.back();
+      list.pop_back();
+      auto it = c.blocks.find(raw);
+      if (it == c.blocks.end() || it->second.reuse != Block::Reuse::kReady ||
+          it->second.reuse_serial != serial) {
+        continue;
+      }
+      Block& b = it->second;
+      const AllocationRecord& r = b.record;
+      // Written over by a stale pointer since (a check re-armed it), or laid
+      // out otherwise: not for this allocation.
+      if (b.canaries_pending || b.freed_pending ||
+          r.raw_bytes != layout.raw_bytes ||
+          r.address - r.raw_address != layout.front) {
+        ReleaseReuseBlockLocked(context, c, raw, /*free_complete=*/true);
+        continue;
+      }
+      b.reuse = Block::Reuse::kTaken;
+      --c.ready_count;
+      reusable_count_.fetch_sub(1, std::memory_order_relaxed);
+      c.reusable_bytes -= std::min(c.reusable_bytes, r.raw_bytes);
+      taken = raw;
+    }
+    if (list.empty()) c.reusable.erase(lit);
+  }
+  if (!taken) taken = TakeInFlightLocked(context, c, bytes, layout, stream);
+  if (!taken && CountReuseMiss()) ClassifyReuseMissLocked(c, bytes);
+  return taken;
+}
+
+std::optional<uint64_t> GuardManager::TakeInFlightLocked(
+    uint64_t context, Context& c, uint64_t bytes, const GuardLayout& layout,
+    uint64_t stream) {
+  // The checks are few (kMaxPendingChecks at most, most of them without
+  // blocks for reuse), and only a miss of the ready blocks walks them.
+  for (PendingCheck& p : pending_) {
+    if (p.context != context || p.reuse.empty()) continue;
+    for (auto rit = p.reuse.begin(); rit != p.reuse.end(); ++rit) {
+      auto it = c.blocks.find(*rit);
+      if (it == c.blocks.end()) continue;
+      Block& b = it->second;
+      const AllocationRecord& r = b.record;
+      // Its check went on the stream of its free (EnqueueReuseChecksLocked):
+      // only an allocation there is ordered behind it.
+      if (b.reuse != Block::Reuse::kChecking || r.bytes != bytes ||
+          ProgramStream(r.stream) != ProgramStream(stream) ||
+          b.canaries_pending || b.freed_pending ||
+          r.raw_bytes != layout.raw_bytes ||
+          r.address - r.raw_address != layout.front) {
+        continue;
+      }
+      const uint64_t raw = *rit;
+      p.owned.push_back(b);  // what the check finds is this lifetime's
+      p.handed_over.push_back(raw);
+      p.reuse.erase(rit);
+      b.reuse = Block::Reuse::kTaken;
+      b.canaries_owed_to = p.ticket;
+      c.reusable_bytes -= std::min(c.reusable_bytes, r.raw_bytes);
+      ++stats_.reused_in_flight;
+      return raw;
+    }
+  }
+  return std::nullopt;
+}
+
+void GuardManager::SettleHandedOverLocked(const PendingCheck& p,
+                                          DeviceOps::Poll state) {
+  auto cit = contexts_.find(p.context);
+  if (cit == contexts_.end()) return;
+  Context& c = cit->second;
+  for (uint64_t raw : p.handed_over) {
     auto it = c.blocks.find(raw);
-    if (it == c.blocks.end() || it->second.reuse != Block::Reuse::kReady ||
-        it->second.reuse_serial != serial) {
+    if (it == c.blocks.end() || it->second.canaries_owed_to != p.ticket) {
       continue;
     }
     Block& b = it->second;
-    const AllocationRecord& r = b.record;
-    // Written over by a stale pointer since (a check re-armed it), or laid
-    // out otherwise: not for this allocation.
-    if (b.canaries_pending || b.freed_pending ||
-        r.raw_bytes != layout.raw_bytes ||
-        r.address - r.raw_address != layout.front) {
-      ReleaseReuseBlockLocked(context, c, raw, /*free_complete=*/true);
-      continue;
+    b.canaries_owed_to = 0;
+    // Not read (a failed or lost check): what they hold is not known, so
+    // they are written again before any check reads them.
+    if (state != DeviceOps::Poll::kDone && !b.canaries_pending) {
+      b.canaries_pending = true;
+      MarkForFillLocked(c, b);
+      b.generation = NextGeneration();
     }
-    b.reuse = Block::Reuse::kTaken;
-    --c.ready_count;
-    reusable_count_.fetch_sub(1, std::memory_order_relaxed);
-    c.reusable_bytes -= std::min(c.reusable_bytes, r.raw_bytes);
-    taken = raw;
   }
-  if (list.empty()) c.reusable.erase(lit);
-  if (!taken && CountReuseMiss()) ClassifyReuseMissLocked(c, bytes);
-  return taken;
+  c.TablesStale();
 }
 
 bool GuardManager::CountReuseMiss() {

@@ -57,10 +57,15 @@
 // its context takes it (TakeReusable) instead of asking CUDA: no
 // allocation, no free and no canary fill for it, the driver calls a tensor
 // otherwise costs. CUDA's own pool reuses a completed free for any stream
-// the same way. Waiting blocks stay held (checked like quarantine, hidden
-// from the pool's figures), bounded by reuse_cap_ bytes, oldest released
-// first; a dirty, failed or over-bound one goes back to CUDA on the tool's
-// stream. A device whose current pool the program set is left out.
+// the same way. On the stream its check went on, an allocation takes it
+// before the answer too (the check runs first there, as CUDA's pool hands a
+// block freed on a stream to that stream's next allocation): what the check
+// finds is reported against the block's last lifetime, and the new tensor's
+// canaries join other checks once it has answered (Block::canaries_owed_to).
+// Waiting blocks stay held (checked like quarantine, hidden from the pool's
+// figures), bounded by reuse_cap_ bytes, oldest released first; a dirty, failed
+// or over-bound one goes back to CUDA on the tool's stream. A device whose
+// current pool the program set is left out.
 //
 // The free path never waits on the host for a zone check. Blocks leaving the
 // quarantine go, as a batch, to the context's release queue: the batch's
@@ -140,6 +145,8 @@ struct GuardStats {
   uint64_t evicted = 0;     // blocks given back to CUDA after their hold
   // Allocations served with a checked block instead of CUDA (reuse).
   uint64_t reused = 0;
+  // Of those, blocks taken on their check's stream before it answered.
+  uint64_t reused_in_flight = 0;
   // Allocations that could have been served so and went to CUDA, and of
   // the ones looked at (the first and then 1 in kReuseMissSampleEvery),
   // why: no block of their size with the tool, one in quarantine still, or
@@ -250,8 +257,14 @@ class GuardManager {
   // as `layout`: its raw address, taken (the caller records the allocation
   // at raw + layout.front, and Arm finds its zones already written), or
   // nullopt. Lock-free while nothing is waiting for reuse.
+  // A block whose check is still in flight may be taken by an allocation
+  // on `stream` when that check was enqueued on that stream: it reads the
+  // zones before anything the program does with the new tensor there, as
+  // CUDA's pool hands a block freed on a stream to that stream's next
+  // allocation at once.
   std::optional<uint64_t> TakeReusable(uint64_t context, uint64_t bytes,
-                                       const GuardLayout& layout);
+                                       const GuardLayout& layout,
+                                       uint64_t stream);
   // Misses looked at for their reason (GuardStats::reuse_miss_*): a walk of
   // the context's blocks, so not every one.
   static constexpr uint64_t kReuseMissSampleEvery = 16;
@@ -369,6 +382,13 @@ class GuardManager {
     enum class Reuse : uint8_t { kNone, kChecking, kReady, kTaken };
     Reuse reuse = Reuse::kNone;
     uint64_t reuse_serial = 0;  // which entry of Context::reusable is its
+    // Taken for reuse while the check of its last lifetime was still in
+    // flight (TakeInFlightLocked): that check's ticket. Until it answers,
+    // the live block's canaries stay out of other checks: that check
+    // reports what the last lifetime did to them, and a change it finds is
+    // then written over (a check of the new lifetime would report the same
+    // bytes again, against the wrong tensor).
+    uint64_t canaries_owed_to = 0;
   };
   struct ZoneRef {
     uint64_t raw = 0;
@@ -399,6 +419,12 @@ class GuardManager {
     // Blocks (raw addresses) held for reuse whose check this is: ready for
     // reuse once it answers clean (SettleReuseLocked).
     std::vector<uint64_t> reuse = {};
+    // Blocks of `reuse` that an allocation on this check's stream took
+    // before it answered (their last lifetimes are copied into `owned`, so
+    // what it finds is told of them): SettleHandedOverLocked.
+    std::vector<uint64_t> handed_over = {};
+    // Counted in reuse_checks_in_flight_ (it had blocks for reuse).
+    bool counted_for_reuse = false;
   };
   // Blocks on their way back to CUDA, out of the context's block map: their
   // check enqueued on the tool's stream, released once it has answered.
@@ -649,6 +675,18 @@ class GuardManager {
   // become ready for reuse, the rest go back to CUDA; then the bound.
   void SettleReuseLocked(const PendingCheck& p, DeviceOps::Poll state)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A block of `c` of `bytes` laid out as `layout` whose reuse check is
+  // enqueued on `stream` and has not answered: taken (its last lifetime
+  // handed to that check), or nullopt.
+  std::optional<uint64_t> TakeInFlightLocked(uint64_t context, Context& c,
+                                             uint64_t bytes,
+                                             const GuardLayout& layout,
+                                             uint64_t stream)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The check of `p` answered: the blocks taken before it did may have
+  // their canaries checked again (rewritten first unless it read them).
+  void SettleHandedOverLocked(const PendingCheck& p, DeviceOps::Poll state)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Gives the reuse block `raw` of `c` back to CUDA: on the tool's stream
   // when its free is known complete, else on its own stream. Returns its
   // raw bytes (0 if it was not there).
@@ -819,6 +857,9 @@ class GuardManager {
   std::atomic<uint64_t> unguarded_refused_{0};
   std::atomic<uint64_t> unguarded_shareable_{0};
   std::atomic<uint64_t> unguarded_capture_{0};
+  // Reuse checks in pending_ (TakeReusable looks at in-flight blocks only
+  // while there are some).
+  std::atomic<int64_t> reuse_checks_in_flight_{0};
   // Blocks ready for reuse, all contexts: TakeReusable skips the lock at 0.
   std::atomic<int64_t> reusable_count_{0};
   // Allocations TakeReusable could not serve (GuardStats::reuse_misses).
