@@ -418,11 +418,14 @@ void GuardManager::CollectResults(uint64_t context, Context& c,
     findings->push_back(std::move(f));
     last_finding_zone = i;
     // Re-arm: the next check starts from clean canaries, so one overrun is
-    // reported once. A finding of an owned block's last lifetime re-arms
-    // only the canaries of the block taken from it in flight (the same
-    // bytes); never the user bytes of a live block (its data), nor a block
-    // CUDA handed out again at that address.
-    const bool same_block = live != nullptr && b == live;
+    // reported once. The block in the map is re-armed when it is the
+    // lifetime the check read (itself, or the copy a free's check owns while
+    // CUDA's free is under way: the same generation). A finding of an earlier
+    // lifetime re-arms only the canaries of the block taken from it in
+    // flight (the same bytes); never the user bytes of a later lifetime (its
+    // data), nor anything of a block CUDA handed out again at that address.
+    const bool same_block =
+        live != nullptr && (b == live || live->generation == ref.generation);
     const bool inherited = live != nullptr && b != live &&
                            live->canaries_owed_to != 0 &&
                            ref.role != Role::kFreedUser;

@@ -377,6 +377,27 @@ TEST_F(GuardTest, WriteAfterFreeInQuarantineIsUafWithTheFreeRecord) {
   EXPECT_EQ(errors[0].kernels.back(), "writer(int*)");
 }
 
+// A stream-ordered free's check owns a copy of the block while CUDA frees
+// it; when CUDA refuses the free the block stays live, and what that check
+// found is not found again (its canaries are rewritten, as for any finding).
+TEST_F(GuardTest, AnOverrunFoundByTheCheckOfARefusedFreeIsReportedOnce) {
+  uint8_t* p = AllocAsync(4000);
+  Launch("k");
+  p[4001] = 1;
+  FreeTicket t = engine_->BeginFree(
+      Api::kCudaFreeAsync, reinterpret_cast<uint64_t>(p), kNoStack, kStream);
+  engine_->EndFree(t, false, 1, "cudaErrorInvalidValue");
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].kind, ErrorKind::kOobWrite);
+  EXPECT_EQ(errors[0].first_offset, 4001);
+  Launch("k");
+  engine_->OnSynchronized(kContext);
+  EXPECT_EQ(Errors().size(), 1u);
+  EXPECT_EQ(p[4001], kCanaryByte);
+}
+
 // freed_check_bytes: a freed block larger than it is poisoned and checked
 // at its two ends only (half each), the fill and the check over the same
 // bytes; a smaller one whole.
