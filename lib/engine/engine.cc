@@ -669,6 +669,7 @@ ReportState Engine::TakeReportState(absl::string_view reason) {
   guard.quarantine_bytes = g.held_bytes;
   guard.evicted = g.evicted;
   guard.reused = g.reused;
+  guard.reused_in_flight = g.reused_in_flight;
   TakeLeakAnalysisState(&state);  // reachability, growth (engine_leaks.cc)
   // After the live blocks: the range names cover the ids they carry.
   state.nvtx_seen = NvtxSeen();

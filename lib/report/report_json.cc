@@ -244,7 +244,8 @@ std::string RenderJson(const ReportData& data) {
                   {"bytes_checked", data.guard.bytes_checked},
                   {"quarantine_bytes", data.guard.quarantine_bytes},
                   {"evicted", data.guard.evicted},
-                  {"reused", data.guard.reused}};
+                  {"reused", data.guard.reused},
+                  {"reused_in_flight", data.guard.reused_in_flight}};
   // Memory over time (viz): compact, bounded (a few thousand points per
   // device), so `gpumemtrace report FILE.json --format html` still plots it.
   if (data.timeline.recorded || data.timeline.from_json ||

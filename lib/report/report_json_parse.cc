@@ -1171,9 +1171,14 @@ bool ReportReader::ReadReport(const json& doc) {
         !ReadU64(*g, at, "evicted", &guard.evicted)) {
       return false;
     }
-    // Absent from reports written before blocks were reused.
+    // Absent from reports written before blocks were reused (and before
+    // they were taken in flight).
     if (Member(*g, "reused") != nullptr &&
         !ReadU64(*g, at, "reused", &guard.reused)) {
+      return false;
+    }
+    if (Member(*g, "reused_in_flight") != nullptr &&
+        !ReadU64(*g, at, "reused_in_flight", &guard.reused_in_flight)) {
       return false;
     }
   }

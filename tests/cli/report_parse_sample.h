@@ -55,6 +55,8 @@ inline ReportData Base() {
   leak.address = 0x7f0000200000;
   d.leaks.push_back(leak);
   d.guard = {true, "sync", 10, 1, 2, 30, 0, 0, 1 << 20, 4096, 2};
+  d.guard.reused = 7;
+  d.guard.reused_in_flight = 3;
   d.stacks[kLeakStack] = Frames("make_buffers(int)", 12);
   d.notes = {"a note"};
   return d;
