@@ -118,20 +118,23 @@ Result GuardedAlloc(Api api, Out* out, uint64_t bytes, uint64_t stream,
   std::conditional_t<std::is_same_v<Result, cudaError_t>, RuntimeLastErrorGuard,
                      std::monostate>
       last_error;
-  // A stream-ordered allocation asks for its context once: for the pool's
-  // owner, for a checked block that may serve it (Engine::AllocateLinear),
-  // and for the record.
+  // An allocation asks for its context once: for a stream-ordered one's
+  // pool owner, for a checked block that may serve it
+  // (Engine::AllocateLinear), and for the record.
+  // A cudaMalloc / cuMemAlloc asks for it when checked blocks may serve it.
+  const bool async = FamilyOf(api) == GuardFamily::kAsync;
+  const bool may_reuse = async ? engine.guard().ReusesBlocks()
+                               : FamilyOf(api) == GuardFamily::kDevice &&
+                                     engine.guard().ReusesDeviceBlocks();
   std::optional<CallContext> where;
-  if (FamilyOf(api) == GuardFamily::kAsync &&
-      (engine.AnyShareablePool() || engine.guard().ReusesBlocks())) {
+  if (may_reuse || (async && engine.AnyShareablePool())) {
     where = CurrentCallContext();
   }
   bool may_guard = true;
-  if (where && engine.AnyShareablePool()) {
+  if (async && where && engine.AnyShareablePool()) {
     may_guard = !engine.PoolShareable(pool, where->device);
   }
-  const uint64_t context =
-      where && engine.guard().ReusesBlocks() ? where->context : 0;
+  const uint64_t context = where && may_reuse ? where->context : 0;
   // What CUDA wrote into the program's pointer on its last call: a failure
   // leaves it there as CUDA does (cudaMalloc nulls it).
   Out last{};
@@ -148,7 +151,9 @@ Result GuardedAlloc(Api api, Out* out, uint64_t bytes, uint64_t stream,
   if (a.result == 0) {
     *out = FromAddress<Out>(a.user);
     RecordAlloc(api, a.user, bytes, stream, stack, -2, a.guarded ? a.raw : 0,
-                a.guarded ? a.raw_bytes : 0, where ? &*where : nullptr);
+                a.guarded ? a.raw_bytes : 0,
+                // No context before the call: CUDA's call made one.
+                where && where->context != 0 ? &*where : nullptr);
     if constexpr (std::is_same_v<Result, cudaError_t>) {
       if (a.retried) last_error.RestoreAfterRetry();
     }

@@ -129,7 +129,13 @@ CUresult Shim_cuPointerSetAttribute(const void* value,
   return gmt::ForwardDriverUnlessRejected(
       "cuPointerSetAttribute", real,
       [&](gmt::Engine& engine) { return gmt::InRedzone(engine, ptr); },
-      [&] { return real(value, attribute, ptr); });
+      [&] {
+        const CUresult result = real(value, attribute, ptr);
+        // SYNC_MEMOPS stays with the allocation's memory: never served to
+        // another allocation, which CUDA would give it unset.
+        if (result == CUDA_SUCCESS) gmt::Engine::Get().NoteBlockShared(ptr);
+        return result;
+      });
 }
 
 // ---- cuMemGetHandleForAddressRange ------------------------------------------
@@ -151,7 +157,12 @@ CUresult Shim_cuMemGetHandleForAddressRange(void* handle, CUdeviceptr ptr,
       },
       [&] {
         const CUresult result = real(handle, ptr, size, type, flags);
-        if (result != CUDA_SUCCESS) gmt::Engine::Get().NoteExportRefused(ptr);
+        if (result != CUDA_SUCCESS) {
+          gmt::Engine::Get().NoteExportRefused(ptr);
+        } else {
+          // A dma-buf outlives the program's free of the block.
+          gmt::Engine::Get().NoteBlockShared(ptr);
+        }
         return result;
       });
 }

@@ -66,6 +66,23 @@ bool IsRangeAttribute(CUpointer_attribute attribute) {
          attribute == CU_POINTER_ATTRIBUTE_RANGE_SIZE;
 }
 
+// What the program learnt of a block's identity: GPUDirect tokens let a
+// device outside the process map it (so the tool never hands it to another
+// allocation), and the buffer id of a block the tool served again is the
+// one it gave the new allocation (CUDA answers the first owner's).
+void AfterIdentityQuery(const gmt::BlockView& view,
+                        CUpointer_attribute attribute, void* data) {
+  gmt::Engine& engine = gmt::Engine::Get();
+  if (attribute == CU_POINTER_ATTRIBUTE_P2P_TOKENS) {
+    engine.NoteBlockShared(view.user_address);
+  } else if (attribute == CU_POINTER_ATTRIBUTE_BUFFER_ID && data != nullptr) {
+    if (std::optional<uint64_t> id = engine.ReusedBufferId(view)) {
+      const unsigned long long value = *id;
+      std::memcpy(data, &value, sizeof(value));
+    }
+  }
+}
+
 // The user's value of a range attribute.
 uint64_t UserRangeValue(const gmt::BlockView& view,
                         CUpointer_attribute attribute) {
@@ -205,6 +222,12 @@ CUresult Shim_cuPointerGetAttribute(void* data, CUpointer_attribute attribute,
   std::optional<gmt::BlockView> view = GuardedBlock(ptr);
   if (!view) return real(data, attribute, ptr);
   if (!InUserBytes(*view, ptr)) return CUDA_ERROR_INVALID_VALUE;
+  if (attribute == CU_POINTER_ATTRIBUTE_P2P_TOKENS ||
+      (attribute == CU_POINTER_ATTRIBUTE_BUFFER_ID && data != nullptr)) {
+    const CUresult result = real(data, attribute, ptr);
+    if (result == CUDA_SUCCESS) AfterIdentityQuery(*view, attribute, data);
+    return result;
+  }
   if (!IsRangeAttribute(attribute) || data == nullptr) {
     return real(data, attribute, ptr);
   }
@@ -235,7 +258,9 @@ CUresult Shim_cuPointerGetAttributes(unsigned int count,
   CUresult result = real(count, attributes, data, ptr);
   if (result != CUDA_SUCCESS || !view) return result;
   for (unsigned int i = 0; i < count; ++i) {
-    if (data[i] == nullptr || !IsRangeAttribute(attributes[i])) continue;
+    if (data[i] == nullptr) continue;
+    AfterIdentityQuery(*view, attributes[i], data[i]);
+    if (!IsRangeAttribute(attributes[i])) continue;
     const uint64_t value = UserRangeValue(*view, attributes[i]);
     std::memcpy(data[i], &value, sizeof(value));
   }

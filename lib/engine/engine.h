@@ -227,6 +227,14 @@ class Engine {
   // The live block (device, managed or pinned) whose user range holds
   // `address`, or whose raw range does for a guarded block.
   std::optional<BlockView> FindBlock(uint64_t address) const;
+  // The block holding `address` was shared outside the process (a dma-buf,
+  // GPUDirect tokens) or given a pointer attribute that stays with its
+  // memory: its block is never served to another allocation.
+  void NoteBlockShared(uint64_t address);
+  // The buffer id the program is told for `block` when the tool served it
+  // a block an earlier allocation had (GuardManager::ReusedBufferId);
+  // nullopt: CUDA's answer stands.
+  std::optional<uint64_t> ReusedBufferId(const BlockView& block) const;
 
   // A copy or set through `call` (e.g. "cudaMemcpyAsync") touches
   // [address, address + bytes) of device/managed memory. Reports `api-bounds`

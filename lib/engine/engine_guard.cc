@@ -54,6 +54,21 @@ GuardedAllocation Engine::AllocateLinear(Api api, uint64_t bytes,
       return a;
     }
   }
+  // A cudaMalloc / cuMemAlloc: a checked block it fits, which the program
+  // cannot tell from CUDA's (its free synchronized; its buffer id is its
+  // own: ReusedBufferId).
+  if (layout && context != 0 && FamilyOf(api) == GuardFamily::kDevice &&
+      !ContextLost()) {
+    if (std::optional<GuardManager::ReusedBlock> reused =
+            guard_.TakeDeviceReusable(context, *layout)) {
+      GuardedAllocation a;
+      a.raw = reused->raw;
+      a.user = reused->raw + layout->front;
+      a.raw_bytes = reused->raw_bytes;
+      a.guarded = true;
+      return a;
+    }
+  }
   GuardedAllocation a = gmt::AllocateLinear(
       layout, bytes, alloc, [this] { return ReleaseQuarantine(); });
   if (a.enlarged_error != 0) guard_.NoteUnguarded(a.enlarged_error);
@@ -85,6 +100,17 @@ void Engine::ReleaseHeldPoolBlocks(uint64_t pool) {
   std::vector<GuardFinding> findings;
   guard_.ReleaseHeldOrdered(pool, &findings);
   ReportFindings(findings);
+}
+
+void Engine::NoteBlockShared(uint64_t address) {
+  if (guard_.ops() == nullptr) return;
+  std::optional<AllocationRecord> r = pointers_.FindContaining(address);
+  if (r && r->guarded()) guard_.NoteShared(r->context, r->raw_address);
+}
+
+std::optional<uint64_t> Engine::ReusedBufferId(const BlockView& block) const {
+  if (!block.guarded) return std::nullopt;
+  return guard_.ReusedBufferId(block.context, block.raw_address);
 }
 
 std::optional<BlockView> Engine::FindBlock(uint64_t address) const {

@@ -44,11 +44,20 @@ GuardManager::GuardManager(const Options& options, DeviceOps* ops)
       quarantine_budget_(static_cast<uint64_t>(options.quarantine_bytes)),
       hold_ordered_(options.quarantine_async || options.torch),
       release_cap_(std::max(quarantine_budget_ / 2, kMinReleaseCapBytes)),
-      reuse_cap_(hold_ordered_ && options.quarantine_reuse &&
-                         quarantine_budget_ > 0 &&
-                         options.check != CheckLevel::kNone
-                     ? std::max(quarantine_budget_ * kReuseCapFactor,
-                                kMinReleaseCapBytes)
+      reuse_ordered_(hold_ordered_ && options.quarantine_reuse &&
+                     quarantine_budget_ > 0 &&
+                     options.check != CheckLevel::kNone),
+      reuse_device_(options.malloc_reuse && quarantine_budget_ > 0 &&
+                    options.check != CheckLevel::kNone),
+      // A framework's tensors come back each step at tens of MiB: with
+      // stream-ordered reuse, several quarantines' worth. cudaMalloc blocks
+      // alone: one quarantine's worth, memory CUDA would otherwise hold as
+      // free (hidden from cudaMemGetInfo either way, and given back on an
+      // out-of-memory retry).
+      reuse_cap_(reuse_ordered_ ? std::max(quarantine_budget_ * kReuseCapFactor,
+                                           kMinReleaseCapBytes)
+                 : reuse_device_
+                     ? std::max(quarantine_budget_, kMinReleaseCapBytes)
                      : 0),
       freed_half_bytes_(
           FreedCheckBytes(options) > 0
@@ -93,11 +102,19 @@ void GuardManager::Arm(const AllocationRecord& record) {
                      record.address - std::min(record.address, policy_.front));
   b.generation = NextGeneration();
   ++stats_.guarded;
-  if (reused) {
+  // A cudaMalloc block taken for a size other than its last owner's: the
+  // bytes between the two ends hold that owner's data or freed pattern, not
+  // canaries. Written again, as a new block's are (before the next launch).
+  const bool same_end =
+      reused && UserEnd(slot->second.record) == UserEnd(record);
+  if (reused && FamilyOf(record.api) == GuardFamily::kDevice) {
+    b.reused_buffer_id = kReusedBufferIdBit | ++next_reused_buffer_id_;
+  }
+  if (reused) ++stats_.reused;
+  if (reused && same_end) {
     b.canaries_pending = false;
     b.canaries_armed = true;
     b.canaries_owed_to = owed;
-    ++stats_.reused;
   } else {
     // Pool memory is a stream-ordered block's only in its stream's order:
     // it is filled there, before the next launch on that stream.
@@ -805,6 +822,9 @@ void GuardManager::BeforeTeardown(int device, uint64_t context,
     // Blocks held for reuse die with the context's memory too.
     reusable_count_.fetch_sub(static_cast<int64_t>(it->second.ready_count),
                               std::memory_order_relaxed);
+    device_ready_count_.fetch_sub(
+        static_cast<int64_t>(it->second.device_ready.size()),
+        std::memory_order_relaxed);
     ops_->ForgetContext(ctx);
     contexts_.erase(it);
   }
@@ -949,14 +969,20 @@ uint64_t GuardManager::ReleaseOrderedLocked(uint64_t context,
 // ------------------------------------------------------------
 
 bool GuardManager::MayReuseLocked(const Context& c, const Block& b) const {
-  if (reuse_cap_ == 0 || b.freeing || b.record.bytes == 0) return false;
-  // The current pool's blocks only: an allocation from an explicit pool
-  // must come from that pool.
-  if (b.record.api != Api::kCudaMallocAsync &&
-      b.record.api != Api::kCuMemAllocAsync) {
+  if (reuse_cap_ == 0 || b.freeing || b.record.bytes == 0 || b.no_reuse) {
     return false;
   }
-  if (pool_set_devices_.contains(c.device)) return false;
+  if (FamilyOf(b.record.api) == GuardFamily::kDevice) {
+    if (!reuse_device_) return false;
+  } else {
+    // The current pool's blocks only: an allocation from an explicit pool
+    // must come from that pool.
+    if (!reuse_ordered_ || (b.record.api != Api::kCudaMallocAsync &&
+                            b.record.api != Api::kCuMemAllocAsync)) {
+      return false;
+    }
+    if (pool_set_devices_.contains(c.device)) return false;
+  }
   // Every zone written (and so checkable): nothing to fill when it is
   // taken.
   return b.canaries_armed && !b.canaries_pending && b.freed_armed &&
@@ -985,6 +1011,16 @@ void GuardManager::EnqueueReuseChecksLocked(uint64_t context, Context& c,
   }
 }
 
+void GuardManager::EnqueueDeviceReuseCheckLocked(uint64_t context, Context& c,
+                                                 std::vector<uint64_t> raws) {
+  std::shared_ptr<Table> table = ReuseTableLocked(c, raws);
+  // On the tool's stream: each block's free synchronized the device, and
+  // no program stream need wait for the check.
+  const uint64_t ticket =
+      table->zones.empty() ? 0 : ops_->CheckAsync(context, 0, table->zones);
+  AwaitReuseCheckLocked(context, c, std::move(raws), std::move(table), ticket);
+}
+
 std::shared_ptr<GuardManager::Table> GuardManager::ReuseTableLocked(
     const Context& c, const std::vector<uint64_t>& raws) const {
   auto table = std::make_shared<Table>();
@@ -1010,7 +1046,11 @@ void GuardManager::AwaitReuseCheckLocked(uint64_t context, Context& c,
   PendingCheck p{ticket,       context, std::move(table),        0,
                  "quarantine", {},      next_pending_sequence_++};
   p.reuse = std::move(raws);
-  p.counted_for_reuse = !p.reuse.empty();
+  // TakeInFlightLocked looks at stream-ordered blocks only (a cudaMalloc
+  // block's check is on the tool's stream, ordered behind no allocation).
+  auto first = c.blocks.find(p.reuse.empty() ? 0 : p.reuse.front());
+  p.counted_for_reuse =
+      first != c.blocks.end() && StreamOrdered(first->second.record.api);
   if (p.counted_for_reuse) reuse_checks_in_flight_.fetch_add(1);
   pending_.push_back(std::move(p));
 }
@@ -1099,8 +1139,13 @@ void GuardManager::SettleReuseLocked(const PendingCheck& p,
     // Its zones are in place for every stream: the check that read them
     // has completed.
     b.confirmed = true;
-    c.reusable[b.record.bytes].emplace_back(raw, b.reuse_serial);
     c.reusable_order.emplace_back(raw, b.reuse_serial);
+    if (FamilyOf(b.record.api) == GuardFamily::kDevice) {
+      c.device_ready.emplace(b.record.raw_bytes, raw);
+      device_ready_count_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    c.reusable[b.record.bytes].emplace_back(raw, b.reuse_serial);
     ++c.ready_count;
     reusable_count_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -1115,7 +1160,8 @@ void GuardManager::SettleReuseLocked(const PendingCheck& p,
     }
     ReleaseReuseBlockLocked(p.context, c, raw, /*free_complete=*/true);
   }
-  if (c.reusable_order.size() > 2 * c.ready_count + 64) {
+  if (c.reusable_order.size() >
+      2 * (c.ready_count + c.device_ready.size()) + 64) {
     CompactReusableLocked(c);
   }
 }
@@ -1130,6 +1176,7 @@ void GuardManager::CompactReusableLocked(Context& c) {
       continue;
     }
     order.emplace_back(raw, serial);
+    if (FamilyOf(it->second.record.api) == GuardFamily::kDevice) continue;
     c.reusable[it->second.record.bytes].emplace_back(raw, serial);
   }
   c.reusable_order.swap(order);
@@ -1141,12 +1188,33 @@ uint64_t GuardManager::ReleaseReuseBlockLocked(uint64_t context, Context& c,
   auto it = c.blocks.find(raw);
   if (it == c.blocks.end()) return 0;
   Block& b = it->second;
+  const bool device = FamilyOf(b.record.api) == GuardFamily::kDevice;
   if (b.reuse == Block::Reuse::kReady) {
-    --c.ready_count;
-    reusable_count_.fetch_sub(1, std::memory_order_relaxed);
+    if (device) {
+      EraseDeviceReadyLocked(c, b);
+    } else {
+      --c.ready_count;
+      reusable_count_.fetch_sub(1, std::memory_order_relaxed);
+    }
   }
   const uint64_t bytes = b.record.raw_bytes;
   c.reusable_bytes -= std::min(c.reusable_bytes, bytes);
+  if (device) {
+    // CUDA's free synchronizes: never under the lock. The release queue
+    // gives it back at a later free of the program (or an out-of-memory
+    // retry), after any check enqueued so far that may read it.
+    ReleaseBatch batch;
+    batch.check = "quarantine";
+    batch.kernel_checks_before = next_pending_sequence_;
+    batch.bytes = bytes;
+    batch.blocks.push_back(b);
+    if (ChecksEachKernel()) c.ranges.Remove(raw);
+    c.blocks.erase(it);
+    c.TablesStale();
+    c.releasing_bytes += bytes;
+    c.releasing.push_back(std::move(batch));
+    return 0;  // counted when CUDA has it back
+  }
   // A free known complete needs no order behind the program's work, and its
   // stream may be gone by now: the tool's stream, which waits for no
   // program work.
@@ -1175,7 +1243,9 @@ uint64_t GuardManager::ReleaseReusableLocked(uint64_t context, Context& c,
         it->second.reuse_serial != serial) {
       continue;
     }
-    if (!OfPoolLocked(context, raw, pool)) {
+    if (!OfPoolLocked(context, raw, pool) ||
+        (pool != 0 &&
+         FamilyOf(it->second.record.api) == GuardFamily::kDevice)) {
       kept = true;
       continue;
     }
@@ -1200,7 +1270,7 @@ std::optional<uint64_t> GuardManager::TakeReusable(uint64_t context,
                                                    uint64_t bytes,
                                                    const GuardLayout& layout,
                                                    uint64_t stream) {
-  if (ops_ == nullptr || reuse_cap_ == 0) return std::nullopt;
+  if (ops_ == nullptr || !reuse_ordered_) return std::nullopt;
   if (reusable_count_.load(std::memory_order_relaxed) <= 0 &&
       reuse_checks_in_flight_.load(std::memory_order_relaxed) <= 0) {
     // Nothing ready or on its way anywhere: no lock, but for the misses
@@ -1258,6 +1328,76 @@ std::optional<uint64_t> GuardManager::TakeReusable(uint64_t context,
   return taken;
 }
 
+void GuardManager::EraseDeviceReadyLocked(Context& c, const Block& b) {
+  auto [first, last] = c.device_ready.equal_range(b.record.raw_bytes);
+  for (auto it = first; it != last; ++it) {
+    if (it->second != b.record.raw_address) continue;
+    c.device_ready.erase(it);
+    device_ready_count_.fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
+}
+
+std::optional<GuardManager::ReusedBlock> GuardManager::TakeDeviceReusable(
+    uint64_t context, const GuardLayout& layout) {
+  if (ops_ == nullptr || !reuse_device_ ||
+      device_ready_count_.load(std::memory_order_relaxed) <= 0) {
+    return std::nullopt;
+  }
+  absl::MutexLock lock(&mu_);
+  auto cit = contexts_.find(context);
+  if (cit == contexts_.end()) return std::nullopt;
+  Context& c = cit->second;
+  // At most 1/8 more than planned: the tail zone grows by that (checked
+  // and filled like any), and the device memory a block holds stays near
+  // what CUDA would have given.
+  const uint64_t most = layout.raw_bytes + layout.raw_bytes / 8;
+  for (auto it = c.device_ready.lower_bound(layout.raw_bytes);
+       it != c.device_ready.end() && it->first <= most; ++it) {
+    auto bit = c.blocks.find(it->second);
+    if (bit == c.blocks.end()) continue;
+    Block& b = bit->second;
+    const AllocationRecord& r = b.record;
+    if (b.reuse != Block::Reuse::kReady || b.canaries_pending ||
+        b.freed_pending || r.address - r.raw_address != layout.front) {
+      continue;
+    }
+    ReusedBlock taken{r.raw_address, r.raw_bytes};
+    c.device_ready.erase(it);
+    device_ready_count_.fetch_sub(1, std::memory_order_relaxed);
+    b.reuse = Block::Reuse::kTaken;
+    c.reusable_bytes -= std::min(c.reusable_bytes, r.raw_bytes);
+    // Live again: what freeing it would give back is the program's now.
+    c.held_footprint -= std::min(c.held_footprint, HeldFootprint(r));
+    return taken;
+  }
+  if (CountReuseMiss()) ++stats_.reuse_miss_none;
+  return std::nullopt;
+}
+
+std::optional<uint64_t> GuardManager::ReusedBufferId(uint64_t context,
+                                                     uint64_t raw) const {
+  if (ops_ == nullptr || !reuse_device_) return std::nullopt;
+  absl::MutexLock lock(&mu_);
+  auto cit = contexts_.find(context);
+  if (cit == contexts_.end()) return std::nullopt;
+  auto it = cit->second.blocks.find(raw);
+  if (it == cit->second.blocks.end() || it->second.held ||
+      it->second.reused_buffer_id == 0) {
+    return std::nullopt;
+  }
+  return it->second.reused_buffer_id;
+}
+
+void GuardManager::NoteShared(uint64_t context, uint64_t raw) {
+  if (ops_ == nullptr) return;
+  absl::MutexLock lock(&mu_);
+  auto cit = contexts_.find(context);
+  if (cit == contexts_.end()) return;
+  auto it = cit->second.blocks.find(raw);
+  if (it != cit->second.blocks.end()) it->second.no_reuse = true;
+}
+
 std::optional<uint64_t> GuardManager::TakeInFlightLocked(
     uint64_t context, Context& c, uint64_t bytes, const GuardLayout& layout,
     uint64_t stream) {
@@ -1273,6 +1413,7 @@ std::optional<uint64_t> GuardManager::TakeInFlightLocked(
       // Its check went on the stream of its free (EnqueueReuseChecksLocked):
       // only an allocation there is ordered behind it.
       if (b.reuse != Block::Reuse::kChecking || r.bytes != bytes ||
+          !StreamOrdered(r.api) ||
           ProgramStream(r.stream) != ProgramStream(stream) ||
           b.canaries_pending || b.freed_pending ||
           r.raw_bytes != layout.raw_bytes ||
@@ -1343,7 +1484,7 @@ void GuardManager::ClassifyReuseMissLocked(const Context& c, uint64_t bytes) {
 }
 
 void GuardManager::NoteDevicePoolSet(int device) {
-  if (reuse_cap_ == 0) return;
+  if (!reuse_ordered_) return;
   absl::MutexLock lock(&mu_);
   pool_set_devices_.insert(device);
 }
@@ -1402,6 +1543,7 @@ uint64_t GuardManager::EvictLocked(uint64_t context, Context& c, size_t count) {
   batch.kernel_checks_before = next_pending_sequence_;
   auto table = std::make_shared<Table>();
   std::vector<uint64_t> reuse;
+  std::vector<uint64_t> device_reuse;
   for (size_t i = 0; i < count && !c.quarantine.empty(); ++i) {
     const uint64_t raw = c.quarantine.front();
     c.quarantine.pop_front();
@@ -1425,6 +1567,14 @@ uint64_t GuardManager::EvictLocked(uint64_t context, Context& c, size_t count) {
       if (ChecksEachKernel()) c.ranges.Remove(raw);
       continue;
     }
+    if (MayReuseLocked(c, b)) {
+      // Stays in the map, held (and in held_footprint), until its check
+      // answers.
+      b.reuse = Block::Reuse::kChecking;
+      c.reusable_bytes += b.record.raw_bytes;
+      device_reuse.push_back(raw);
+      continue;
+    }
     AppendArmedZones(b, table.get());
     batch.bytes += b.record.raw_bytes;
     batch.blocks.push_back(b);
@@ -1434,6 +1584,9 @@ uint64_t GuardManager::EvictLocked(uint64_t context, Context& c, size_t count) {
   if (!reuse.empty()) {
     DeferReuseChecksLocked(context, c, reuse);
     LaunchReuseChecksLocked(context, c);
+  }
+  if (!device_reuse.empty()) {
+    EnqueueDeviceReuseCheckLocked(context, c, std::move(device_reuse));
   }
   const uint64_t released =
       ordered.empty() ? 0 : ReleaseOrderedLocked(context, ordered);
@@ -1827,6 +1980,13 @@ uint64_t GuardManager::ReleaseQuarantine(std::vector<GuardFinding>* findings) {
     ops_->SynchronizeContext(context);
     mu_.Lock();
   }
+  // cudaMalloc blocks held for reuse joined the release queues.
+  for (auto& [context, c] : contexts_) {
+    if (!c.releasing.empty() &&
+        std::find(queued.begin(), queued.end(), context) == queued.end()) {
+      queued.push_back(context);
+    }
+  }
   for (uint64_t context : queued) {
     released += DrainReleasesLocked(context, /*release=*/true, findings);
   }
@@ -1922,6 +2082,8 @@ void GuardManager::AfterRealFree(const AllocationRecord& block, bool freed) {
 
 uint64_t GuardManager::PrepareIpcExport(const AllocationRecord& block) {
   if (ops_ == nullptr || !block.guarded()) return block.address;
+  // Mapped by another process, which may keep it past the program's free.
+  NoteShared(block.context, block.raw_address);
   const uint64_t front = block.address - block.raw_address;
   if (front < kIpcHeaderBytes) return block.raw_address;
   {

@@ -128,6 +128,9 @@ bool IpcExportable(uintptr_t address);
 // The stream-ordered pool holding any byte of a block
 // (CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE); false for other memory.
 bool PoolOfAddress(CUdeviceptr address, CUmemoryPool* pool);
+// CU_POINTER_ATTRIBUTE_BUFFER_ID of the device or managed block holding
+// `address`; false for other memory.
+bool BufferIdOf(CUdeviceptr address, uint64_t* id);
 // Accounts VMM physical memory against a device's capacity. False when the
 // device has no room (the caller returns CUDA_ERROR_OUT_OF_MEMORY).
 bool ChargeDevice(int device, size_t bytes);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -37,7 +38,11 @@ struct Block {
   bool graph = false;      // a graph alloc node's: the backing stays
   bool pool = false;       // stream-ordered: from a memory pool
   bool imported = false;   // cuMemPoolImportPointer's, of an imported pool
+  // CU_POINTER_ATTRIBUTE_BUFFER_ID: process-wide unique, from 1, one per
+  // allocation (a later one at the same address gets a new one).
+  uint64_t buffer_id = 0;
 };
+std::atomic<uint64_t> g_next_buffer_id{0};
 
 // A default memory pool; CUmemoryPool values are pointers to these.
 struct Pool {
@@ -137,6 +142,7 @@ CUresult AllocDevice(CUdeviceptr* dptr, size_t bytes, Kind kind,
   Block& block = T().device[reinterpret_cast<uintptr_t>(p)];
   block = Block{bytes, reserved, kind, device, owner, nullptr};
   block.pool = async;
+  block.buffer_id = ++g_next_buffer_id;
   if (async) {
     Pool& pool = g_pools[device];
     pool.live_bytes += bytes;
@@ -794,6 +800,15 @@ FAKE_CU_API(cuMemGetInfo_v2, (size_t * free_bytes, size_t* total_bytes)) {
 // attributes: invalid value (the tests ask for none).
 
 namespace fake_cuda {
+
+bool BufferIdOf(CUdeviceptr address, uint64_t* id) {
+  Tables& t = T();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto it = Containing(t.device, static_cast<uintptr_t>(address));
+  if (it == t.device.end() || it->second.buffer_id == 0) return false;
+  *id = it->second.buffer_id;
+  return true;
+}
 
 // The pool holding the block at `address` (any byte of it), if any.
 bool PoolOfAddress(CUdeviceptr address, CUmemoryPool* pool) {

@@ -4,8 +4,9 @@
 //
 // Pointer attributes know device, managed and VMM-mapped memory (what
 // cuMemGetAddressRange knows):
-//   cuPointerGetAttribute   RANGE_START_ADDR, RANGE_SIZE, DEVICE_POINTER and
-//                           MEMORY_TYPE (always DEVICE); another attribute,
+//   cuPointerGetAttribute   RANGE_START_ADDR, RANGE_SIZE, DEVICE_POINTER,
+//                           MEMORY_TYPE (always DEVICE), MEMPOOL_HANDLE and
+//                           BUFFER_ID (one per allocation); another attribute,
 //                           or an unknown pointer: CUDA_ERROR_INVALID_VALUE.
 //   cuPointerGetAttributes  the same values; an unknown pointer or attribute
 //                           gives zeros and CUDA_SUCCESS, as documented.
@@ -66,6 +67,9 @@ bool AttributeValue(CUpointer_attribute attribute, CUdeviceptr ptr,
       *value = CU_MEMORYTYPE_DEVICE;
       *bytes = sizeof(unsigned int);
       return true;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+      *bytes = sizeof(unsigned long long);
+      return fake_cuda::BufferIdOf(ptr, value);
     case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: {
       CUmemoryPool pool = nullptr;
       if (!fake_cuda::PoolOfAddress(ptr, &pool)) return false;

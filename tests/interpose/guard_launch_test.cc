@@ -208,6 +208,52 @@ TEST(GuardAsyncQuarantineTest, FreedStreamOrderedBlocksAreHeldAndChecked) {
   EXPECT_EQ(plain_tool.report["guard"].value("evicted", -1), 0);
 }
 
+// cudaMalloc blocks leaving the quarantine are checked and, found intact,
+// serve later cudaMallocs they fit (malloc_reuse, on by default) without
+// CUDA; the program sees what it sees without the tool: a buffer id of each
+// block's own, and the device's free memory back where it was.
+TEST(GuardMallocReuseTest, AServedBlockLooksToTheProgramAsCudasOwn) {
+  ScopedTempDir tmp;
+  RunResult plain = RunProgram(GMT_GUARD_LAUNCH_PROGRAM, {"malloc_reuse"},
+                               tmp.path(), WithoutTheTool());
+  ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
+  ASSERT_NE(plain.out.find("malloc churn ok: 96 buffer ids for 96 "
+                           "allocations; free memory as before"),
+            std::string::npos)
+      << plain.Describe();
+
+  RunOptions held;
+  held.gmt_options =
+      "report=json:report_path=<dir>/r.%p.json:quarantine_bytes=1048576";
+  std::filesystem::create_directories(tmp.path() + "/held");
+  RunResult with = RunProgram(GMT_GUARD_LAUNCH_PROGRAM, {"malloc_reuse"},
+                              tmp.path() + "/held", held);
+  ASSERT_EQ(with.exit_code, 0) << with.Describe();
+  // A buffer id of each allocation's own, as without the tool.
+  EXPECT_NE(with.out.find("malloc churn ok: 96 buffer ids for 96 "
+                          "allocations"),
+            std::string::npos)
+      << with.out;
+  ASSERT_TRUE(with.has_report) << with.Describe();
+  EXPECT_TRUE(with.report["errors"].empty()) << with.report["errors"].dump(1);
+  EXPECT_EQ(with.report["summary"].value("leaks", -1), 0) << with.Describe();
+  EXPECT_GT(with.report["guard"].value("reused", uint64_t{0}), 32u)
+      << with.report["guard"].dump(1);
+
+  // Without reuse every block goes back to CUDA: the program sees the same
+  // (free memory differs from the plain run's by the tool's own buffers
+  // alone, docs/transparency.md, and by as much with reuse as without).
+  RunOptions no_reuse = held;
+  no_reuse.gmt_options += ":malloc_reuse=0";
+  std::filesystem::create_directories(tmp.path() + "/no_reuse");
+  RunResult without = RunProgram(GMT_GUARD_LAUNCH_PROGRAM, {"malloc_reuse"},
+                                 tmp.path() + "/no_reuse", no_reuse);
+  ASSERT_EQ(without.exit_code, 0) << without.Describe();
+  EXPECT_EQ(with.out, without.out);
+  ASSERT_TRUE(without.has_report) << without.Describe();
+  EXPECT_EQ(without.report["guard"].value("reused", -1), 0);
+}
+
 // A pool trim gives back what the program freed, and a reset of its
 // USED_MEM_HIGH starts from its use now: in tensor mode the blocks the tool
 // holds (quarantine, kept for reuse) go back to CUDA first, so the pool

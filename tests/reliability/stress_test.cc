@@ -142,7 +142,10 @@ TEST_F(StressTest, LongChurnWithGuardAndQuarantineDoesNotGrow) {
   EXPECT_EQ(summary.value("leaks", -1L), 0);
   const json& guard = r.report["guard"];
   EXPECT_GT(guard.value("checks", 0L), 0) << guard.dump();
-  EXPECT_GT(guard.value("evicted", 0L), 0) << guard.dump();
+  // Blocks left the quarantine: back to CUDA, or (malloc_reuse) serving a
+  // later allocation after their check.
+  EXPECT_GT(guard.value("evicted", 0L) + guard.value("reused", 0L), 0)
+      << guard.dump();
   EXPECT_EQ(guard.value("check_failures", -1L), 0) << guard.dump();
 }
 

@@ -156,8 +156,16 @@ class GuardTest : public ::testing::Test {
   // which may serve it with a block held for reuse instead of calling
   // "CUDA" (counted in cuda_allocs_), then the record.
   uint8_t* AllocAsync(uint64_t bytes, uint64_t stream = kStream) {
+    return AllocThroughEngine(Api::kCudaMallocAsync, bytes, stream);
+  }
+  // The same for a cudaMalloc, which a checked block may serve too
+  // (malloc_reuse).
+  uint8_t* AllocDevice(uint64_t bytes) {
+    return AllocThroughEngine(Api::kCudaMalloc, bytes, 0);
+  }
+  uint8_t* AllocThroughEngine(Api api, uint64_t bytes, uint64_t stream) {
     GuardedAllocation a = engine_->AllocateLinear(
-        Api::kCudaMallocAsync, bytes, stream,
+        api, bytes, stream,
         [&](uint64_t n, uint64_t* raw) {
           ++cuda_allocs_;
           void* p = std::aligned_alloc(256, (n + 255) / 256 * 256);
@@ -170,7 +178,7 @@ class GuardTest : public ::testing::Test {
     EXPECT_EQ(a.result, 0);
     EXPECT_TRUE(a.guarded);
     AllocEvent e;
-    e.api = Api::kCudaMallocAsync;
+    e.api = api;
     e.bytes = bytes;
     e.device = 0;
     e.context = kContext;
@@ -545,7 +553,9 @@ TEST_F(GuardTest, QuarantinedFreesNeverWaitForACheck) {
 }
 
 TEST_F(GuardTest, AFreeReleasesAnAnsweredBlockInsteadOfSynchronizing) {
-  Start(GuardOptions(CheckLevel::kSync, /*quarantine=*/64 * 1024));
+  Options o = GuardOptions(CheckLevel::kSync, /*quarantine=*/64 * 1024);
+  o.malloc_reuse = false;  // every block leaving goes back to CUDA
+  Start(o);
   ops_->deferred = true;
   FreeUntilACheckIsInFlight(16 * 1024);
   EXPECT_TRUE(ops_->released.empty());  // the check has not answered
@@ -1681,6 +1691,176 @@ TEST_F(GuardReuseTest, OffWithQuarantineReuseZero) {
   Start(o);
   ChurnEight();
   AllocAsync(kBytes);
+  EXPECT_EQ(cuda_allocs_, 9);
+  EXPECT_EQ(engine_->guard().Stats().reused, 0u);
+}
+
+// Reuse of cudaMalloc blocks (malloc_reuse, on by default): a block that
+// left the quarantine and whose check found it intact serves a later
+// cudaMalloc it fits, with no CUDA call; the program's free still
+// synchronizes, and it is told a buffer id of its own.
+class GuardDeviceReuseTest : public GuardReuseTest {
+ protected:
+  void SetUp() override {
+    Start(GuardOptions(CheckLevel::kSync, /*quarantine=*/64 * 1024));
+  }
+  // Eight blocks allocated, written, then freed one launch apart: the
+  // oldest leave the 64 KiB quarantine with their pattern written.
+  std::vector<uint8_t*> ChurnEightDevice() {
+    std::vector<uint8_t*> blocks;
+    for (int i = 0; i < 8; ++i) blocks.push_back(AllocDevice(kBytes));
+    Launch("k");
+    for (uint8_t* p : blocks) {
+      EXPECT_FALSE(Free(p));
+      Launch("k");
+    }
+    return blocks;
+  }
+  std::optional<uint64_t> BufferIdOf(const uint8_t* p) {
+    std::optional<BlockView> view =
+        engine_->FindBlock(reinterpret_cast<uint64_t>(p));
+    if (!view) return std::nullopt;
+    return engine_->ReusedBufferId(*view);
+  }
+};
+
+TEST_F(GuardDeviceReuseTest, ACheckedBlockServesALaterCudaMallocOfItsSize) {
+  std::vector<uint8_t*> old = ChurnEightDevice();
+  ASSERT_EQ(cuda_allocs_, 8);
+  uint8_t* p = AllocDevice(kBytes);
+  EXPECT_EQ(cuda_allocs_, 8);  // no CUDA call
+  EXPECT_TRUE(IsOneOf(p, old));
+  EXPECT_EQ(engine_->guard().Stats().reused, 1u);
+  // Its canaries are in place: nothing to write before the next kernel.
+  const int fills = ops_->fills;
+  Launch("k");
+  EXPECT_EQ(ops_->fills, fills);
+  ExpectAnOverrunIsTheNewBlocks(p);
+  EXPECT_EQ(ops_->invalid_releases, 0);
+}
+
+TEST_F(GuardDeviceReuseTest, AShorterAllocationGetsItsTailCanariesWritten) {
+  std::vector<uint8_t*> old = ChurnEightDevice();
+  // 100 bytes shorter: the same raw block fits it. The bytes between the
+  // two ends held the last owner's freed pattern; unless they are written
+  // as canaries, the next check reads them as an overrun.
+  constexpr uint64_t kShorter = kBytes - 100;
+  uint8_t* p = AllocDevice(kShorter);
+  EXPECT_EQ(cuda_allocs_, 8);
+  EXPECT_TRUE(IsOneOf(p, old));
+  const int fills = ops_->fills;
+  Launch("k");
+  EXPECT_EQ(ops_->fills, fills + 1);
+  engine_->OnSynchronized(kContext);
+  EXPECT_TRUE(Errors().empty());
+  // ... and an overrun of the new end is the new block's.
+  p[kShorter + 3] = 1;
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].kind, ErrorKind::kOobWrite);
+  EXPECT_EQ(errors[0].first_offset, static_cast<int64_t>(kShorter + 3));
+  EXPECT_FALSE(errors[0].previous_free);
+}
+
+TEST_F(GuardDeviceReuseTest, OnlyABlockAtMostAnEighthLargerServes) {
+  std::vector<uint8_t*> old = ChurnEightDevice();
+  // 15 KiB plans a raw block within 1/8 of a 16 KiB one's; 12 KiB does not.
+  EXPECT_TRUE(IsOneOf(AllocDevice(15 * 1024), old));
+  EXPECT_EQ(cuda_allocs_, 8);
+  EXPECT_FALSE(IsOneOf(AllocDevice(12 * 1024), old));
+  EXPECT_FALSE(IsOneOf(AllocDevice(2 * kBytes), old));
+  EXPECT_EQ(cuda_allocs_, 10);
+}
+
+TEST_F(GuardDeviceReuseTest, TheFreeStillSynchronizesAsCudasDoes) {
+  ChurnEightDevice();
+  uint8_t* p = AllocDevice(kBytes);
+  Launch("k");
+  FreeCost cost = FreeAndCount(p);
+  EXPECT_FALSE(cost.cuda_called);  // held
+  EXPECT_EQ(cost.syncs, 1u);       // but the device was synchronized
+  EXPECT_EQ(cost.check_waits, 0);
+}
+
+TEST_F(GuardDeviceReuseTest, AWriteAfterFreeItsCheckFindsIsReportedNotReused) {
+  std::vector<uint8_t*> blocks;
+  for (int i = 0; i < 8; ++i) blocks.push_back(AllocDevice(kBytes));
+  Launch("k");
+  ASSERT_FALSE(Free(blocks[0]));
+  Launch("k");
+  blocks[0][10] = 7;  // a kernel writing through the stale pointer
+  for (int i = 1; i < 8; ++i) {
+    ASSERT_FALSE(Free(blocks[i]));
+    Launch("k");
+  }
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].kind, ErrorKind::kUafWrite);
+  EXPECT_TRUE(errors[0].previous_free);
+  // It went back to CUDA (at a later free) instead of waiting for reuse.
+  EXPECT_EQ(TimesReleased(blocks[0]), 1u);
+  EXPECT_EQ(TimesReleased(blocks[1]), 0u);  // held for reuse
+}
+
+TEST_F(GuardDeviceReuseTest, ABlockSharedOutsideTheProcessIsNeverReused) {
+  std::vector<uint8_t*> blocks;
+  for (int i = 0; i < 8; ++i) blocks.push_back(AllocDevice(kBytes));
+  engine_->NoteBlockShared(reinterpret_cast<uint64_t>(blocks[0]) + 64);
+  Launch("k");
+  for (uint8_t* p : blocks) {
+    ASSERT_FALSE(Free(p));
+    Launch("k");
+  }
+  // It went back to CUDA when it left the quarantine; the others wait.
+  EXPECT_EQ(TimesReleased(blocks[0]), 1u);
+  EXPECT_EQ(TimesReleased(blocks[1]), 0u);
+  AllocDevice(kBytes);
+  EXPECT_EQ(engine_->guard().Stats().reused, 1u);
+}
+
+TEST_F(GuardDeviceReuseTest, AReusedBlockHasABufferIdOfItsOwn) {
+  uint8_t* fresh = AllocDevice(kBytes);
+  ChurnEightDevice();
+  EXPECT_FALSE(BufferIdOf(fresh).has_value());  // CUDA's answer stands
+  uint8_t* a = AllocDevice(kBytes);
+  uint8_t* b = AllocDevice(kBytes);
+  std::optional<uint64_t> id_a = BufferIdOf(a);
+  std::optional<uint64_t> id_b = BufferIdOf(b);
+  ASSERT_TRUE(id_a.has_value());
+  ASSERT_TRUE(id_b.has_value());
+  EXPECT_NE(*id_a, *id_b);
+  EXPECT_NE(*id_a & (uint64_t{1} << 63), 0u);  // never one CUDA gives
+}
+
+TEST_F(GuardDeviceReuseTest, HeldBlocksAreFreeMemoryUntilTaken) {
+  ChurnEightDevice();
+  const uint64_t held = engine_->guard().HeldBytes(0);
+  ASSERT_GT(held, 0u);
+  AllocDevice(kBytes);
+  EXPECT_LT(engine_->guard().HeldBytes(0), held);
+}
+
+TEST_F(GuardDeviceReuseTest, OutOfMemoryGivesTheHeldBlocksBack) {
+  std::vector<uint8_t*> old = ChurnEightDevice();
+  ASSERT_GT(engine_->guard().Stats().held_bytes, 0u);
+  std::vector<GuardFinding> findings;
+  EXPECT_GT(engine_->guard().ReleaseQuarantine(&findings), 0u);
+  EXPECT_TRUE(findings.empty());
+  EXPECT_EQ(engine_->guard().Stats().held_bytes, 0u);
+  EXPECT_EQ(engine_->guard().HeldBytes(0), 0u);
+  for (uint8_t* p : old) EXPECT_EQ(TimesReleased(p), 1u);
+  AllocDevice(kBytes);
+  EXPECT_EQ(cuda_allocs_, 9);
+}
+
+TEST_F(GuardDeviceReuseTest, OffWithMallocReuseZero) {
+  Options o = GuardOptions(CheckLevel::kSync, /*quarantine=*/64 * 1024);
+  o.malloc_reuse = false;
+  Start(o);
+  ChurnEightDevice();
+  AllocDevice(kBytes);
   EXPECT_EQ(cuda_allocs_, 9);
   EXPECT_EQ(engine_->guard().Stats().reused, 0u);
 }

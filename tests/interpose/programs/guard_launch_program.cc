@@ -7,6 +7,7 @@
 //                                           attribution_runtime |
 //                                           attribution_driver |
 //                                           async_quarantine [write] |
+//                                           malloc_reuse |
 //                                           loop ROUNDS
 //
 // loop: ROUNDS rounds of what a framework's step does, allocate, launch over
@@ -26,6 +27,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -250,6 +252,46 @@ NOINLINE void AsyncQuarantine(bool write_after_free) {
   Rt("cudaStreamDestroy", cudaStreamDestroy(s));
 }
 
+// cudaMalloc / cudaFree churn, a window of eight blocks of three sizes near
+// 100 KB (none a multiple of 512), each used by a kernel: what the program
+// can tell of its blocks, which must not change when the tool serves an
+// allocation with a block an earlier one had: every block's buffer id its
+// own, and the device's free memory back where it was once all are freed.
+NOINLINE void MallocReuse() {
+  size_t free_before = 0;
+  size_t free_after = 0;
+  size_t total = 0;
+  bool all_ok = cudaMemGetInfo(&free_before, &total) == cudaSuccess;
+  std::set<unsigned long long> ids;
+  constexpr int kWindow = 8;
+  constexpr int kAllocations = 96;
+  void* window[kWindow] = {};
+  for (int i = 0; i < kAllocations; ++i) {
+    void*& slot = window[i % kWindow];
+    if (slot != nullptr) all_ok &= cudaFree(slot) == cudaSuccess;
+    all_ok &= cudaMalloc(&slot, 100000 + (i % 3) * 1000) == cudaSuccess;
+    unsigned long long id = 0;
+    all_ok &= cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                    reinterpret_cast<CUdeviceptr>(slot)) ==
+              CUDA_SUCCESS;
+    ids.insert(id);
+    void* args[] = {&slot, &g_fill_count};
+    all_ok &= cudaLaunchKernel(RuntimeFunction(), dim3(1), dim3(32), args, 0,
+                               nullptr) == cudaSuccess;
+  }
+  for (void* p : window) all_ok &= cudaFree(p) == cudaSuccess;
+  all_ok &= cudaMemGetInfo(&free_after, &total) == cudaSuccess;
+  std::printf("malloc churn %s: %zu buffer ids for %d allocations; ",
+              all_ok ? "ok" : "failed", ids.size(), kAllocations);
+  if (free_after == free_before) {
+    std::printf("free memory as before\n");
+  } else {
+    std::printf("free memory changed by %lld bytes\n",
+                static_cast<long long>(free_after) -
+                    static_cast<long long>(free_before));
+  }
+}
+
 // Stream-ordered blocks used and freed, then their pool trimmed, as a
 // program gives memory back (PyTorch's empty_cache on its cudaMallocAsync
 // backend): what the pool still holds reserved after the trim.
@@ -339,6 +381,8 @@ int main(int argc, char** argv) {
     PoolTrimOther();
   } else if (mode == "async_quarantine") {
     AsyncQuarantine(argc > 2 && std::string(argv[2]) == "write");
+  } else if (mode == "malloc_reuse") {
+    MallocReuse();
   } else if (mode == "loop" && argc > 2) {
     Loop(std::atoi(argv[2]));
   } else if (mode == "attribution_driver") {
