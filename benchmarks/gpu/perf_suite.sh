@@ -5,7 +5,8 @@
 #                100: cudaMalloc/cudaFree pairs, 256 B .. 1 MiB, 64 live, a
 #                small kernel every 100 pairs (us/pair); also run with
 #                quarantine_bytes=0 (mode q0: every freed block checked on
-#                its way back to CUDA)
+#                its way back to CUDA) and with malloc_reuse=0 (mode noreuse:
+#                no checked block serves a later cudaMalloc)
 #   train_loop   examples/train_loop: 4 x 256 MiB buffers, 8 large kernels and
 #                one cudaStreamSynchronize per iteration (ms/iter)
 #   kernel_loop  examples/train_loop --small-kernels K --small-window-kib W:
@@ -28,7 +29,7 @@
 #                (reachability.ms, target <= 100 ms)
 #
 # each without the tool (plain), with guard=0 (tracking only), with the
-# default guard=1 check=sync, and with check=kernel (churn: and q0; the
+# default guard=1 check=sync, and with check=kernel (churn: and q0, noreuse; the
 # others: and explain, the default with explain_faults=1, the driver's GPU
 # core dump armed, whose ratio is taken against the default's; pytorch: and
 # torch, tensor mode, target <= 1.15x), in interleaved rounds
@@ -231,6 +232,7 @@ run_one() {
         guard0) opts="guard=0" ;;
         sync) opts="guard=1:check=sync" ;;
         q0) opts="guard=1:check=sync:quarantine_bytes=0" ;;
+        noreuse) opts="guard=1:check=sync:malloc_reuse=0" ;;
         kernel) opts="guard=1:check=kernel" ;;
         explain) opts="guard=1:check=sync:explain_faults=1" ;;
         torch) opts="guard=1:check=sync:torch=1" ;;
@@ -312,14 +314,15 @@ echo "  compute-sanitizer: ${SANITIZER:-not run (absent or GMT_PERF_SAN=0)};" \
   "library $LIB; logs $WORK"
 
 # 1. Interleaved rounds; the order of the modes turns each round so that no
-# mode always runs first. Churn also runs with quarantine_bytes=0 (q0).
+# mode always runs first. Churn also runs with quarantine_bytes=0 (q0) and
+# without the reuse of checked cudaMalloc blocks (noreuse, malloc_reuse=0).
 for round in $(seq 1 "$ROUNDS"); do
   echo "--- round $round"
   for w in churn train_loop kernel_loop pytorch; do
     case " $WORKLOADS " in *" $w "*) ;; *) continue ;; esac
     [ "$w" = pytorch ] && { [ "$RUN_TORCH" = 1 ] && [ "$round" -le "$TORCH_ROUNDS" ] || continue; }
     modes=(plain guard0 sync kernel explain)
-    [ "$w" = churn ] && modes=(plain guard0 sync q0 kernel)
+    [ "$w" = churn ] && modes=(plain guard0 sync q0 noreuse kernel)
     [ "$w" = pytorch ] && modes=(plain guard0 sync kernel explain torch)
     n="${#modes[@]}"
     for i in $(seq 0 $((n - 1))); do
@@ -414,7 +417,7 @@ for r in runs:
         if r["mode"] != "sanitizer":
             failures.append("%s: %s" % (label, why))
         continue
-    if r["mode"] in ("guard0", "sync", "q0", "kernel"):
+    if r["mode"] in ("guard0", "sync", "q0", "noreuse", "kernel"):
         rep = report(r)
         if rep is None:
             failures.append("%s: no JSON report" % label)
@@ -463,6 +466,7 @@ MODE_NAMES = {"plain": "no tool", "guard0": "guard=0 (tracking)",
               "sync": "guard=1 check=sync",
               "explain": "check=sync explain_faults=1 (vs check=sync)",
               "q0": "check=sync quarantine_bytes=0",
+              "noreuse": "check=sync malloc_reuse=0",
               "kernel": "guard=1 check=kernel",
               "torch": "torch=1 (tensor mode)",
               "sanitizer": "compute-sanitizer memcheck"}
@@ -507,7 +511,8 @@ for w in ("churn", "train_loop", "kernel_loop", "pytorch"):
     base = None
     meds = {}
     by_round = {}
-    for mode in ("plain", "guard0", "sync", "q0", "kernel", "explain",
+    for mode in ("plain", "guard0", "sync", "q0", "noreuse", "kernel",
+                 "explain",
                  "torch", "sanitizer"):
         these = [r for r in mine if r["mode"] == mode]
         if not these:
@@ -601,7 +606,7 @@ for r in runs:
                 (int(m.group(1)), int(m.group(2))))
 if "plain" in pairs_end:
     base = med_of([d for d, _ in pairs_end["plain"]])
-    for mode in ("guard0", "sync", "q0"):
+    for mode in ("guard0", "sync", "q0", "noreuse"):
         if mode in pairs_end:
             d = med_of([d for d, _ in pairs_end[mode]])
             u = med_of([u for _, u in pairs_end[mode]])
