@@ -1341,7 +1341,8 @@ void GuardManager::EraseDeviceReadyLocked(Context& c, const Block& b) {
 std::optional<GuardManager::ReusedBlock> GuardManager::TakeDeviceReusable(
     uint64_t context, const GuardLayout& layout) {
   if (ops_ == nullptr || !reuse_device_ ||
-      device_ready_count_.load(std::memory_order_relaxed) <= 0) {
+      device_ready_count_.load(std::memory_order_relaxed) <= 0 ||
+      captures_in_progress_.load(std::memory_order_acquire) > 0) {
     return std::nullopt;
   }
   absl::MutexLock lock(&mu_);

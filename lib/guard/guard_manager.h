@@ -297,6 +297,18 @@ class GuardManager {
   // `raw` of `context` when TakeDeviceReusable served it: CUDA would still
   // answer its last owner's. nullopt for every other block.
   std::optional<uint64_t> ReusedBufferId(uint64_t context, uint64_t raw) const;
+  // A stream capture began / ended (any thread, any mode): while one is in
+  // progress a cudaMalloc may be one CUDA refuses, so TakeDeviceReusable
+  // serves none and CUDA answers.
+  void NoteCaptureBegun() {
+    captures_in_progress_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  void NoteCaptureEnded() {
+    int64_t n = captures_in_progress_.load(std::memory_order_acquire);
+    while (n > 0 && !captures_in_progress_.compare_exchange_weak(
+                        n, n - 1, std::memory_order_acq_rel)) {
+    }
+  }
   // The block at `raw` of `context` was shared outside the process or given
   // a pointer attribute that stays with its memory: never reused.
   void NoteShared(uint64_t context, uint64_t raw);
@@ -921,6 +933,7 @@ class GuardManager {
   std::atomic<int64_t> reusable_count_{0};
   // The same for cudaMalloc / cuMemAlloc blocks (TakeDeviceReusable).
   std::atomic<int64_t> device_ready_count_{0};
+  std::atomic<int64_t> captures_in_progress_{0};
   // Buffer ids told of reused blocks: the top bit set, so none is one CUDA
   // gives (a process-wide counter from 1).
   static constexpr uint64_t kReusedBufferIdBit = uint64_t{1} << 63;
