@@ -55,6 +55,18 @@ FAKE_CUDART_API(cudaStreamEndCapture,
                     reinterpret_cast<CUgraph*>(graph)));
 }
 
+// Built with per-thread default streams, a program calls these; the double's
+// streams are the same either way, so they are the calls above.
+FAKE_CUDART_API(cudaStreamBeginCapture_ptsz,
+                (cudaStream_t stream, cudaStreamCaptureMode mode)) {
+  return Fake_cudaStreamBeginCapture(stream, mode);
+}
+
+FAKE_CUDART_API(cudaStreamEndCapture_ptsz,
+                (cudaStream_t stream, cudaGraph_t* graph)) {
+  return Fake_cudaStreamEndCapture(stream, graph);
+}
+
 FAKE_CUDART_API(cudaGraphCreate, (cudaGraph_t * graph, unsigned int flags)) {
   PFN_cuGraphCreate_v10000 create = nullptr;
   if (cudaError_t e = LookupDriver("cuGraphCreate", false, &create);

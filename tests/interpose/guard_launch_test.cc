@@ -254,6 +254,30 @@ TEST(GuardMallocReuseTest, AServedBlockLooksToTheProgramAsCudasOwn) {
   EXPECT_EQ(without.report["guard"].value("reused", -1), 0);
 }
 
+// While a stream capture is in progress a cudaMalloc may be one CUDA refuses
+// (global mode): the tool serves none from its checked blocks then, and
+// does again once the capture has ended. The capture calls are the
+// runtime's, which reach the driver's through cuGetProcAddress.
+TEST(GuardMallocReuseTest, NoCheckedBlockServesACudaMallocDuringACapture) {
+  ScopedTempDir tmp;
+  RunOptions held;
+  held.gmt_options =
+      "report=json:report_path=<dir>/r.%p.json:quarantine_bytes=1048576";
+  RunResult with = RunProgram(GMT_GUARD_LAUNCH_PROGRAM, {"malloc_capture"},
+                              tmp.path(), held);
+  ASSERT_EQ(with.exit_code, 0) << with.Describe();
+  EXPECT_NE(with.out.find("before the capture: a checked block"),
+            std::string::npos)
+      << with.out;
+  EXPECT_NE(with.out.find("during the capture: CUDA"), std::string::npos)
+      << with.out;
+  EXPECT_NE(with.out.find("after the capture: a checked block"),
+            std::string::npos)
+      << with.out;
+  ASSERT_TRUE(with.has_report) << with.Describe();
+  EXPECT_TRUE(with.report["errors"].empty()) << with.report["errors"].dump(1);
+}
+
 // A pool trim gives back what the program freed, and a reset of its
 // USED_MEM_HIGH starts from its use now: in tensor mode the blocks the tool
 // holds (quarantine, kept for reuse) go back to CUDA first, so the pool

@@ -8,6 +8,7 @@
 //                                           attribution_driver |
 //                                           async_quarantine [write] |
 //                                           malloc_reuse |
+//                                           malloc_capture |
 //                                           loop ROUNDS
 //
 // loop: ROUNDS rounds of what a framework's step does, allocate, launch over
@@ -292,6 +293,41 @@ NOINLINE void MallocReuse() {
   }
 }
 
+// Whether the buffer at `p` is one the tool served again: it tells such a
+// buffer a buffer id with the top bit set (CUDA counts from 1).
+const char* Served(void* p) {
+  unsigned long long id = 0;
+  if (cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                            reinterpret_cast<CUdeviceptr>(p)) != CUDA_SUCCESS) {
+    return "unknown";
+  }
+  return (id >> 63) != 0 ? "a checked block" : "CUDA";
+}
+
+// The same churn, then one cudaMalloc before a stream capture, one during it
+// and one after: which of them a checked block served.
+NOINLINE void MallocCapture() {
+  MallocReuse();
+  cudaStream_t s = nullptr;
+  Rt("cudaStreamCreate", cudaStreamCreate(&s));
+  void* before = nullptr;
+  Rt("cudaMalloc", cudaMalloc(&before, 100000));
+  std::printf("before the capture: %s\n", Served(before));
+  Rt("cudaStreamBeginCapture",
+     cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  void* during = nullptr;
+  Rt("cudaMalloc", cudaMalloc(&during, 100000));
+  std::printf("during the capture: %s\n", Served(during));
+  cudaGraph_t graph = nullptr;
+  Rt("cudaStreamEndCapture", cudaStreamEndCapture(s, &graph));
+  void* after = nullptr;
+  Rt("cudaMalloc", cudaMalloc(&after, 100000));
+  std::printf("after the capture: %s\n", Served(after));
+  for (void* p : {before, during, after}) Rt("cudaFree", cudaFree(p));
+  if (graph != nullptr) Rt("cudaGraphDestroy", cudaGraphDestroy(graph));
+  Rt("cudaStreamDestroy", cudaStreamDestroy(s));
+}
+
 // Stream-ordered blocks used and freed, then their pool trimmed, as a
 // program gives memory back (PyTorch's empty_cache on its cudaMallocAsync
 // backend): what the pool still holds reserved after the trim.
@@ -383,6 +419,8 @@ int main(int argc, char** argv) {
     AsyncQuarantine(argc > 2 && std::string(argv[2]) == "write");
   } else if (mode == "malloc_reuse") {
     MallocReuse();
+  } else if (mode == "malloc_capture") {
+    MallocCapture();
   } else if (mode == "loop" && argc > 2) {
     Loop(std::atoi(argv[2]));
   } else if (mode == "attribution_driver") {
