@@ -31,11 +31,15 @@ int main() {
   CORPUS_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
   constexpr int kBuffers = 400;
+  // The churn's sizes: 1 MiB less up to 24 KiB and 200 bytes.
+  auto size_of = [](int i) {
+    return (size_t{1} << 20) - 4096 * (i % 7) - 100 * (i % 3);
+  };
   std::set<unsigned long long> ids;
   int sync_memops_on_new = 0;
   int ranges_right = 0;
   for (int i = 0; i < kBuffers; ++i) {
-    const size_t bytes = (size_t{1} << 20) - 4096 * (i % 7) - 100 * (i % 3);
+    const size_t bytes = size_of(i);
     unsigned char* p = nullptr;
     CORPUS_CHECK(cudaMalloc(&p, bytes));
     const auto dptr = reinterpret_cast<CUdeviceptr>(p);
@@ -69,17 +73,18 @@ int main() {
   corpus::Expect(sync_memops_on_new == 0, "a new buffer had SYNC_MEMOPS");
 
   // A cudaMalloc during a global-mode capture: refused, and the capture is
-  // invalidated.
+  // invalidated. Of the churn's smallest size, which any freed buffer of the
+  // churn would fit.
   CORPUS_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
   void* during = nullptr;
-  corpus::Rc("cudaMalloc during capture", cudaMalloc(&during, 1 << 20));
+  corpus::Rc("cudaMalloc during capture", cudaMalloc(&during, size_of(20)));
   cudaGraph_t graph = nullptr;
   corpus::Rc("cudaStreamEndCapture", cudaStreamEndCapture(stream, &graph));
   corpus::Rc("cudaGetLastError", cudaGetLastError());
   if (graph != nullptr) CORPUS_CHECK(cudaGraphDestroy(graph));
   if (during != nullptr) CORPUS_CHECK(cudaFree(during));
   void* after = nullptr;
-  corpus::Rc("cudaMalloc after capture", cudaMalloc(&after, 1 << 20));
+  corpus::Rc("cudaMalloc after capture", cudaMalloc(&after, size_of(20)));
   if (after != nullptr) CORPUS_CHECK(cudaFree(after));
   CORPUS_CHECK(cudaStreamDestroy(stream));
   return corpus::Finish();
