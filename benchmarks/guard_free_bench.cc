@@ -8,7 +8,11 @@
 //                         of held blocks): 1 without the tool
 //   check_waits_per_free  host waits for a zone check's answer: 0 without it
 //   check_launches_per_free  zone-check launches
-// Arg: quarantine_bytes (the default 64 MiB, and 0).
+//   cuda_allocs_per_alloc CUDA allocations per cudaMalloc: 1 without the
+//                         tool; fewer with malloc_reuse, where a checked
+//                         block that left the quarantine serves it
+// Args: quarantine_bytes (the default 64 MiB, and 0), malloc_reuse (1, the
+// default, and 0).
 //
 // BM_KernelCheckedChurn: a framework's pattern without a caching allocator (a
 // kernel after every allocation, its argument the new block) with thousands
@@ -127,40 +131,52 @@ class Allocations {
   explicit Allocations(Engine& engine) : engine_(engine) {}
 
   // A block of 256 .. 256 + range - 1 bytes; returns the program's pointer.
+  // Through Engine::AllocateLinear, as the allocation shims go: a checked
+  // block may serve it instead of "CUDA" (counted in cuda_allocs()).
   uint64_t Next(uint64_t range, Api api = Api::kCudaMalloc,
                 uint64_t stream = 0) {
     sizes_ ^= sizes_ << 13;
     sizes_ ^= sizes_ >> 7;
     sizes_ ^= sizes_ << 17;
     const uint64_t bytes = 256 + sizes_ % range;
-    std::optional<GuardLayout> plan = engine_.PlanGuard(api, bytes, stream);
+    GuardedAllocation a = engine_.AllocateLinear(
+        api, bytes, stream,
+        [&](uint64_t n, uint64_t* raw) {
+          ++cuda_allocs_;
+          *raw = next_raw_;
+          next_raw_ += (n + 4095) / 4096 * 4096;
+          return 0;
+        },
+        /*may_guard=*/true, kContext);
     AllocEvent e;
     e.api = api;
     e.bytes = bytes;
     e.device = 0;
     e.context = kContext;
     e.stream = stream;
-    e.raw_address = next_raw_;
-    e.raw_bytes = plan->raw_bytes;
-    e.address = e.raw_address + plan->front;
-    next_raw_ += (plan->raw_bytes + 4095) / 4096 * 4096;
+    e.raw_address = a.raw;
+    e.raw_bytes = a.raw_bytes;
+    e.address = a.user;
     engine_.OnAlloc(e);
     last_bytes_ = bytes;
     return e.address;
   }
   uint64_t last_bytes() const { return last_bytes_; }
+  uint64_t cuda_allocs() const { return cuda_allocs_; }
 
  private:
   Engine& engine_;
   uint64_t next_raw_ = kBase;
   uint64_t sizes_ = 0x2545F4914F6CDD1Dull;
   uint64_t last_bytes_ = 0;
+  uint64_t cuda_allocs_ = 0;
 };
 
 void BM_GuardedChurnFreePath(benchmark::State& state) {
   SetAbslDeadlockDetection(false);
   Options o = QuietOptions();
   o.quarantine_bytes = state.range(0);
+  o.malloc_reuse = state.range(1) != 0;
   CountingDeviceOps ops;
   Engine engine(o, &ops);
   constexpr int kWindow = 64;
@@ -188,12 +204,16 @@ void BM_GuardedChurnFreePath(benchmark::State& state) {
       static_cast<double>(ops.check_waits) / n;
   state.counters["check_launches_per_free"] =
       static_cast<double>(ops.check_launches) / n;
+  state.counters["cuda_allocs_per_alloc"] =
+      static_cast<double>(allocations.cuda_allocs()) /
+      static_cast<double>(std::max<uint64_t>(1, i));
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_GuardedChurnFreePath)
-    ->ArgName("quarantine_bytes")
-    ->Arg(64 << 20)
-    ->Arg(0)
+    ->ArgNames({"quarantine_bytes", "malloc_reuse"})
+    ->Args({64 << 20, 1})
+    ->Args({64 << 20, 0})
+    ->Args({0, 1})
     ->Iterations(200000);
 
 void BM_KernelCheckedChurn(benchmark::State& state) {
