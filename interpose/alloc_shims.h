@@ -118,10 +118,9 @@ Result GuardedAlloc(Api api, Out* out, uint64_t bytes, uint64_t stream,
   std::conditional_t<std::is_same_v<Result, cudaError_t>, RuntimeLastErrorGuard,
                      std::monostate>
       last_error;
-  // An allocation asks for its context once: for a stream-ordered one's
-  // pool owner, for a checked block that may serve it
-  // (Engine::AllocateLinear), and for the record.
-  // A cudaMalloc / cuMemAlloc asks for it when checked blocks may serve it.
+  // An allocation asks for its context once, when it needs it before the
+  // call: for a stream-ordered one's pool owner, or for a checked block that
+  // may serve it (Engine::AllocateLinear); the record takes it too.
   const bool async = FamilyOf(api) == GuardFamily::kAsync;
   const bool may_reuse = async ? engine.guard().ReusesBlocks()
                                : FamilyOf(api) == GuardFamily::kDevice &&
