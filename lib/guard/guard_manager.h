@@ -265,7 +265,7 @@ class GuardManager {
   bool HoldsRaw(uint64_t raw_address) const;
 
   // ---- Reuse of checked stream-ordered blocks (see the top) ---------------
-  // Whether allocations may be served from checked blocks at all.
+  // Whether stream-ordered allocations may be served from checked blocks.
   bool ReusesBlocks() const { return ops_ != nullptr && reuse_ordered_; }
   // Whether cudaMalloc / cuMemAlloc may be served from checked blocks.
   bool ReusesDeviceBlocks() const { return ops_ != nullptr && reuse_device_; }
