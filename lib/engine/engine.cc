@@ -724,9 +724,10 @@ void Engine::FinalReport() {
   if (const std::string work = ToolGpuWorkText(); !work.empty()) {
     LogNote(1, "%s", work.c_str());
   }
-  if (guard_.ReusesBlocks()) {
+  if (guard_.ReusesBlocks() || guard_.ReusesDeviceBlocks()) {
     // Why allocations went to CUDA that a checked block could have served:
-    // what decides how much of a step reuse can take off.
+    // what decides how much of a step reuse can take off (the reasons are
+    // looked for among stream-ordered allocations only).
     const GuardStats g = guard_.Stats();
     if (g.reused + g.reuse_misses > 0) {
       LogNote(1,

@@ -1340,9 +1340,12 @@ void GuardManager::EraseDeviceReadyLocked(Context& c, const Block& b) {
 
 std::optional<GuardManager::ReusedBlock> GuardManager::TakeDeviceReusable(
     uint64_t context, const GuardLayout& layout) {
-  if (ops_ == nullptr || !reuse_device_ ||
-      device_ready_count_.load(std::memory_order_relaxed) <= 0 ||
+  if (ops_ == nullptr || !reuse_device_) return std::nullopt;
+  // Misses are counted (the exit log), not looked at for a reason: that
+  // walk knows stream-ordered blocks by their size only.
+  if (device_ready_count_.load(std::memory_order_relaxed) <= 0 ||
       captures_in_progress_.load(std::memory_order_acquire) > 0) {
+    reuse_misses_.fetch_add(1, std::memory_order_relaxed);
     return std::nullopt;
   }
   absl::MutexLock lock(&mu_);
@@ -1372,7 +1375,7 @@ std::optional<GuardManager::ReusedBlock> GuardManager::TakeDeviceReusable(
     c.held_footprint -= std::min(c.held_footprint, HeldFootprint(r));
     return taken;
   }
-  if (CountReuseMiss()) ++stats_.reuse_miss_none;
+  reuse_misses_.fetch_add(1, std::memory_order_relaxed);
   return std::nullopt;
 }
 

@@ -224,7 +224,8 @@ TEST(GuardMallocReuseTest, AServedBlockLooksToTheProgramAsCudasOwn) {
 
   RunOptions held;
   held.gmt_options =
-      "report=json:report_path=<dir>/r.%p.json:quarantine_bytes=1048576";
+      "report=json:report_path=<dir>/r.%p.json:quarantine_bytes=1048576:"
+      "verbosity=1";
   std::filesystem::create_directories(tmp.path() + "/held");
   RunResult with = RunProgram(GMT_GUARD_LAUNCH_PROGRAM, {"malloc_reuse"},
                               tmp.path() + "/held", held);
@@ -237,8 +238,13 @@ TEST(GuardMallocReuseTest, AServedBlockLooksToTheProgramAsCudasOwn) {
   ASSERT_TRUE(with.has_report) << with.Describe();
   EXPECT_TRUE(with.report["errors"].empty()) << with.report["errors"].dump(1);
   EXPECT_EQ(with.report["summary"].value("leaks", -1), 0) << with.Describe();
-  EXPECT_GT(with.report["guard"].value("reused", uint64_t{0}), 32u)
-      << with.report["guard"].dump(1);
+  const uint64_t reused = with.report["guard"].value("reused", uint64_t{0});
+  EXPECT_GT(reused, 32u) << with.report["guard"].dump(1);
+  // The exit log says how many allocations reuse served, and how many not.
+  EXPECT_NE(with.err.find("reuse of checked blocks: " + std::to_string(reused) +
+                          " allocations served"),
+            std::string::npos)
+      << with.err;
 
   // Without reuse every block goes back to CUDA: the program sees the same
   // (free memory differs from the plain run's by the tool's own buffers
