@@ -155,8 +155,8 @@ struct ReportData {
     uint64_t quarantine_bytes = 0;
     uint64_t evicted = 0;
     // Allocations served with a checked block held for reuse
-    // (quarantine_reuse), not by CUDA; of them, blocks taken on their
-    // check's stream before that check answered.
+    // (quarantine_reuse, malloc_reuse), not by CUDA; of them, stream-ordered
+    // blocks taken on their check's stream before that check answered.
     uint64_t reused = 0;
     uint64_t reused_in_flight = 0;
   } guard;
