@@ -20,7 +20,8 @@
 #   seconds the inclusive table may take [120] (perf unwinds every sample
 #   for it: over two minutes for 4 s of a PyTorch process on an H100 box).
 # Output: the program's own last lines (the tool's verbosity=1 exit log),
-# then the three tables. The program should run for at least DELAY +
+# then each thread's busy share and the four tables. The program should
+# run for at least DELAY +
 # SECONDS (e.g. examples/pytorch_cnn.py --steps 6000).
 set -uo pipefail
 
@@ -70,9 +71,20 @@ wait "$pid"
 # sample), and a call's time limit must not cost it.
 echo "== the program's last lines"
 tail -8 "$WORK/out.txt"
+# How busy each thread was: its samples against HZ x SECONDS (a thread that
+# never waits has them all). A step bound by the host shows its launching
+# thread near 100%; one bound by the GPU leaves it waiting in the driver.
+echo "== busy share of each thread (samples / (HZ x seconds recorded))"
+"$PERF" report -i "$WORK/perf.data" --no-children --sort pid -g none \
+  --stdio -F sample,pid 2>/dev/null | grep -E '^ +[0-9]' | head -n 8 |
+  awk -v all="$((HZ * SECONDS_RECORDED))" \
+    '{ printf "  %6.1f%%  %s\n", 100 * $1 / all, $0 }'
 echo "== self time by shared object"
 "$PERF" report -i "$WORK/perf.data" --no-children --sort dso -g none \
   --stdio 2>/dev/null | grep '%' | head -n 15
+echo "== self time by symbol, every object"
+"$PERF" report -i "$WORK/perf.data" --no-children --sort dso,sym -g none \
+  --stdio 2>/dev/null | grep '%' | head -n "$TOP"
 echo "== self time of the tool's library by symbol"
 "$PERF" report -i "$WORK/perf.data" --no-children --sort sym -g none \
   --dsos "$DSO" --stdio 2>/dev/null |
