@@ -746,6 +746,13 @@ void Engine::FinalReport() {
               static_cast<unsigned long long>(g.reuse_miss_checking));
     }
   }
+  if (const GuardStats g = guard_.Stats(); g.suspects > 0) {
+    LogNote(1,
+            "suspect checks: %llu kernels checked after each launch since a "
+            "finding named them among others, %llu checks",
+            static_cast<unsigned long long>(g.suspects),
+            static_cast<unsigned long long>(g.suspect_checks));
+  }
   if (const std::string stacks = StackCaptureText(); !stacks.empty()) {
     LogNote(1, "%s", stacks.c_str());
   }

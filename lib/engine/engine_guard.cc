@@ -248,10 +248,11 @@ RecentLaunches::Entry Engine::RecordLaunch(
             ? nullptr
             : param_layouts_.Get(GetParamLayoutSource(), args->kind,
                                  args->function, layout_first);
-    // The record keeps the first few; only a per-kernel check follows
-    // them all (a PyTorch kernel's parameters run to a kilobyte).
+    // The record keeps the first few; only a per-kernel check (check=kernel,
+    // or a suspect's) follows them all (a PyTorch kernel's parameters run
+    // to a kilobyte).
     const bool follows_all =
-        guard_.ChecksEachKernel() && guard_.HasGuardedBlocks();
+        guard_.MayCheckKernel(kernel) && guard_.HasGuardedBlocks();
     e.args_read = ReadArgWords(*args, layout, words,
                                follows_all ? std::numeric_limits<size_t>::max()
                                            : RecentLaunches::kArgWords);
@@ -280,10 +281,12 @@ RecentLaunches::Entry Engine::RecordLaunch(
 const std::vector<ArgWord>* Engine::ReachWords(
     const RecentLaunches::Entry& launch, const LaunchArgs* args,
     uint32_t kernel, std::vector<ArgWord>* words, bool layout_first) {
-  // No guarded block yet: an empty reach, so the check costs nothing (not
-  // even the manager's lock).
+  // No guarded block yet, or no check for this kernel: an empty reach, so
+  // the check costs nothing (not even the manager's lock).
   static const std::vector<ArgWord> kNone;
-  if (!guard_.ChecksEachKernel() || !guard_.HasGuardedBlocks()) return &kNone;
+  if (!guard_.MayCheckKernel(kernel) || !guard_.HasGuardedBlocks()) {
+    return &kNone;
+  }
   if (launch.args_read) return words;
   SayArgsUnread(args, kernel, layout_first);
   return nullptr;  // the check covers every zone

@@ -89,6 +89,7 @@ void ReportGuardFinding(Engine& engine, const GuardFinding& f) {
   e.kernels_omitted = f.kernels_omitted;
   for (uint32_t k : f.kernels) e.kernels.push_back(engine.KernelName(k));
   e.check = f.check;
+  e.suspects_checked = f.suspects_checked;
   const AllocationRecord& b = f.block;
   const std::string where =
       f.kind == ErrorKind::kOobUnderflow

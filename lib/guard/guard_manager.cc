@@ -41,6 +41,8 @@ uint64_t ProgramStream(uint64_t stream) { return stream == 0 ? 1 : stream; }
 GuardManager::GuardManager(const Options& options, DeviceOps* ops)
     : policy_(GuardPolicy::FromOptions(options)),
       level_(options.check),
+      suspect_checks_(options.suspect_checks &&
+                      options.check == CheckLevel::kSync),
       quarantine_budget_(static_cast<uint64_t>(options.quarantine_bytes)),
       hold_ordered_(options.quarantine_async || options.torch),
       release_cap_(std::max(quarantine_budget_ / 2, kMinReleaseCapBytes)),
@@ -64,7 +66,9 @@ GuardManager::GuardManager(const Options& options, DeviceOps* ops)
               ? (static_cast<uint64_t>(FreedCheckBytes(options)) + 511) / 512 *
                     256
               : 0),
-      ops_(policy_.enabled ? ops : nullptr) {}
+      ops_(policy_.enabled ? ops : nullptr) {
+  tracks_ranges_ = ChecksEachKernel();
+}
 
 GuardManager::Context& GuardManager::ContextFor(uint64_t context, int device) {
   Context& c = contexts_[context];
@@ -121,8 +125,10 @@ void GuardManager::Arm(const AllocationRecord& record) {
     if (StreamOrdered(record.api)) b.confirmed = false;
     MarkForFillLocked(c, b);
   }
-  // A reused block's extent is there already: it stayed while held.
-  if (ChecksEachKernel() && !reused) {
+  // A reused block's extent is there already when it stayed while held
+  // (ranges tracked since before its hold); suspects may have begun the
+  // tracking since, so it is added again (the same extent, replaced).
+  if (tracks_ranges_ && (!reused || !ChecksEachKernel())) {
     c.ranges.Add(record.raw_address, record.raw_address + record.raw_bytes);
   }
   slot->second = b;
@@ -367,6 +373,33 @@ std::vector<uint32_t> GuardManager::KernelsSince(uint64_t context,
   return out;
 }
 
+bool GuardManager::AddSuspectsLocked(absl::Span<const uint32_t> kernels) {
+  bool all = true;
+  for (uint32_t k : kernels) {
+    if (suspects_.contains(k)) continue;
+    if (suspects_.size() >= kMaxSuspects) {
+      all = false;
+      continue;
+    }
+    suspects_.insert(k);
+    ++stats_.suspects;
+    suspect_bits_[(k % kSuspectBits) / 64].fetch_or(uint64_t{1} << (k % 64),
+                                                    std::memory_order_relaxed);
+  }
+  if (!tracks_ranges_ && !suspects_.empty()) {
+    // The first suspect: from now on a launch's arguments are looked up
+    // among the blocks, so their extents are kept from here on.
+    for (auto& [context, c] : contexts_) {
+      for (const auto& [raw, b] : c.blocks) {
+        c.ranges.Add(raw, raw + b.record.raw_bytes);
+      }
+    }
+    tracks_ranges_ = true;
+  }
+  suspect_count_.store(suspects_.size(), std::memory_order_release);
+  return all;
+}
+
 void GuardManager::CollectResults(uint64_t context, Context& c,
                                   const Table& table,
                                   const std::vector<GmtZoneResult>& results,
@@ -431,6 +464,11 @@ void GuardManager::CollectResults(uint64_t context, Context& c,
       }
       f.kernels = kernels;
       f.kernels_omitted = omitted;
+      // Several kernels could have written it: each is checked after its
+      // later launches, so a write that repeats names its one kernel.
+      if (suspect_checks_ && (kernels.size() > 1 || omitted > 0)) {
+        f.suspects_checked = AddSuspectsLocked(kernels);
+      }
     }
     findings->push_back(std::move(f));
     last_finding_zone = i;
@@ -672,12 +710,14 @@ void GuardManager::CheckAfterLaunch(uint64_t context, uint64_t stream,
                                     const std::vector<ArgWord>* arg_words,
                                     std::vector<GuardFinding>* findings,
                                     bool context_current) {
-  if (ops_ == nullptr || level_ != CheckLevel::kKernel) return;
+  if (!MayCheckKernel(kernel)) return;
   // No argument can point into a block: nothing this kernel can have
   // written is known to the tool (what it reaches otherwise is checked at
   // the next synchronization). No lock, no GPU call.
   if (arg_words != nullptr && arg_words->empty()) return;
   absl::MutexLock lock(&mu_);
+  const bool suspect = level_ != CheckLevel::kKernel;
+  if (suspect && !suspects_.contains(kernel)) return;  // a filter bit's twin
   auto it = contexts_.find(context);
   if (it == contexts_.end() || ops_->StreamCapturing(ProgramStream(stream))) {
     return;
@@ -722,8 +762,14 @@ void GuardManager::CheckAfterLaunch(uint64_t context, uint64_t stream,
     return;
   }
   for (const GmtZone& z : table->zones) stats_.bytes_checked += z.bytes;
-  pending_.push_back(PendingCheck{
-      ticket, context, table, kernel, "kernel", {}, next_pending_sequence_++});
+  if (suspect) ++stats_.suspect_checks;
+  pending_.push_back(PendingCheck{ticket,
+                                  context,
+                                  table,
+                                  kernel,
+                                  suspect ? "suspect" : "kernel",
+                                  {},
+                                  next_pending_sequence_++});
 }
 
 void GuardManager::OnSynchronized(uint64_t context, uint64_t stream,
@@ -1208,7 +1254,7 @@ uint64_t GuardManager::ReleaseReuseBlockLocked(uint64_t context, Context& c,
     batch.kernel_checks_before = next_pending_sequence_;
     batch.bytes = bytes;
     batch.blocks.push_back(b);
-    if (ChecksEachKernel()) c.ranges.Remove(raw);
+    if (tracks_ranges_) c.ranges.Remove(raw);
     c.blocks.erase(it);
     c.TablesStale();
     c.releasing_bytes += bytes;
@@ -1220,7 +1266,7 @@ uint64_t GuardManager::ReleaseReuseBlockLocked(uint64_t context, Context& c,
   // program work.
   const uint64_t stream = free_complete ? 0 : ProgramStream(b.record.stream);
   DropOrderedFillLocked(c, raw);
-  if (ChecksEachKernel()) c.ranges.Remove(raw);
+  if (tracks_ranges_) c.ranges.Remove(raw);
   c.blocks.erase(it);
   c.TablesStale();
   ++stats_.evicted;
@@ -1568,7 +1614,7 @@ uint64_t GuardManager::EvictLocked(uint64_t context, Context& c, size_t count) {
       }
       ordered.push_back(b);
       c.blocks.erase(it);
-      if (ChecksEachKernel()) c.ranges.Remove(raw);
+      if (tracks_ranges_) c.ranges.Remove(raw);
       continue;
     }
     if (MayReuseLocked(c, b)) {
@@ -1583,7 +1629,7 @@ uint64_t GuardManager::EvictLocked(uint64_t context, Context& c, size_t count) {
     batch.bytes += b.record.raw_bytes;
     batch.blocks.push_back(b);
     c.blocks.erase(it);
-    if (ChecksEachKernel()) c.ranges.Remove(raw);
+    if (tracks_ranges_) c.ranges.Remove(raw);
   }
   if (!reuse.empty()) {
     DeferReuseChecksLocked(context, c, reuse);
@@ -1857,7 +1903,7 @@ std::vector<GuardManager::Block> GuardManager::TakeHeldOrderedLocked(
       DropOrderedFillLocked(c, raw);
       leaving.push_back(it->second);
       c.blocks.erase(it);
-      if (ChecksEachKernel()) c.ranges.Remove(raw);
+      if (tracks_ranges_) c.ranges.Remove(raw);
     } else {
       kept.push_back(raw);
     }
@@ -2071,7 +2117,7 @@ void GuardManager::AfterRealFree(const AllocationRecord& block, bool freed) {
           it->second.record.raw_bytes - it->second.record.bytes;
     }
     c.blocks.erase(block.raw_address);
-    if (ChecksEachKernel()) c.ranges.Remove(block.raw_address);
+    if (tracks_ranges_) c.ranges.Remove(block.raw_address);
     DropOrderedFillLocked(c, block.raw_address);
   } else if (auto it = c.blocks.find(block.raw_address); it != c.blocks.end()) {
     // CUDA kept the block: guarded again, with any fill it missed.
@@ -2169,7 +2215,7 @@ void GuardManager::NoteLaunchDeferred(uint64_t context, uint64_t stream,
                                       uint32_t kernel,
                                       const std::vector<ArgWord>* arg_words) {
   NoteLaunch(context, kernel);
-  if (!ChecksEachKernel()) return;
+  if (!MayCheckKernel(kernel)) return;
   if (arg_words != nullptr && arg_words->empty()) return;  // reaches nothing
   std::optional<std::vector<ArgWord>> words;
   if (arg_words != nullptr) words = *arg_words;

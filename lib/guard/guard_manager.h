@@ -35,6 +35,12 @@
 //             full check (Context::findings_lost).
 //   A stream-ordered block freed while quarantine is off (or on a stream
 //   being captured) is checked at its free, on the free's stream.
+//   Suspects (suspect_checks, with check=sync): a finding that can name only
+//   the kernels run since the last clean check makes each of them a suspect,
+//   and from then on a suspect's launches get check=kernel's check (its
+//   reach, after it, on its stream). Training loops repeat their kernels, so
+//   a write that repeats is found by the check after the one kernel that
+//   made it, while kernels never named cost nothing more.
 //
 // Freed blocks go to a FIFO quarantine (per context, quarantine_bytes): CUDA
 // is not called; their user bytes are filled with the freed pattern; a later
@@ -137,7 +143,9 @@ struct GuardFinding {
   uint64_t changed_bytes = 0;
   std::vector<uint32_t> kernels;  // kernel ids, oldest first
   uint64_t kernels_omitted = 0;
-  std::string check;  // "sync", "kernel", "exit", ...
+  std::string check;  // "sync", "kernel", "suspect", "exit", ...
+  // `kernels` became suspects: checked after each later launch.
+  bool suspects_checked = false;
 };
 
 struct GuardStats {
@@ -171,6 +179,10 @@ struct GuardStats {
   uint64_t reuse_miss_checking = 0;
   // Times the bound on bytes awaiting release made a free wait for a check.
   uint64_t release_waits = 0;
+  // Kernels made suspects (suspect_checks), and the checks after their
+  // launches.
+  uint64_t suspects = 0;
+  uint64_t suspect_checks = 0;
 };
 
 class GuardManager {
@@ -353,6 +365,17 @@ class GuardManager {
   // Whether CheckAfterLaunch does anything (check=kernel, zones on).
   bool ChecksEachKernel() const {
     return ops_ != nullptr && level_ == CheckLevel::kKernel;
+  }
+  // Whether a launch of `kernel` may get a check: every kernel's with
+  // check=kernel, a suspect's otherwise. Lock-free (a bit per kernel id
+  // modulo kSuspectBits; CheckAfterLaunch confirms under the lock), so a
+  // launch's arguments are read whole only when it is true.
+  bool MayCheckKernel(uint32_t kernel) const {
+    if (ChecksEachKernel()) return true;
+    if (suspect_count_.load(std::memory_order_acquire) == 0) return false;
+    const uint64_t word = suspect_bits_[(kernel % kSuspectBits) / 64].load(
+        std::memory_order_relaxed);
+    return ((word >> (kernel % 64)) & 1) != 0;
   }
   // Whether a per-kernel check could find anything: some block was guarded.
   // Lock-free, so a launch's arguments are only read when it is true.
@@ -577,6 +600,11 @@ class GuardManager {
   static constexpr size_t kLaunchLog = 1024;
   static constexpr size_t kMaxPendingChecks = 256;
   static constexpr size_t kMaxListedKernels = 16;
+  // Suspects: at most this many kernels (past it, a finding names its
+  // kernels as before and makes none a suspect), and the bits of the
+  // lock-free filter MayCheckKernel reads.
+  static constexpr size_t kMaxSuspects = 256;
+  static constexpr size_t kSuspectBits = 4096;
   // Zones per fill launch of stream-ordered blocks: what one launch's
   // parameters hold (DeviceOps::Fill makes it one launch).
   static constexpr size_t kOrderedFillZones = GMT_INLINE_MAX_ZONES;
@@ -856,12 +884,17 @@ class GuardManager {
   // Kernels launched in `context` after `since`, oldest first.
   std::vector<uint32_t> KernelsSince(uint64_t context, uint64_t since,
                                      uint64_t* omitted) const;
+  // Makes `kernels` suspects (suspect_checks); whether they all are.
+  bool AddSuspectsLocked(absl::Span<const uint32_t> kernels)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint64_t LaunchSequence() const {
     return launch_sequence_.load(std::memory_order_acquire);
   }
 
   const GuardPolicy policy_;
   const CheckLevel level_;
+  // suspect_checks with check=sync (check=kernel checks every kernel).
+  const bool suspect_checks_;
   const uint64_t quarantine_budget_;
   // Stream-ordered frees are held too (quarantine_async, or torch mode).
   const bool hold_ordered_;
@@ -909,6 +942,14 @@ class GuardManager {
   // Contexts whose ordered_fills is not empty.
   std::atomic<int> contexts_with_ordered_fills_{0};
   std::atomic<bool> any_armed_{false};  // set at the first guarded block
+  // The suspects (suspect_checks), their count, and their bits by kernel id
+  // modulo kSuspectBits for the lock-free MayCheckKernel.
+  absl::flat_hash_set<uint32_t> suspects_ ABSL_GUARDED_BY(mu_);
+  // Context::ranges holds every block's extent (check=kernel, or since the
+  // first suspect): what a per-kernel check looks launch arguments up in.
+  bool tracks_ranges_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<size_t> suspect_count_{0};
+  std::atomic<uint64_t> suspect_bits_[kSuspectBits / 64] = {};
   std::atomic<uint64_t> launch_sequence_{0};
   LaunchEntry launches_[kLaunchLog];
   // Per-kernel checks owed by NoteLaunchDeferred. The count lets every

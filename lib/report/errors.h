@@ -41,6 +41,11 @@ struct ErrorRecord {
   std::vector<std::string> kernels;
   uint64_t kernels_omitted = 0;  // older kernels not listed
   std::string check;
+  // A finding that could name only the kernels run since the last clean
+  // check made each of them a suspect (suspect_checks): the tool checks
+  // after their later launches, and a write that repeats is then found by
+  // the check after the one kernel that made it.
+  bool suspects_checked = false;
   std::string call;  // api-bounds: the copy/set entry point ("cudaMemcpy")
   // Suppressions (lib/report/suppressions.h): the rule that would silence this
   // error, filled when a report is built.
@@ -50,15 +55,17 @@ struct ErrorRecord {
 };
 
 // How a guard-zone finding was found, as the reports say it: "by the check
-// after kernel K (check=kernel)", "at a synchronization (check=sync)", else
+// after kernel K (check=kernel)" (or "(a suspect since an earlier finding)",
+// suspect_checks), "at a synchronization (check=sync)", else
 // "by the <check> check" (exit, free, quarantine, teardown, snapshot, ...).
 // The per-kernel check names exactly one kernel, so the mode tells a reader
 // whether the kernel named is the one that wrote or one of several.
 inline std::string FoundBy(const ErrorRecord& e) {
-  if (e.check == "kernel") {
+  if (e.check == "kernel" || e.check == "suspect") {
     return "by the check after kernel " +
            (e.kernels.empty() ? std::string("?") : e.kernels.back()) +
-           " (check=kernel)";
+           (e.check == "kernel" ? " (check=kernel)"
+                                : " (a suspect since an earlier finding)");
   }
   if (e.check == "sync") return "at a synchronization (check=sync)";
   return "by the " + e.check + " check";

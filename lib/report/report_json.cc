@@ -153,6 +153,7 @@ std::string RenderJson(const ReportData& data) {
       j["last_offset"] = e.last_offset;
       j["changed_bytes"] = e.changed_bytes;
       j["kernels_omitted"] = e.kernels_omitted;
+      if (e.suspects_checked) j["suspects_checked"] = true;
     }
     if (!e.check.empty()) {
       j["check"] = e.check;

@@ -600,7 +600,8 @@ class ReportReader {
           !ReadI64(e, at, "last_offset", kI64Min, kI64Max,
                    &error->last_offset) ||
           !ReadU64(e, at, "changed_bytes", &error->changed_bytes) ||
-          !ReadU64(e, at, "kernels_omitted", &error->kernels_omitted)) {
+          !ReadU64(e, at, "kernels_omitted", &error->kernels_omitted) ||
+          !ReadBool(e, at, "suspects_checked", &error->suspects_checked)) {
         return false;
       }
     }

@@ -70,6 +70,12 @@ void PrintError(TextOut& out, const ErrorRecord& e, const StackTable& stacks,
       if (e.kernels_omitted > 0) {
         out.Line("    ... and %d older launches", e.kernels_omitted);
       }
+      if (e.suspects_checked) {
+        out.Line(
+            "  these kernels are now checked after each launch "
+            "(suspect_checks): if the write repeats, the next report names "
+            "the one that made it");
+      }
     }
   } else {
     out.Line("  %s called by thread %s here:",

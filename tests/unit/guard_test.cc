@@ -1034,6 +1034,144 @@ TEST_F(KernelScopeTest, LostFindingsAreReportedByTheNextSynchronization) {
   EXPECT_EQ(ops_->kernel_checks, before + 1);
 }
 
+// ---- Suspects: check=sync names the kernel once a write repeats ---------
+
+// A training step that overruns the same block every step, between two
+// clean kernels, with a synchronization at its end.
+class SuspectTest : public GuardTest {
+ protected:
+  void Step(uint8_t* p, int64_t offset) {
+    Launch("scale");
+    engine_->BeforeLaunch(kContext, kStream);
+    p[offset] = 1;  // the overrun, as the kernel below runs
+    engine_->AfterLaunch(kContext, kStream, engine_->InternKernel("overrun"));
+    Launch("reduce");
+    engine_->OnSynchronized(kContext);
+  }
+};
+
+TEST_F(SuspectTest, TheRepeatOfAWriteFoundAtASyncNamesItsKernel) {
+  uint8_t* p = Alloc(1000);
+  Launch("warm_up");
+  engine_->OnSynchronized(kContext);  // clean up to here
+  for (int step = 0; step < 3; ++step) Step(p, 1000 + step);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 3u);
+  EXPECT_EQ(errors[0].check, "sync");
+  EXPECT_EQ(errors[0].kernels,
+            (std::vector<std::string>{"scale", "overrun", "reduce"}));
+  EXPECT_TRUE(errors[0].suspects_checked);
+  for (size_t i = 1; i < errors.size(); ++i) {
+    EXPECT_EQ(errors[i].check, "suspect");
+    EXPECT_EQ(FoundBy(errors[i]),
+              "by the check after kernel overrun (a suspect since an earlier "
+              "finding)");
+    EXPECT_EQ(errors[i].kernels, std::vector<std::string>{"overrun"});
+    EXPECT_EQ(errors[i].first_offset, static_cast<int64_t>(1000 + i));
+    EXPECT_FALSE(errors[i].suspects_checked);
+  }
+  EXPECT_EQ(engine_->guard().Stats().suspects, 3u);
+  EXPECT_EQ(engine_->guard().Stats().suspect_checks, 6u);
+}
+
+TEST_F(SuspectTest, OffKeepsEveryFindingAtItsSynchronization) {
+  Options o = GuardOptions(CheckLevel::kSync);
+  o.suspect_checks = false;
+  Start(o);
+  uint8_t* p = Alloc(1000);
+  Launch("warm_up");
+  engine_->OnSynchronized(kContext);
+  const int before = ops_->async_checks;
+  for (int step = 0; step < 3; ++step) Step(p, 1000 + step);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 3u);
+  for (const ErrorRecord& e : errors) {
+    EXPECT_EQ(e.check, "sync");
+    EXPECT_EQ(e.kernels.size(), 3u);
+    EXPECT_FALSE(e.suspects_checked);
+  }
+  EXPECT_EQ(ops_->async_checks, before);  // no check after any kernel
+  EXPECT_EQ(engine_->guard().Stats().suspects, 0u);
+}
+
+TEST_F(SuspectTest, KernelsNeverNamedCostNoCheck) {
+  uint8_t* p = Alloc(1000);
+  Launch("warm_up");
+  engine_->OnSynchronized(kContext);
+  Step(p, 1000);  // scale, overrun and reduce become suspects
+  ASSERT_EQ(Errors().size(), 1u);
+  const int before = ops_->async_checks;
+  Launch("other");
+  Launch("warm_up");  // ran before the last clean check: not named
+  EXPECT_EQ(ops_->async_checks, before);
+  Launch("scale");
+  EXPECT_EQ(ops_->async_checks, before + 1);
+}
+
+// One kernel since the last clean check: the finding names it already.
+TEST_F(SuspectTest, AFindingThatNamesOneKernelMakesNoSuspect) {
+  uint8_t* p = Alloc(1000);
+  Launch("warm_up");
+  engine_->OnSynchronized(kContext);
+  engine_->BeforeLaunch(kContext, kStream);
+  p[1000] = 1;
+  engine_->AfterLaunch(kContext, kStream, engine_->InternKernel("overrun"));
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].kernels, std::vector<std::string>{"overrun"});
+  EXPECT_FALSE(errors[0].suspects_checked);
+  EXPECT_EQ(engine_->guard().Stats().suspects, 0u);
+}
+
+// A suspect's check, like check=kernel's, covers the blocks its arguments
+// reach: the blocks made before the first suspect as well as after.
+class SuspectScopeTest : public KernelScopeTest {
+ protected:
+  void SetUp() override {
+    KernelScopeTest::SetUp();
+    Start(GuardOptions(CheckLevel::kSync));
+  }
+};
+
+TEST_F(SuspectScopeTest, ASuspectsCheckCoversWhatItsArgumentsReach) {
+  uint8_t* a = Alloc(1000);
+  uint8_t* b = Alloc(1000);
+  Launch("warm_up");
+  engine_->OnSynchronized(kContext);
+  int n = 0;
+  void* params_a[] = {&a, &n};
+  LaunchWith(g_fill, params_a, [&] { a[1000] = 1; });
+  Launch("other");
+  const int before = ops_->async_checks;
+  engine_->OnSynchronized(kContext);  // fill and other become suspects
+  ASSERT_EQ(Errors().size(), 1u);
+  EXPECT_TRUE(Errors()[0].suspects_checked);
+  // b's overrun while fill runs on a: not in fill's reach, found at the
+  // synchronization, naming the one kernel since the last clean check.
+  LaunchWith(g_fill, params_a, [&] { b[1000] = 1; });
+  EXPECT_EQ(ops_->async_checks, before + 1);  // fill's
+  EXPECT_EQ(ops_->last_async_zones, 2u);      // a's front and tail
+  engine_->OnSynchronized(kContext);
+  // A block made after the first suspect is reached too.
+  uint8_t* c = Alloc(1000);
+  Launch("warm_up");
+  engine_->OnSynchronized(kContext);
+  void* params_c[] = {&c, &n};
+  LaunchWith(g_fill, params_c, [&] { c[-1] = 1; });
+  EXPECT_EQ(ops_->last_async_zones, 2u);
+  engine_->OnSynchronized(kContext);
+  std::vector<ErrorRecord> errors = Errors();
+  ASSERT_EQ(errors.size(), 3u);
+  EXPECT_EQ(errors[1].check, "sync");
+  EXPECT_EQ(errors[1].allocation->address, reinterpret_cast<uint64_t>(b));
+  EXPECT_EQ(errors[1].kernels, std::vector<std::string>{"fill"});
+  EXPECT_EQ(errors[2].check, "suspect");
+  EXPECT_EQ(errors[2].kind, ErrorKind::kOobUnderflow);
+  EXPECT_EQ(errors[2].allocation->address, reinterpret_cast<uint64_t>(c));
+  EXPECT_EQ(errors[2].kernels, std::vector<std::string>{"fill"});
+}
+
 TEST_F(GuardTest, SyncFindingSaysItWasFoundAtASynchronization) {
   uint8_t* p = Alloc(1000);
   Launch("k");
