@@ -81,6 +81,7 @@ ReportData FullReport() {
   oob.kernels = {"fill(float*, long)", "other()"};
   oob.kernels_omitted = 3;
   oob.check = "sync";
+  oob.suspects_checked = true;
   AllocationRecord block;
   block.address = 0x7f0000400000;
   block.bytes = 1000;
@@ -174,6 +175,11 @@ TEST(ReportJsonParseTest, ReadsTheFieldsBack) {
   EXPECT_EQ(d.errors[0].kind, ErrorKind::kOobWrite);
   EXPECT_TRUE(d.errors[0].has_range);
   EXPECT_EQ(d.errors[0].last_offset, 1011);
+  EXPECT_TRUE(d.errors[0].suspects_checked);
+  EXPECT_FALSE(d.errors[1].suspects_checked);
+  EXPECT_THAT(RenderText(d, 0),
+              HasSubstr("these kernels are now checked after each launch "
+                        "(suspect_checks)"));
   EXPECT_EQ(SinceStartNs(d.errors[0].time_ns), 1234567891);
   EXPECT_EQ(d.errors[1].offset, -16);
   ASSERT_TRUE(d.errors[1].previous_free.has_value());
