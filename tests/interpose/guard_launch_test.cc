@@ -99,6 +99,49 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{GMT_GUARD_LAUNCH_PTDS_PROGRAM, "runtime"}),
     CaseName);
 
+// The same overrun every step: found at the first step's synchronization
+// among the step's three kernels, which become suspects; each later step's
+// is found by the check after fill, through the shims' reading of the
+// launch's arguments (the block is fill's first).
+class SuspectChecksTest : public InterposeTest,
+                          public testing::WithParamInterface<const char*> {};
+
+TEST_P(SuspectChecksTest, ARepeatedOverrunNamesItsKernelFromTheSecondStep) {
+  RunResult plain = RunPlain(GetParam(), {"repeat"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
+  for (const bool suspects : {true, false}) {
+    RunOptions options;
+    options.gmt_options = "report=json:report_path=<dir>/r.%p.json";
+    if (!suspects) options.gmt_options += ":suspect_checks=0";
+    RunResult r = Run(GetParam(), {"repeat"}, options);
+    ASSERT_EQ(r.exit_code, 0) << r.Describe();
+    EXPECT_EQ(r.out, plain.out);
+    ASSERT_TRUE(r.has_report) << r.Describe();
+    std::vector<json> errors = ErrorsOfKind(r.report, "oob-write");
+    ASSERT_EQ(errors.size(), 4u) << r.Describe();
+    for (size_t i = 0; i < errors.size(); ++i) {
+      SCOPED_TRACE(errors[i].dump(1));
+      EXPECT_EQ(errors[i].value("first_offset", int64_t{-1}),
+                static_cast<int64_t>(1000 + i));
+      const bool named = suspects && i > 0;
+      EXPECT_EQ(errors[i].value("check", ""), named ? "suspect" : "sync");
+      EXPECT_EQ(errors[i].value("suspects_checked", false), suspects && i == 0);
+      const json& kernels = errors[i]["kernels"];
+      if (named) {
+        EXPECT_EQ(kernels, json::array({"fill(float*, int)"}));
+      } else {
+        EXPECT_EQ(kernels,
+                  json::array({"scale(float*, int)", "fill(float*, int)",
+                               "reduce(float*, int)"}));
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllBuilds, SuspectChecksTest,
+                         testing::Values(GMT_GUARD_LAUNCH_PROGRAM,
+                                         GMT_GUARD_LAUNCH_PTDS_PROGRAM));
+
 // While one thread waits (in the tool) for a zone check behind its
 // cudaDeviceSynchronize, another thread allocates, launches and frees: it
 // must go on. The tool once held its guard lock across that wait, so the

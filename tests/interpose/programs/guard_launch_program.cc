@@ -9,7 +9,13 @@
 //                                           async_quarantine [write] |
 //                                           malloc_reuse |
 //                                           malloc_capture |
+//                                           repeat |
 //                                           loop ROUNDS
+//
+// repeat: four steps of scale, fill and reduce over one 1000-byte block and a
+// synchronization, each step overrunning the block by one more byte as
+// "fill" runs (the double runs a kernel at its launch, so the program
+// writes the byte between scale's launch and fill's).
 //
 // loop: ROUNDS rounds of what a framework's step does, allocate, launch over
 // the block, synchronize and free (prints one line of totals).
@@ -42,6 +48,11 @@ char g_kernel_name[] = "_Z4fillPfi";
 // kernel has two parameters, and CUDA (and the tool, for per-kernel checks)
 // reads as many argument pointers as the kernel has.
 int g_fill_count = 256;
+
+// The other kernels of the repeat mode: scale(float*, int), reduce(float*,
+// int).
+char g_scale_name[] = "_Z5scalePfi";
+char g_reduce_name[] = "_Z6reducePfi";
 
 CUfunction Function() { return reinterpret_cast<CUfunction>(g_kernel_name); }
 const void* RuntimeFunction() { return g_kernel_name; }
@@ -180,6 +191,23 @@ NOINLINE void AttributionDriver() {
      cuLaunchKernelEx(&config, Function(), params, nullptr));
   Cu("cuCtxSynchronize", cuCtxSynchronize());
   Cu("cuMemFree", cuMemFree(d));
+}
+
+NOINLINE void Repeat() {
+  void* p = nullptr;
+  Rt("cudaMalloc(1000)", cudaMalloc(&p, 1000));
+  void* args[] = {&p, &g_fill_count};
+  for (int step = 0; step < 4; ++step) {
+    Rt("scale",
+       cudaLaunchKernel(g_scale_name, dim3(1), dim3(32), args, 0, nullptr));
+    static_cast<volatile unsigned char*>(p)[1000 + step] = 0x5a;
+    Rt("fill", cudaLaunchKernel(RuntimeFunction(), dim3(1), dim3(32), args, 0,
+                                nullptr));
+    Rt("reduce",
+       cudaLaunchKernel(g_reduce_name, dim3(1), dim3(32), args, 0, nullptr));
+    Rt("cudaDeviceSynchronize", cudaDeviceSynchronize());
+  }
+  Rt("cudaFree", cudaFree(p));
 }
 
 // One thread synchronizes the device while the tool checks zones behind
@@ -421,6 +449,8 @@ int main(int argc, char** argv) {
     MallocReuse();
   } else if (mode == "malloc_capture") {
     MallocCapture();
+  } else if (mode == "repeat") {
+    Repeat();
   } else if (mode == "loop" && argc > 2) {
     Loop(std::atoi(argv[2]));
   } else if (mode == "attribution_driver") {
