@@ -140,7 +140,11 @@ TEST_P(SuspectChecksTest, ARepeatedOverrunNamesItsKernelFromTheSecondStep) {
 
 INSTANTIATE_TEST_SUITE_P(AllBuilds, SuspectChecksTest,
                          testing::Values(GMT_GUARD_LAUNCH_PROGRAM,
-                                         GMT_GUARD_LAUNCH_PTDS_PROGRAM));
+                                         GMT_GUARD_LAUNCH_PTDS_PROGRAM),
+                         [](const testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.index == 0 ? "Plain"
+                                                              : "Ptds");
+                         });
 
 // While one thread waits (in the tool) for a zone check behind its
 // cudaDeviceSynchronize, another thread allocates, launches and frees: it
