@@ -3,17 +3,20 @@
 // kernels on the same buffers, with a synchronization at the end of each of
 // its 4 steps.
 //
-// Expected report (guard=1, default check=sync with suspect_checks): one
-// oob-write per step, on the block from RepeatAllocateWeights (4000 bytes,
-// first_offset 4000, last_offset 4015, 16 changed bytes). The first is found
-// at the first synchronization ("check": "sync") and lists the kernels run
-// since the last clean check (RepeatScaleKernel, RepeatOverrunKernel,
+// Expected report (guard=1, default check=sync with suspect_checks): an
+// oob-write on the block from RepeatAllocateWeights (4000 bytes,
+// first_offset 4000, last_offset 4015, 16 changed bytes) for the first step
+// and for every step after the first finding was read. The first is found
+// at a synchronization ("check": "sync") and lists the kernels run since the
+// last clean check (RepeatScaleKernel, RepeatOverrunKernel,
 // RepeatReduceKernel) with "suspects_checked": true; each later one is
 // found by the check after RepeatOverrunKernel ("check": "suspect") and
-// names it alone. With suspect_checks=0 every one is found at its step's
-// synchronization; with check=kernel every one names RepeatOverrunKernel.
-// stdout prints the reduction of the in-bounds bytes, the same with and
-// without the tool; exit 0.
+// names it alone: 3 or 4 errors. check=sync reads a check's answer at the
+// next synchronization and re-arms the zone then, so a step that overran
+// before that is painted over: with suspect_checks=0, 2 to 4 errors, every
+// one at a synchronization; with check=kernel, 4, each naming
+// RepeatOverrunKernel. stdout prints the reduction of the in-bounds bytes,
+// the same with and without the tool; exit 0.
 #include <cuda_runtime.h>
 
 #include <cstdio>
