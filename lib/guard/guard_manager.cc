@@ -396,7 +396,6 @@ bool GuardManager::AddSuspectsLocked(absl::Span<const uint32_t> kernels) {
     }
     tracks_ranges_ = true;
   }
-  suspect_count_.store(suspects_.size(), std::memory_order_release);
   return all;
 }
 

@@ -372,7 +372,6 @@ class GuardManager {
   // launch's arguments are read whole only when it is true.
   bool MayCheckKernel(uint32_t kernel) const {
     if (ChecksEachKernel()) return true;
-    if (suspect_count_.load(std::memory_order_acquire) == 0) return false;
     const uint64_t word = suspect_bits_[(kernel % kSuspectBits) / 64].load(
         std::memory_order_relaxed);
     return ((word >> (kernel % 64)) & 1) != 0;
@@ -942,13 +941,12 @@ class GuardManager {
   // Contexts whose ordered_fills is not empty.
   std::atomic<int> contexts_with_ordered_fills_{0};
   std::atomic<bool> any_armed_{false};  // set at the first guarded block
-  // The suspects (suspect_checks), their count, and their bits by kernel id
-  // modulo kSuspectBits for the lock-free MayCheckKernel.
+  // The suspects (suspect_checks), and their bits by kernel id modulo
+  // kSuspectBits for the lock-free MayCheckKernel.
   absl::flat_hash_set<uint32_t> suspects_ ABSL_GUARDED_BY(mu_);
   // Context::ranges holds every block's extent (check=kernel, or since the
   // first suspect): what a per-kernel check looks launch arguments up in.
   bool tracks_ranges_ ABSL_GUARDED_BY(mu_) = false;
-  std::atomic<size_t> suspect_count_{0};
   std::atomic<uint64_t> suspect_bits_[kSuspectBits / 64] = {};
   std::atomic<uint64_t> launch_sequence_{0};
   LaunchEntry launches_[kLaunchLog];
